@@ -1,0 +1,32 @@
+# metashard: two commands on a fresh machine (`make demo`, `make test`); `make bench` for numbers.
+# Every target bootstraps its own virtual environment from pyproject.toml.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: test lint unit bench demo clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+unit: $(STAMP)
+	$(PY) -m pytest tests/unit
+
+test: lint
+	$(PY) -m pytest
+
+bench: $(STAMP)
+	$(PY) -m loadtest.bench $(BENCH)
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

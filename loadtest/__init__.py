@@ -1,0 +1,1 @@
+"""The embedded cluster (an API-server emulator), load generators and benchmarks."""

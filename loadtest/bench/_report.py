@@ -1,0 +1,45 @@
+"""Shared helpers for benchmarks: repeatable rate measurement and uniform output."""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections.abc import Callable
+
+
+def rate(fn: Callable[[], object], *, seconds: float = 1.0, repeat: int = 5) -> float:
+    """Calls per second of ``fn`` on this core: the median of ``repeat`` timed runs.
+
+    Each run calls ``fn`` in a loop for about ``seconds``. The garbage collector is left on
+    (it is part of the real cost) but collected before each run so runs start alike.
+    """
+    fn()  # warm up
+    results = []
+    for _ in range(repeat):
+        gc.collect()
+        calls = 0
+        deadline = time.perf_counter() + seconds
+        started = time.perf_counter()
+        while True:
+            for _ in range(16):
+                fn()
+            calls += 16
+            now = time.perf_counter()
+            if now >= deadline:
+                break
+        results.append(calls / (now - started))
+    return statistics.median(results)
+
+
+def row(
+    label: str, value: float, unit: str, *, baseline: float | None = None, target: str = ""
+) -> None:
+    """Print one result line; with ``baseline``, also the ratio value/baseline."""
+    ratio = f"  x{value / baseline:6.2f} vs baseline" if baseline else ""
+    goal = f"  (target {target})" if target else ""
+    print(f"  {label:<52} {value:>14,.1f} {unit}{ratio}{goal}", flush=True)
+
+
+def header(title: str) -> None:
+    print(f"\n{title}", flush=True)

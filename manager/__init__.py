@@ -1,0 +1,1 @@
+"""The coordinator: leader election, informers and store, routing, slots, snapshots, CLI."""

@@ -1,0 +1,9 @@
+"""Everything the coordinator and the workers must agree on, and no application logic.
+
+- ``proto.kube``: the asyncio Kubernetes REST client both sides use.
+- ``proto.api``: Metacontroller API views, the hook contract, Go-compatible JSON.
+- ``proto.wire``: the ZeroMQ messages, their msgpack codec, keys and slots (no I/O).
+- ``proto.logs``: the structlog configuration shared by both applications.
+
+``proto`` never imports ``manager``, ``workers`` or ``loadtest`` (enforced by import-linter).
+"""

@@ -1,0 +1,1 @@
+"""Metacontroller's API as metashard speaks it: object views, the hook contract, Go JSON."""

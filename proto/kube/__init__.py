@@ -1,0 +1,1 @@
+"""The asyncio Kubernetes REST client (aiohttp + orjson) shared by the coordinator and workers."""

@@ -1,0 +1,108 @@
+"""Logging set-up shared by the coordinator and the workers (structlog).
+
+Contract:
+- ``configure(fmt=..., level=...)`` is called once per process, at the entry point.
+  ``fmt="json"`` writes one JSON object per line (production); ``fmt="console"`` writes
+  readable, coloured lines (development). ``fmt="auto"`` picks console on a TTY, else JSON.
+- Every record carries ``timestamp`` (ISO 8601, UTC), ``level`` and ``event``, plus whatever
+  context is bound: per process (``bind(worker="w-0")``) or per task through contextvars
+  (``bound(controller=..., key=...)``); asyncio tasks inherit the context of their creator.
+- Levels below ``level`` cost one function call (filtering bound logger).
+- Third-party libraries logging through the stdlib (aiohttp, kubernetes) are rendered by the
+  same processors, so every line of a process has one format.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import orjson
+import structlog
+
+Format = Literal["json", "console", "auto"]
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
+
+
+def _orjson_dumps(obj: Any, default: Any = None) -> str:
+    return orjson.dumps(obj, default=default or str).decode()
+
+
+def configure(*, fmt: Format = "auto", level: str = "info") -> None:
+    """Configure structlog and the stdlib root logger for this process.
+
+    Raises ``ValueError`` for an unknown level name.
+    """
+    try:
+        numeric = _LEVELS[level.lower()]
+    except KeyError:
+        expected = sorted(_LEVELS)
+        raise ValueError(f"unknown log level {level!r}; expected one of {expected}") from None
+    if fmt == "auto":
+        fmt = "console" if sys.stderr.isatty() else "json"
+
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    renderer: Any
+    if fmt == "json":
+        shared.append(structlog.processors.dict_tracebacks)
+        renderer = structlog.processors.JSONRenderer(serializer=_orjson_dumps)
+    else:
+        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+
+    structlog.configure(
+        processors=[*shared, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+
+    # Route stdlib logging (aiohttp, kubernetes, asyncio) through the same renderer.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[*shared[:1], structlog.stdlib.add_logger_name, *shared[1:]],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        )
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(numeric)
+    # aiohttp's access log is per request: far too chatty above debug.
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+
+
+def get_logger(name: str | None = None, **context: Any) -> Any:
+    """A structlog logger, optionally with a ``logger`` name and bound context."""
+    log = structlog.get_logger()
+    if name is not None:
+        context = {"logger": name, **context}
+    return log.bind(**context) if context else log
+
+
+def bind(**context: Any) -> None:
+    """Bind context for the rest of this task (and the tasks it creates)."""
+    structlog.contextvars.bind_contextvars(**context)
+
+
+@contextlib.contextmanager
+def bound(**context: Any) -> Iterator[None]:
+    """Bind context for the duration of a ``with`` block, then restore the previous values."""
+    tokens = structlog.contextvars.bind_contextvars(**context)
+    try:
+        yield
+    finally:
+        structlog.contextvars.reset_contextvars(**tokens)

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import orjson
+import pytest
+
+from proto import logs
+
+
+def _lines(capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
+    return [orjson.loads(line) for line in capsys.readouterr().err.splitlines() if line]
+
+
+def test_json_lines_carry_level_time_and_bound_context(capsys: pytest.CaptureFixture[str]) -> None:
+    logs.configure(fmt="json", level="info")
+    log = logs.get_logger("test", worker="w-1")
+    with logs.bound(controller="cc", key="ns/p"):
+        log.info("reconciled", took=0.5)
+    log.info("after")
+    log.debug("filtered out")
+    first, second = _lines(capsys)
+    assert first["event"] == "reconciled"
+    assert first["level"] == "info"
+    assert first["controller"] == "cc" and first["key"] == "ns/p" and first["worker"] == "w-1"
+    assert first["took"] == 0.5
+    assert str(first["timestamp"]).endswith("Z")
+    assert "controller" not in second and second["worker"] == "w-1"
+
+
+def test_context_is_inherited_by_tasks(capsys: pytest.CaptureFixture[str]) -> None:
+    logs.configure(fmt="json", level="info")
+
+    async def child() -> None:
+        logs.get_logger().info("in child")
+
+    async def parent() -> None:
+        with logs.bound(key="ns/a"):
+            await asyncio.create_task(child())
+
+    asyncio.run(parent())
+    (line,) = _lines(capsys)
+    assert line["key"] == "ns/a"
+
+
+def test_stdlib_records_are_rendered_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    logs.configure(fmt="json", level="info")
+    logging.getLogger("aiohttp.client").warning("connection reset")
+    (line,) = _lines(capsys)
+    assert line["event"] == "connection reset"
+    assert line["logger"] == "aiohttp.client"
+    assert line["level"] == "warning"
+
+
+def test_exceptions_are_structured(capsys: pytest.CaptureFixture[str]) -> None:
+    logs.configure(fmt="json", level="info")
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        logs.get_logger().exception("failed")
+    (line,) = _lines(capsys)
+    assert "RuntimeError" in orjson.dumps(line["exception"]).decode()
+
+
+def test_console_format_is_readable(capsys: pytest.CaptureFixture[str]) -> None:
+    logs.configure(fmt="console", level="info")
+    logs.get_logger().info("hello", key="ns/a")
+    err = capsys.readouterr().err
+    assert "hello" in err and "key" in err and "ns/a" in err
+    assert not err.lstrip().startswith("{")
+
+
+def test_unknown_level_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="unknown log level 'loud'"):
+        logs.configure(level="loud")

@@ -1,0 +1,1 @@
+"""The workers: workqueues and rate limits, the reconcile runner, hooks, children, apply."""
