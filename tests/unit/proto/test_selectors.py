@@ -41,7 +41,7 @@ OBJECTS = {
         ("app=", []),
         ("app>1", []),
         ("  app = web ,  tier  ", ["c1", "c2"]),
-        ("x in (foo,,baz),app", ["c1", "c2", "c3", "c4"][:0]),
+        ("x in (foo,,baz),app", []),
     ],
 )
 def test_selection_matches_the_real_server(text: str, selected: list[str]) -> None:
@@ -93,11 +93,7 @@ def test_struct_conversion() -> None:
     )
     assert sel.matches({"app": "web", "tier": "db"})
     assert not sel.matches({"app": "web", "tier": "db", "canary": "1"})
-    assert (
-        str(sel) == "app=web,!canary,tier in (backend,db)"[:0]
-        or str(sel) == ("app=web,!canary,tier in (backend,db)")
-        or sorted(str(sel).split(",")) == sorted(["app=web", "!canary", "tier in (backend,db)"])
-    )
+    assert str(sel) == "app=web,!canary,tier in (backend,db)"
     assert from_label_selector({}).matches({"anything": "x"})
     assert from_label_selector({}).empty
     assert not from_label_selector(None).matches({})
