@@ -12,7 +12,7 @@ For each hook name ``<hook>`` (``sync``, ``finalize``, ``customize``) one metric
 Metacontroller attaches ``url``, ``controller_name`` and ``controller_type`` as constant labels
 of one collector per controller; here they are ordinary labels of the one family per hook,
 which exposes the same series. Unlike Metacontroller, ``forget`` drops a deleted controller's
-series instead of exporting them forever. (The DNS and TLS phase histograms are not exported.)
+series instead of exporting them forever (calls still under way then record nothing more). (The DNS and TLS phase histograms are not exported.)
 
 ``HookMetrics`` is the seam the executor calls; ``NoHookMetrics`` is the no-op default and
 ``PrometheusHookMetrics`` binds the families to an injected ``CollectorRegistry``.
@@ -105,6 +105,9 @@ class PrometheusHookMetrics:
     def finished(
         self, hook: HookName, labels: tuple[str, str, str], *, code: int | None, seconds: float
     ) -> None:
+        series = self._series.get((labels[2], labels[1]), set())
+        if (self._in_flight[hook], labels) not in series:
+            return  # the controller was forgotten while the call ran: record nothing more
         self._in_flight[hook].labels(*labels).dec()
         if code is None:
             return

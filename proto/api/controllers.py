@@ -33,7 +33,7 @@ from proto.api import names
 from proto.api.duration import parse_seconds
 from proto.api.errors import DurationError, InvalidControllerError
 from proto.api.fields import Fields
-from proto.api.selectors import Selector, SelectorError, from_label_selector
+from proto.api.selectors import Selector
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
 DEFAULT_SERVICE_PORT = 80
@@ -202,28 +202,16 @@ def group_of(api_version: str) -> str:
 
 
 def _api_version(fields: Fields, key: str) -> str:
-    value = fields.get_str(key, required=True)
-    assert value is not None
+    value = fields.require_str(key)
     parts = value.split("/")
     if len(parts) > 2 or not all(parts):
         raise fields.fail(key, f'invalid apiVersion "{value}": expected "group/version" or "v1"')
     return value
 
 
-def _selector(fields: Fields, key: str) -> Selector | None:
-    raw = fields.get_raw_object(key)
-    if raw is None:
-        return None
-    try:
-        return from_label_selector(raw)
-    except SelectorError as err:
-        raise fields.fail(key, str(err)) from None
-
-
 def _parse_service(fields: Fields) -> ServiceRef:
-    name = fields.get_str("name", required=True)
-    namespace = fields.get_str("namespace", required=True)
-    assert name is not None and namespace is not None
+    name = fields.require_str("name")
+    namespace = fields.require_str("namespace")
     port = fields.get_int("port")
     if port is None:
         port = DEFAULT_SERVICE_PORT
@@ -286,8 +274,7 @@ def parse_hook(fields: Fields) -> Hook:
         version = HookVersion(version_text)
     except ValueError:
         raise fields.fail("version", f'must be "v1" or "v2", not "{version_text}"') from None
-    webhook_fields = fields.get_object("webhook", required=True)
-    assert webhook_fields is not None
+    webhook_fields = fields.require_object("webhook")
     webhook = parse_webhook(webhook_fields)
     mode_text = webhook_fields.get_str("responseUnMarshallMode")
     if mode_text is None:
@@ -318,8 +305,7 @@ def parse_update_strategy(fields: Fields | None) -> UpdateStrategy:
     status_checks = fields.get_object("statusChecks")
     if status_checks is not None:
         for condition in status_checks.get_objects("conditions"):
-            condition_type = condition.get_str("type", required=True)
-            assert condition_type is not None
+            condition_type = condition.require_str("type")
             checks.append(
                 StatusCheck(
                     type=condition_type,
@@ -335,8 +321,8 @@ def _parse_parent(fields: Fields) -> ParentResource:
     paths = tuple(history.get_strings("fieldPaths")) if history is not None else ()
     return ParentResource(
         api_version=_api_version(fields, "apiVersion"),
-        resource=fields.get_str("resource", required=True) or "",
-        label_selector=_selector(fields, "labelSelector") or Selector.everything(),
+        resource=fields.require_str("resource"),
+        label_selector=fields.get_selector("labelSelector") or Selector.everything(),
         revision_field_paths=paths or DEFAULT_REVISION_FIELD_PATHS,
         ignore_status_changes=bool(fields.get_bool("ignoreStatusChanges")),
     )
@@ -348,7 +334,7 @@ def _parse_children(spec: Fields) -> tuple[ChildResource, ...]:
     for i, item in enumerate(spec.get_objects("childResources")):
         child = ChildResource(
             api_version=_api_version(item, "apiVersion"),
-            resource=item.get_str("resource", required=True) or "",
+            resource=item.require_str("resource"),
             update_strategy=parse_update_strategy(item.get_object("updateStrategy")),
         )
         key = (child.group, child.resource)
@@ -393,14 +379,10 @@ def parse_composite_controller(obj: Mapping[str, Any]) -> CompositeController:
     """Validate a CompositeController object. Raises ``InvalidControllerError``."""
     top = Fields.of(obj, "", InvalidControllerError)
     _check_type(top, names.COMPOSITE_CONTROLLER)
-    metadata = top.get_object("metadata", required=True)
-    assert metadata is not None
-    name = metadata.get_str("name", required=True)
-    assert name is not None
-    spec = top.get_object("spec", required=True)
-    assert spec is not None
-    parent = spec.get_object("parentResource", required=True)
-    assert parent is not None
+    metadata = top.require_object("metadata")
+    name = metadata.require_str("name")
+    spec = top.require_object("spec")
+    parent = spec.require_object("parentResource")
     resync = spec.get_int("resyncPeriodSeconds")
     if resync is not None and not -(_INT32_MAX + 1) <= resync <= _INT32_MAX:
         raise spec.fail("resyncPeriodSeconds", f"must fit in 32 bits, not {resync}")

@@ -5,7 +5,8 @@ and friends return the value or ``None`` when the key is absent or ``null`` (Go'
 rule for ``omitempty`` pointers), and raise the given error class when the value has the
 wrong JSON type: ``spec.resyncPeriodSeconds: must be an integer, not string``. Booleans are
 never integers, and integral floats are not integers either (Go rejects ``1.0`` for an
-``int32`` field).
+``int32`` field). ``require_str`` and ``require_object`` raise ``<path>: required`` instead of
+returning ``None`` (and ``require_str`` rejects the empty string).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from proto.api.errors import ApiError
+from proto.api.selectors import Selector, SelectorError, from_label_selector
 
 
 def json_type(value: Any) -> str:
@@ -72,15 +74,18 @@ class Fields:
     def has(self, key: str) -> bool:
         return self.obj.get(key) is not None
 
-    def get_str(self, key: str, *, required: bool = False) -> str | None:
+    def get_str(self, key: str) -> str | None:
         value = self.obj.get(key)
+        if value is None or isinstance(value, str):
+            return value
+        raise self._wrong(key, "a string", value)
+
+    def require_str(self, key: str) -> str:
+        """A string that must be present and non-empty."""
+        value = self.get_str(key)
         if value is None:
-            if required:
-                raise self.fail(key, "required")
-            return None
-        if not isinstance(value, str):
-            raise self._wrong(key, "a string", value)
-        if required and not value:
+            raise self.fail(key, "required")
+        if not value:
             raise self.fail(key, "must not be empty")
         return value
 
@@ -108,20 +113,35 @@ class Fields:
             raise self.fail(key, "must be a finite number")
         return float(value)
 
-    def get_object(self, key: str, *, required: bool = False) -> Fields | None:
+    def get_object(self, key: str) -> Fields | None:
         value = self.obj.get(key)
         if value is None:
-            if required:
-                raise self.fail(key, "required")
             return None
         if not isinstance(value, Mapping):
             raise self._wrong(key, "an object", value)
         return Fields(value, join(self.path, key), self.error)
 
+    def require_object(self, key: str) -> Fields:
+        """An object that must be present."""
+        found = self.get_object(key)
+        if found is None:
+            raise self.fail(key, "required")
+        return found
+
     def get_raw_object(self, key: str) -> Mapping[str, Any] | None:
         """The object itself (not wrapped), or ``None``."""
         found = self.get_object(key)
         return None if found is None else found.obj
+
+    def get_selector(self, key: str) -> Selector | None:
+        """A ``LabelSelector`` object (``None`` when absent; ``{}`` selects everything)."""
+        raw = self.get_raw_object(key)
+        if raw is None:
+            return None
+        try:
+            return from_label_selector(raw)
+        except SelectorError as err:
+            raise self.fail(key, str(err)) from None
 
     def get_list(self, key: str) -> list[Any]:
         """The array (empty when absent or null)."""

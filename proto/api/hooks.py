@@ -138,11 +138,10 @@ def _check_child(child: Any, path: str) -> dict[str, Any]:
     if not isinstance(child, dict):
         raise HookResponseError(f"{path}: a child must be an object, not {json_type(child)}")
     fields = Fields(child, path, HookResponseError)
-    fields.get_str("apiVersion", required=True)
-    fields.get_str("kind", required=True)
-    metadata = fields.get_object("metadata", required=True)
-    assert metadata is not None
-    metadata.get_str("name", required=True)
+    fields.require_str("apiVersion")
+    fields.require_str("kind")
+    metadata = fields.require_object("metadata")
+    metadata.require_str("name")
     metadata.get_str("namespace")
     return child
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from proto.api.controllers import HookVersion
 from proto.api.errors import HookResponseError
 from proto.api.fields import Fields
-from proto.api.selectors import Selector, SelectorError, from_label_selector
+from proto.api.selectors import Selector
 
 ALL_NAMESPACES = "*"
 
@@ -48,23 +48,12 @@ class RelatedRule:
     names: frozenset[str] = frozenset()
 
 
-def _selector(fields: Fields, key: str) -> Selector | None:
-    raw = fields.get_raw_object(key)
-    if raw is None:
-        return None
-    try:
-        return from_label_selector(raw)
-    except SelectorError as err:
-        raise fields.fail(key, str(err)) from None
-
-
 def parse_related_rule(fields: Fields) -> RelatedRule:
     """One ``relatedResources`` entry. Raises ``HookResponseError``."""
-    api_version = fields.get_str("apiVersion", required=True)
-    resource = fields.get_str("resource", required=True)
-    assert api_version is not None and resource is not None
-    label_selector = _selector(fields, "labelSelector")
-    namespace_selector = _selector(fields, "namespaceSelector")
+    api_version = fields.require_str("apiVersion")
+    resource = fields.require_str("resource")
+    label_selector = fields.get_selector("labelSelector")
+    namespace_selector = fields.get_selector("namespaceSelector")
     namespace = fields.get_str("namespace") or None
     rule_names = frozenset(fields.get_strings("names"))
     if rule_names and label_selector is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -26,6 +28,20 @@ TEAM_A = RelatedRule("v1", "configmaps", namespace_selector=parse("team=a"))
 
 WEB = {"app": "web"}
 TEAM_A_LABELS = {"team": "a"}
+
+
+def found(
+    rule: RelatedRule,
+    version: HookVersion,
+    parent_ns: str,
+    ns: str,
+    name: str,
+    labels: dict[str, str] | None,
+) -> bool:
+    return matches(
+        rule, version=version, parent_namespace=parent_ns, namespace=ns, name=name, labels=labels
+    )
+
 
 # (rule, version, parent namespace, object namespace, object name, labels, expected)
 MATRIX = [
@@ -65,29 +81,10 @@ MATRIX = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("rule", "version", "parent_ns", "ns", "name", "labels", "expected"), MATRIX
-)
-def test_matrix(
-    rule: RelatedRule,
-    version: HookVersion,
-    parent_ns: str,
-    ns: str,
-    name: str,
-    labels: dict[str, str] | None,
-    expected: bool,
-) -> None:
-    assert (
-        matches(
-            rule,
-            version=version,
-            parent_namespace=parent_ns,
-            namespace=ns,
-            name=name,
-            labels=labels,
-        )
-        is expected
-    )
+@pytest.mark.parametrize("case", MATRIX)
+def test_matrix(case: tuple[Any, ...]) -> None:
+    *arguments, expected = case
+    assert found(*arguments) is expected
 
 
 @pytest.mark.parametrize(
@@ -160,23 +157,15 @@ namespaces = st.sampled_from(["", "ns", "other", "third"])
 def test_properties(
     rule: RelatedRule, parent_ns: str, ns: str, name: str, labels: dict[str, str] | None
 ) -> None:
-    def found(version: HookVersion) -> bool:
-        return matches(
-            rule,
-            version=version,
-            parent_namespace=parent_ns,
-            namespace=ns,
-            name=name,
-            labels=labels,
-        )
-
+    in_v1 = found(rule, V1, parent_ns, ns, name, labels)
+    in_v2 = found(rule, V2, parent_ns, ns, name, labels)
     # v1 only ever narrows what v2 selects
-    assert not found(V1) or found(V2)
+    assert not in_v1 or in_v2
     # v1 never shows a namespaced parent anything outside its namespace
-    if parent_ns and found(V1):
+    if parent_ns and in_v1:
         assert ns == parent_ns
     # no namespaced match outside the announced scope
-    for version in (V1, V2):
+    for version, selected in ((V1, in_v1), (V2, in_v2)):
         scope = namespace_scope(rule, version=version, parent_namespace=parent_ns)
-        if found(version) and ns and scope is not None:
+        if selected and ns and scope is not None:
             assert ns == scope

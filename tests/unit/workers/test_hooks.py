@@ -253,6 +253,17 @@ async def test_in_flight_and_forget(hooks: Hooks, session: aiohttp.ClientSession
     assert sample(registry, total, code="200", method="post", **other_labels) == 1
     metrics.forget(controller_type="CompositeController", controller_name="cc")  # idempotent
 
+    # a call under way when its controller is forgotten does not bring the series back
+    hooks.entered.clear()
+    hooks.release.clear()
+    call = asyncio.create_task(client.call(held, b"{}"))
+    await asyncio.wait_for(hooks.entered.wait(), 5)
+    metrics.forget(controller_type="CompositeController", controller_name="cc")
+    hooks.release.set()
+    await call
+    assert sample(registry, gauge, **labels) is None
+    assert sample(registry, total, code="200", method="post", **labels) is None
+
 
 @pytest.mark.parametrize(
     ("value", "delay"),
