@@ -19,7 +19,7 @@ Connection settings that are parsed but not applied yet (``proto.api.controllers
 ``etag`` (a cache of ``(ETag, body)`` per parent, ``If-None-Match``, 304/412 answered from the
 cache) belongs in a wrapper around ``call``; ``caBundle``/``clientTLS`` become a per-endpoint
 ``ssl`` context and ``authorization``/``basicAuth`` an ``Authorization`` header, both resolved
-from Secrets by the caller and passed in ``_request_options``.
+from Secrets outside this module and added where ``_request_options`` builds the request.
 """
 
 from __future__ import annotations
