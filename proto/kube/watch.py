@@ -12,6 +12,8 @@ Contract:
 - An ``ERROR`` event raises the ``ApiError`` its Status describes (``Gone`` for 410).
 - A stream that ends in the middle of a line raises ``TransportError``; a line that is not a
   watch event raises ``StreamError``. Nothing is skipped silently, except empty lines.
+- Lines are not copied out of their chunk (memoryview slices); each event's ``raw`` is its
+  own ``bytes``, so keeping it does not keep the chunk alive.
 - A stream that ends after complete lines ends the iteration normally; the caller resumes
   from the last ``resource_version`` it saw.
 """
@@ -20,8 +22,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 
@@ -38,12 +39,17 @@ MAX_LINE_BYTES = 256 << 20
 _TYPES = (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR)
 # The API server writes `{"type":"<T>","object":<object>}`: the object is what lies between.
 _PREFIXES = {t: b'{"type":"' + t.encode() + b'","object":' for t in _TYPES}
+_PREFIX_LENGTHS = {t: len(prefix) for t, prefix in _PREFIXES.items()}
+_CLOSING_BRACE = ord("}")
 
 
-@dataclass(frozen=True, slots=True)
-class WatchEvent:
+class WatchEvent(NamedTuple):
     """One event: ``type`` (ADDED, MODIFIED, DELETED, BOOKMARK), the decoded ``object`` and
-    its ``raw`` JSON bytes."""
+    its ``raw`` JSON bytes.
+
+    A NamedTuple rather than a frozen dataclass: as immutable, and built in half the time,
+    which counts at tens of thousands of events per second.
+    """
 
     type: str
     object: dict[str, Any]
@@ -62,8 +68,15 @@ class WatchEvent:
         return bool(annotations.get(INITIAL_EVENTS_END) == "true")
 
 
+Line = bytes | memoryview
+
+
 class LineSplitter:
-    """Splits a byte stream into lines; ``feed()`` returns the lines a chunk completes."""
+    """Splits a byte stream into lines; ``feed()`` returns the non-empty lines a chunk completes.
+
+    Lines within one chunk are returned as ``memoryview`` slices of it (no copy); a line that
+    spans chunks is joined into ``bytes`` once its newline arrives.
+    """
 
     __slots__ = ("_max", "_pending", "_pending_size")
 
@@ -72,19 +85,27 @@ class LineSplitter:
         self._pending_size = 0
         self._max = max_line_bytes
 
-    def feed(self, chunk: bytes) -> list[bytes]:
-        lines = chunk.split(b"\n")
-        tail = lines.pop()  # the part after the last newline: not a complete line yet
-        if self._pending and lines:
-            self._pending.append(lines[0])
-            lines[0] = b"".join(self._pending)
-            self._pending.clear()
-            self._pending_size = 0
-        if tail:
-            self._pending.append(tail)
-            self._pending_size += len(tail)
-            if self._pending_size > self._max:
-                raise StreamError(f"a watch line exceeds {self._max} bytes without a newline")
+    def feed(self, chunk: bytes) -> list[Line]:
+        lines: list[Line] = []
+        find = chunk.find
+        newline = find(b"\n")
+        if newline < 0:
+            self._hold(chunk)
+            return lines
+        view = memoryview(chunk)
+        if self._pending:
+            self._pending.append(chunk[:newline])
+            joined = self.finish()
+            if joined:
+                lines.append(joined)
+        elif newline:
+            lines.append(view[:newline])
+        start = newline + 1
+        while (newline := find(b"\n", start)) >= 0:
+            if newline > start:
+                lines.append(view[start:newline])
+            start = newline + 1
+        self._hold(chunk[start:])
         return lines
 
     def finish(self) -> bytes:
@@ -94,29 +115,34 @@ class LineSplitter:
         self._pending_size = 0
         return rest
 
+    def _hold(self, tail: bytes) -> None:
+        if tail:
+            self._pending.append(tail)
+            self._pending_size += len(tail)
+            if self._pending_size > self._max:
+                raise StreamError(f"a watch line exceeds {self._max} bytes without a newline")
 
-def decode_event(line: bytes) -> WatchEvent:
+
+def decode_event(line: Line) -> WatchEvent:
     """Decode one watch line. Raises ``StreamError`` for anything but a watch event, and the
     matching ``ApiError`` for an ``ERROR`` event."""
     try:
         decoded = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        raise StreamError(f"watch line is not JSON ({exc}): {line[:200]!r}") from exc
-    if not isinstance(decoded, dict):
-        raise StreamError(f"watch line is not a JSON object: {line[:200]!r}")
+        raise StreamError(f"watch line is not JSON ({exc}): {bytes(line[:200])!r}") from exc
+    if type(decoded) is not dict:
+        raise StreamError(f"watch line is not a JSON object: {bytes(line[:200])!r}")
     kind = decoded.get("type")
     obj = decoded.get("object")
-    if kind not in _PREFIXES or not isinstance(obj, dict):
-        raise StreamError(f"watch line is not a watch event: {line[:200]!r}")
+    if type(kind) is not str or kind not in _PREFIXES or type(obj) is not dict:
+        raise StreamError(f"watch line is not a watch event: {bytes(line[:200])!r}")
     if kind == ERROR:
         code = obj.get("code")
         raise error_from_status(code if isinstance(code, int) and code >= 400 else 500, obj)
-    prefix = _PREFIXES[kind]
-    if len(decoded) == 2 and line.startswith(prefix) and line.endswith(b"}"):
-        raw = line[len(prefix) : -1]
-    else:
-        raw = orjson.dumps(obj)
-    return WatchEvent(kind, obj, raw)
+    size = _PREFIX_LENGTHS[kind]
+    if len(decoded) == 2 and line[-1] == _CLOSING_BRACE and line[:size] == _PREFIXES[kind]:
+        return WatchEvent(kind, obj, bytes(line[size:-1]))
+    return WatchEvent(kind, obj, orjson.dumps(obj))
 
 
 async def iter_events(
@@ -127,8 +153,7 @@ async def iter_events(
     async with stream as chunks:
         async for chunk in chunks:
             for line in splitter.feed(chunk):
-                if line and not line.isspace():
-                    yield decode_event(line)
+                yield decode_event(line)
         rest = splitter.finish()
         if rest.strip():
             raise TransportError(

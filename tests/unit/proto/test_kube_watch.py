@@ -68,7 +68,7 @@ def test_any_chunking_yields_the_same_lines(lines: list[bytes], data: st.DataObj
     out: list[bytes] = []
     for start, end in zip([0, *cuts], [*cuts, len(stream)], strict=True):
         out.extend(splitter.feed(stream[start:end]))
-    assert out == lines
+    assert [bytes(line) for line in out] == [line for line in lines if line]  # empty: skipped
     assert splitter.finish() == b""
 
 
@@ -85,9 +85,12 @@ def test_an_endless_line_is_refused() -> None:
 def test_raw_is_sliced_from_the_line_without_re_encoding() -> None:
     # Spacing and key order that orjson would not produce: a re-encoding would change them.
     obj = b'{"metadata": {"resourceVersion": "5", "name": "a"},  "kind":"ConfigMap"}'
-    event = decode_event(b'{"type":"MODIFIED","object":' + obj + b"}")
+    line = b'{"type":"MODIFIED","object":' + obj + b"}"
+    event = decode_event(line)
     assert event.type == "MODIFIED"
     assert event.raw == obj
+    from_view = decode_event(memoryview(line + b"\n")[:-1])  # as the splitter hands them out
+    assert type(from_view.raw) is bytes and from_view.raw == obj
     assert event.object == orjson.loads(obj)
     assert event.resource_version == "5"
     assert not event.initial_events_end
@@ -119,12 +122,15 @@ def test_bookmarks_carry_the_resource_version_and_the_initial_events_end(
         (b"[1, 2]", "not a JSON object"),
         (b'{"type":"ADDED"}', "not a watch event"),
         (b'{"type":"RENAMED","object":{}}', "not a watch event"),
+        (b'{"type":["ADDED"],"object":{}}', "not a watch event"),
         (b'{"type":"ADDED","object":"text"}', "not a watch event"),
     ],
 )
 def test_malformed_lines_raise_stream_error(line: bytes, message: str) -> None:
     with pytest.raises(errors.StreamError, match=message):
         decode_event(line)
+    with pytest.raises(errors.StreamError, match=message):
+        decode_event(memoryview(b"\n" + line + b"\n")[1:-1])
 
 
 def test_error_events_raise_their_api_error(shared_dir: Path) -> None:
