@@ -162,7 +162,7 @@ class Client:
         while True:
             response = await self.session.request("GET", path, params=params)
             with _gc_paused():
-                page = orjson.loads(response.body)
+                page = response.json()
             items.extend(page.get("items") or ())
             metadata = page.get("metadata") or {}
             list_rv = metadata.get("resourceVersion") or list_rv

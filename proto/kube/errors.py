@@ -6,7 +6,8 @@ KubeError                        anything raised by proto.kube
  ├── ResourceNotFound            discovery has no such resource or kind: wait for the CRD, or fix
  ├── TransportError              refused/reset connection, client-side timeout (including a watch's
  │                               inactivity deadline), truncated stream: retry / resume the watch
- ├── StreamError                 a watch line that is not a watch event: resume, report
+ ├── StreamError                 a watch line that is not a watch event, or a body that is
+ │                               not JSON: resume the watch / retry, and report it
  └── ApiError                    the server answered with an error Status (.status .reason
       │                          .message .details .causes .body .retry_after)
       ├── BadRequest             400
@@ -102,7 +103,8 @@ class TransportError(KubeError):
 
 
 class StreamError(KubeError):
-    """A watch stream carried a line that is not a watch event."""
+    """A watch stream carried a line that is not a watch event, or a response body that
+    should be JSON is not."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ from yarl import URL
 from proto.kube.auth import Authorization
 from proto.kube.clock import SYSTEM_CLOCK, Clock
 from proto.kube.config import ClusterConfig
-from proto.kube.errors import ConfigError, TransportError, api_error
+from proto.kube.errors import ConfigError, StreamError, TransportError, api_error
 
 JSON = "application/json"
 CHUNK_SIZE = 1 << 20
@@ -109,7 +109,13 @@ class Response:
     body: bytes
 
     def json(self) -> Any:
-        return orjson.loads(self.body)
+        """The decoded body; ``StreamError`` if it is not JSON."""
+        try:
+            return orjson.loads(self.body)
+        except orjson.JSONDecodeError as exc:
+            raise StreamError(
+                f"the response body is not JSON ({exc}): {self.body[:200]!r}"
+            ) from exc
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

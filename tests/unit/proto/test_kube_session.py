@@ -227,3 +227,13 @@ async def test_query_parameters_and_body_are_sent_as_given() -> None:
     assert received.query == {"labelSelector": "app in (web,db)", "dryRun": "All"}
     assert received.body == b'{"a":1}'
     assert received.headers["Content-Type"] == "application/json"
+
+
+@pytest.mark.asyncio
+async def test_a_body_that_is_not_json_is_a_stream_error() -> None:
+    server = FakeApiServer()
+    server.route("GET", PATH, Reply(status=200, body=b"<html>proxy login</html>"))
+    async with serve(server) as session:
+        response = await session.request("GET", PATH)
+        with pytest.raises(errors.StreamError, match="not JSON"):
+            response.json()
