@@ -277,3 +277,40 @@ async def test_stream_list_does_not_hide_transport_errors() -> None:
     async with serve(server) as session:
         with pytest.raises(errors.TransportError):
             await Client(session).stream_list(CONFIGMAPS, namespace="n")
+
+
+@pytest.mark.asyncio
+async def test_stream_list_waits_for_the_annotated_bookmark() -> None:
+    def cm(name: str, rv: str) -> dict[str, Any]:
+        return {
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "n", "resourceVersion": rv},
+        }
+
+    end = {
+        "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": "9", "annotations": {"k8s.io/initial-events-end": "true"}},
+    }
+    server = FakeApiServer()
+    server.route(
+        "GET",
+        "/api/v1/namespaces/n/configmaps",
+        Reply.events(
+            ("ADDED", cm("a", "3")),
+            ("BOOKMARK", {"kind": "ConfigMap", "metadata": {"resourceVersion": "4"}}),
+            ("ADDED", cm("b", "5")),
+            ("ADDED", cm("c", "6")),
+            ("DELETED", cm("b", "7")),
+            ("MODIFIED", cm("a", "8")),
+            ("BOOKMARK", end),
+            ("ADDED", cm("live", "10")),
+        ),
+    )
+    async with serve(server) as session:
+        listed = await Client(session).stream_list(CONFIGMAPS, namespace="n")
+    assert [(i["metadata"]["name"], i["metadata"]["resourceVersion"]) for i in listed.items] == [
+        ("a", "8"),
+        ("c", "6"),
+    ]
+    assert listed.resource_version == "9"
