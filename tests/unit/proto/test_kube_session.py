@@ -237,3 +237,15 @@ async def test_a_body_that_is_not_json_is_a_stream_error() -> None:
         response = await session.request("GET", PATH)
         with pytest.raises(errors.StreamError, match="not JSON"):
             response.json()
+
+
+@pytest.mark.asyncio
+async def test_other_errors_are_not_retried_even_with_retry_after() -> None:
+    conflict = {"kind": "Status", "code": 409, "reason": "Conflict", "message": "stale"}
+    server = FakeApiServer()
+    server.route("PUT", PATH, Reply.json(409, conflict, headers={"Retry-After": "1"}))
+    clock = FakeClock()
+    async with serve(server, clock=clock) as session:
+        with pytest.raises(errors.Conflict):
+            await session.request("PUT", PATH, body=b"{}")
+    assert len(server.received) == 1 and clock.sleeps == []
