@@ -64,6 +64,10 @@ class DelayingQueue(Queue[T]):
         self._line(priority)
         if self._shutting_down:
             return
+        if seconds > 0 and self._releaser is None:  # first: no event loop, no change
+            self._releaser = asyncio.get_running_loop().create_task(
+                self._release_forever(), name=f"workqueue {self._name} delays"
+            )
         self._metrics.retry()
         if seconds <= 0:
             self.add(item, priority=priority)
@@ -80,11 +84,7 @@ class DelayingQueue(Queue[T]):
         seq = next(self._seq)
         self._parked[item] = (ready_at, seq, priority)
         heapq.heappush(self._waiting, (ready_at, seq, item))
-        if self._releaser is None:
-            self._releaser = asyncio.get_running_loop().create_task(
-                self._release_forever(), name=f"workqueue {self._name} delays"
-            )
-        elif ready_at < self._wake_at and self._wake is not None and not self._wake.done():
+        if ready_at < self._wake_at and self._wake is not None and not self._wake.done():
             self._wake.set_result(None)
 
     async def _release_forever(self) -> None:
