@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
+from tests.unit.workers.registry_samples import label_values
 from workers.controller_metrics import (
     RECONCILE_TIME_BUCKETS,
     NoControllerMetrics,
@@ -80,13 +81,7 @@ def test_forget_controller_removes_its_series_and_a_later_use_starts_afresh() ->
     metrics.set_active("kept", 1)
     metrics.forget_controller("gone")
     metrics.forget_controller("never-existed")
-    controllers = {
-        sample.labels.get("controller")
-        for family in registry.collect()
-        for sample in family.samples
-        if family.name.startswith("controller_runtime_")
-    }
-    assert controllers == {"kept"}
+    assert label_values(registry, prefix="controller_runtime_", label="controller") == {"kept"}
     metrics.set_active("gone", 2)
     labels = {"controller": "gone", "result": "error"}
     assert registry.get_sample_value("controller_runtime_reconcile_total", labels) == 0

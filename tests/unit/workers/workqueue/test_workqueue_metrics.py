@@ -6,6 +6,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from proto.clock import FakeClock
+from tests.unit.workers.registry_samples import label_values
 from tests.unit.workers.workqueue.conftest import Settle
 from workers.workqueue import NoMetricsProvider, PrometheusMetricsProvider, WorkQueue
 
@@ -109,13 +110,7 @@ async def test_forget_controller_removes_every_series(
     provider.forget_controller("gone")
     provider.forget_controller("never-existed")
 
-    names = {
-        sample.labels.get("name")
-        for family in registry.collect()
-        for sample in family.samples
-        if family.name.startswith("workqueue_")
-    }
-    assert names == {"kept"}
+    assert label_values(registry, prefix="workqueue_", label="name") == {"kept"}
     gone.add("b")  # the queue still works; its updates are no longer exported
     assert len(gone) == 1
     kept_labels = {"name": "kept", "controller": "kept"}
