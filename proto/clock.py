@@ -47,6 +47,10 @@ class SystemClock:
         await asyncio.sleep(max(seconds, 0.0))
 
 
+SYSTEM_CLOCK = SystemClock()
+"""The process-wide real clock, the default wherever a ``clock`` parameter is optional."""
+
+
 class FakeClock:
     """A clock that moves only when told to; for tests.
 

@@ -30,7 +30,7 @@ import math
 from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar
 
-from proto.clock import Clock, SystemClock
+from proto.clock import SYSTEM_CLOCK, Clock
 
 T = TypeVar("T", bound=Hashable)
 T_contra = TypeVar("T_contra", bound=Hashable, contravariant=True)
@@ -98,7 +98,7 @@ class BucketRateLimiter:
             raise ValueError(f"burst must be >= 1, not {burst!r}")
         self._qps = qps
         self._burst = float(burst)
-        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         self._tokens = self._burst
         self._last = self._clock.now()
 

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from proto.kube.clock import SYSTEM_CLOCK, Clock
+from proto.clock import SYSTEM_CLOCK, Clock
 from proto.kube.config import ClusterConfig
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class Authorization:
         self._clock = clock
         self._period = period
         # With a source, the first request reads it (unless a value was given to start with).
-        self._next = clock.monotonic() + period if value is not None else float("-inf")
+        self._next = clock.now() + period if value is not None else float("-inf")
         self._lock = asyncio.Lock()
 
     @classmethod
@@ -58,10 +58,10 @@ class Authorization:
         return cls(value=config.authorization, source=config.refresh_authorization, clock=clock)
 
     async def header(self) -> str | None:
-        if self._source is None or self._clock.monotonic() < self._next:
+        if self._source is None or self._clock.now() < self._next:
             return self._value
         async with self._lock:
-            if self._clock.monotonic() >= self._next:  # not refreshed while we waited
+            if self._clock.now() >= self._next:  # not refreshed while we waited
                 await self._refresh()
         return self._value
 
@@ -81,4 +81,4 @@ class Authorization:
         else:
             if value is not None:
                 self._value = value
-        self._next = self._clock.monotonic() + self._period
+        self._next = self._clock.now() + self._period

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from proto.kube.clock import SYSTEM_CLOCK, Clock
+from proto.clock import SYSTEM_CLOCK, Clock
 from proto.kube.errors import ApiError, ResourceNotFound
 from proto.kube.session import JSON, Session
 
@@ -167,7 +167,7 @@ class Discovery:
             for res in found:
                 table.setdefault((res.group, res.version), []).append(res)
             self._table = {gv: tuple(rs) for gv, rs in table.items()}
-            self._refreshed_at = self._clock.monotonic()
+            self._refreshed_at = self._clock.now()
 
     async def resolve(
         self, api_version: str, *, resource: str | None = None, kind: str | None = None
@@ -193,7 +193,7 @@ class Discovery:
     def _may_refresh(self) -> bool:
         if self._refreshed_at is None:
             return True
-        return self._clock.monotonic() - self._refreshed_at >= self._min_refresh_interval
+        return self._clock.now() - self._refreshed_at >= self._min_refresh_interval
 
     def _lookup(
         self, group: str, version: str, resource: str | None, kind: str | None

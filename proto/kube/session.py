@@ -33,8 +33,8 @@ import aiohttp
 import orjson
 from yarl import URL
 
+from proto.clock import SYSTEM_CLOCK, Clock
 from proto.kube.auth import Authorization
-from proto.kube.clock import SYSTEM_CLOCK, Clock
 from proto.kube.config import ClusterConfig
 from proto.kube.errors import ConfigError, StreamError, TransportError, api_error
 
@@ -77,13 +77,13 @@ class TokenBucket:
         self.burst = burst
         self._clock = clock
         self._tokens = float(burst)
-        self._last = clock.monotonic()
+        self._last = clock.now()
 
     def reserve(self) -> float:
         """Take a token now; return how long the caller must wait before using it."""
         if self.qps <= 0:
             return 0.0
-        now = self._clock.monotonic()
+        now = self._clock.now()
         self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
         self._last = now
         self._tokens -= 1.0
@@ -290,15 +290,15 @@ class Session:
             authorization = await self._auth.header()
             if authorization is not None:
                 headers["Authorization"] = authorization
-            started = self.clock.monotonic()
+            started = self.clock.now()
             try:
                 resp = await self._http.request(
                     method, url, params=params, data=body, headers=headers, **extra
                 )
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-                self._on_response(method, 0, self.clock.monotonic() - started)
+                self._on_response(method, 0, self.clock.now() - started)
                 raise TransportError(f"{method} {path}: {exc!r}") from exc
-            self._on_response(method, resp.status, self.clock.monotonic() - started)
+            self._on_response(method, resp.status, self.clock.now() - started)
             if resp.status < 400:
                 return resp
             retry_after = _retry_after(resp.headers)

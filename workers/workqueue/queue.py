@@ -36,7 +36,7 @@ import enum
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-from proto.clock import Clock, SystemClock
+from proto.clock import SYSTEM_CLOCK, Clock
 from workers.workqueue.errors import InvalidPriority, NotProcessing, ShutDown
 from workers.workqueue.metrics import MetricsProvider, NoMetricsProvider
 
@@ -71,7 +71,7 @@ class Queue(Generic[T]):
         self, name: str, *, clock: Clock | None = None, metrics: MetricsProvider | None = None
     ) -> None:
         self._name = name
-        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._clock: Clock = clock if clock is not None else SYSTEM_CLOCK
         provider = metrics if metrics is not None else NoMetricsProvider()
         self._metrics = provider.queue_metrics(name, clock=self._clock)
         # Dirty items and their priority: queued, or processing with a re-run pending.

@@ -194,14 +194,14 @@ async def serve(server: FakeApiServer, **session_options: Any) -> AsyncIterator[
 class FakeClock:
     """A clock whose ``sleep`` advances time at once (and records the wait)."""
 
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
+    def __init__(self, start: float = 1000.0) -> None:
+        self.time = start
         self.sleeps: list[float] = []
 
-    def monotonic(self) -> float:
-        return self.now
+    def now(self) -> float:
+        return self.time
 
     async def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
-        self.now += seconds
+        self.time += seconds
         await asyncio.sleep(0)

@@ -179,7 +179,7 @@ async def test_refresh_picks_up_a_new_crd_and_misses_refresh_at_most_every_inter
         with pytest.raises(ResourceNotFound):
             await discovery.resolve("example.com/v1", kind="Gizmo")
         assert len(server.requests_to("/apis")) == 1
-        clock.now += 5.0
+        clock.time += 5.0
         gizmos = await discovery.resolve("example.com/v1", kind="Gizmo")
     assert gizmos == Resource(
         "example.com", "v1", "gizmos", "Gizmo", namespaced=False, verbs=("get", "list", "watch")

@@ -46,7 +46,7 @@ def test_token_bucket_allows_a_burst_then_paces_at_qps() -> None:
     waits = [bucket.reserve() for _ in range(13)]
     assert waits[:10] == [0.0] * 10
     assert waits[10:] == pytest.approx([0.2, 0.4, 0.6])
-    clock.now += 10.0  # refills, but never beyond the burst
+    clock.time += 10.0  # refills, but never beyond the burst
     assert [bucket.reserve() for _ in range(10)] == [0.0] * 10
     assert bucket.reserve() == pytest.approx(0.2)
 
@@ -64,12 +64,12 @@ async def test_every_request_is_paced_by_the_bucket() -> None:
     server = FakeApiServer()
     server.route("GET", PATH, OK)
     async with serve(server, qps=5.0, burst=10, clock=clock) as session:
-        started = clock.now
+        started = clock.time
         for _ in range(20):
             await session.request("GET", PATH)
     assert len(server.received) == 20
     assert clock.sleeps == pytest.approx([0.2] * 10)
-    assert clock.now - started == pytest.approx(2.0)
+    assert clock.time - started == pytest.approx(2.0)
 
 
 @pytest.mark.asyncio
@@ -139,9 +139,9 @@ async def test_token_file_is_re_read_every_minute(tmp_path: Path) -> None:
         async with Session(config, qps=0, clock=clock) as session:
             await session.request("GET", PATH)
             token.write_text("second\n")
-            clock.now += 59.0
+            clock.time += 59.0
             await session.request("GET", PATH)
-            clock.now += 1.0
+            clock.time += 1.0
             await session.request("GET", PATH)
     finally:
         await server.close()
@@ -184,10 +184,10 @@ async def test_a_failed_token_re_read_keeps_the_last_token(tmp_path: Path) -> No
     auth = Authorization(source=lambda: read_token_file(str(token)), clock=clock)
     assert await auth.header() == "Bearer kept"
     token.unlink()
-    clock.now += 60.0
+    clock.time += 60.0
     assert await auth.header() == "Bearer kept"
     token.write_text("new")
-    clock.now += 60.0
+    clock.time += 60.0
     assert await auth.header() == "Bearer new"
 
 
