@@ -20,6 +20,8 @@ Contract:
   ``NackReason.TOO_LARGE``).
 - The codec of every message is derived once, at import, from its dataclass field types, so a
   new field cannot be forgotten by the codec; an unsupported field type fails the import.
+  Each message type gets a compiled straight-line packer and unpacker (the hot path); the
+  generic per-field loop is the reference, and explains every rejection.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import math
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import msgpack
 
@@ -111,56 +113,71 @@ def _enum(cls: type[Enum]) -> _Decoder:
 
 
 # --- sequence and mapping decoders ---------------------------------------------------------
-# msgpack arrays decode as tuples (use_list=False): a valid tuple is returned as it is.
+# msgpack arrays decode as tuples (use_list=False): a valid tuple is returned as it is. Item
+# types are checked with set(map(type, ...)), a loop that runs in C.
+
+_TUPLE: Final = frozenset({tuple})
+_INT: Final = frozenset({int})
+_STR: Final = frozenset({str})
+_BYTES: Final = frozenset({bytes})
+_FIVE: Final = frozenset({5})
+_new_key: Callable[[tuple[str, ...]], ParentKey] = functools.partial(tuple.__new__, ParentKey)
+_chain = itertools.chain.from_iterable
+
+
+def _only(v: Any, types: frozenset[type]) -> TypeGuard[tuple[Any, ...]]:
+    """Whether ``v`` is a tuple whose items are all of exactly these types."""
+    return type(v) is tuple and (not v or set(map(type, v)) <= types)
 
 
 def _uints(v: Any) -> tuple[int, ...]:
-    if type(v) is tuple and all(type(x) is int and x >= 0 for x in v):
+    if _only(v, _INT) and (not v or min(v) >= 0):
         return v
     raise _Invalid("an array of non-negative integers")
 
 
 def _strs(v: Any) -> tuple[str, ...]:
-    if type(v) is tuple and all(type(x) is str for x in v):
+    if _only(v, _STR):
         return v
     raise _Invalid("an array of strings")
 
 
 def _blobs(v: Any) -> tuple[bytes, ...]:
-    if type(v) is tuple and all(type(x) is bytes for x in v):
+    if _only(v, _BYTES):
         return v
     raise _Invalid("an array of bin bytes")
 
 
-_new_key: Callable[[tuple[str, ...]], ParentKey] = functools.partial(tuple.__new__, ParentKey)
-_chain = itertools.chain.from_iterable
-_TUPLE: Final = frozenset({tuple})
-_STR: Final = frozenset({str})
-_FIVE: Final = frozenset({5})
-
-
 def _key(v: Any) -> ParentKey:
-    if type(v) is tuple and len(v) == 5 and all(type(x) is str for x in v):
+    if (
+        type(v) is tuple
+        and len(v) == 5
+        and type(v[0]) is str
+        and type(v[1]) is str
+        and type(v[2]) is str
+        and type(v[3]) is str
+        and type(v[4]) is str
+    ):
         return _new_key(v)
     raise _Invalid("an array of 5 strings")
 
 
 def _keys(v: Any) -> tuple[ParentKey, ...]:
-    # Batches of keys are the hot path: validate with set(map(...)) loops that run in C.
-    if (
-        type(v) is tuple
-        and set(map(type, v)) <= _TUPLE
-        and set(map(len, v)) <= _FIVE
-        and set(map(type, _chain(v))) <= _STR
-    ):
-        return tuple(map(_new_key, v))
+    # Batches of keys are the hot path: every check is a loop in C.
+    if _only(v, _TUPLE) and (not v or set(map(len, v)) <= _FIVE):
+        try:
+            "".join(_chain(v))  # TypeError unless every field is a str
+        except TypeError:
+            pass
+        else:
+            return tuple(map(_new_key, v))
     raise _Invalid("an array of keys (arrays of 5 strings)")
 
 
 def _groups(v: Any) -> dict[str, tuple[bytes, ...]]:
-    if type(v) is dict and all(type(k) is str for k in v):
-        for objs in v.values():
-            _blobs(objs)
+    if type(v) is dict and (
+        not v or (set(map(type, v)) <= _STR and all(_only(objs, _BYTES) for objs in v.values()))
+    ):
         return v
     raise _Invalid("a map of string to arrays of bin bytes")
 
@@ -242,12 +259,66 @@ _FIELD_CODECS: dict[Any, tuple[_Encoder, _Decoder]] = {
 _RESOURCE_FIELDS: Final[_Fields] = _record_fields(ResourceInfo)
 _CONTROLLER_FIELDS: Final[_Fields] = _record_fields(ControllerDef)
 
-_BY_CLASS: Final[dict[type, tuple[str, _Fields]]] = {
-    cls: (cls.TYPE, _record_fields(cls)) for cls in MESSAGE_TYPES
+
+# --- compiled codecs -----------------------------------------------------------------------
+# The loops above are the reference and give precise errors. The hot path runs straight-line
+# functions compiled once per message type from the same field table (as ``dataclasses``
+# compiles ``__init__``): no per-field loop or keyword dict, scalar checks inline. A value the
+# fast decoder rejects is decoded again by the reference loop, which raises the precise error.
+
+_Packer = Callable[[Any], dict[str, Any]]
+_Unpacker = Callable[[dict[Any, Any]], Any]
+
+# Checks of scalar decoders, inlined: {first} binds the value, {v} reads it again.
+_INLINE_CHECKS: Final[dict[_Decoder, str]] = {
+    _uint: "type({first}) is int and {v} >= 0",
+    _str: "type({first}) is str",
+    _bytes: "type({first}) is bytes",
+    _optional_bytes: "{first} is None or type({v}) is bytes",
 }
-_BY_TAG: Final[dict[str, tuple[type, _Fields]]] = {
-    tag: (cls, fields) for cls, (tag, fields) in _BY_CLASS.items()
-}
+
+
+def _reject() -> Any:
+    raise _Invalid("rejected by the fast path")
+
+
+def _compile(cls: type, tag: str, fields: _Fields) -> tuple[_Packer, _Unpacker]:
+    env: dict[str, Any] = {
+        "_cls": cls,
+        "_reject": _reject,
+        "_FrameError": FrameError,
+        "_slow": lambda m: _unpack_fields(cls, fields, m, tag),
+    }
+    items = [f"'v': {PROTOCOL_VERSION!r}", f"'t': {tag!r}"]
+    args = []
+    for i, (name, encoder, decoder) in enumerate(fields):
+        env[f"_e{i}"], env[f"_d{i}"] = encoder, decoder
+        items.append(f"{name!r}: " + (f"msg.{name}" if encoder is None else f"_e{i}(msg.{name})"))
+        check = _INLINE_CHECKS.get(decoder)
+        if check is None:
+            args.append(f"_d{i}(m[{name!r}])")
+        else:
+            test = check.format(first=f"(_v{i} := m[{name!r}])", v=f"_v{i}")
+            args.append(f"(_v{i} if {test} else _reject())")
+    source = (
+        f"def pack(msg):\n    return {{{', '.join(items)}}}\n"
+        f"def unpack(m):\n    try:\n        return _cls({', '.join(args)})\n"
+        f"    except (KeyError, ValueError, _FrameError):\n        return _slow(m)\n"
+    )
+    exec(compile(source, f"<wire codec {tag}>", "exec"), env)
+    return env["pack"], env["unpack"]
+
+
+def _message_codecs() -> tuple[dict[type, tuple[str, _Packer]], dict[str, _Unpacker]]:
+    by_class, by_tag = {}, {}
+    for cls in MESSAGE_TYPES:
+        pack, unpack = _compile(cls, cls.TYPE, _record_fields(cls))
+        by_class[cls] = (cls.TYPE, pack)
+        by_tag[cls.TYPE] = unpack
+    return by_class, by_tag
+
+
+_BY_CLASS, _BY_TAG = _message_codecs()
 
 
 # --- frames --------------------------------------------------------------------------------
@@ -255,10 +326,8 @@ _BY_TAG: Final[dict[str, tuple[type, _Fields]]] = {
 
 def encode(msg: Message, *, max_size: int = DEFAULT_MAX_FRAME_SIZE) -> bytes:
     """The frame of ``msg``; ``FrameError("oversized")`` if it would exceed ``max_size``."""
-    tag, fields = _BY_CLASS[type(msg)]
-    frame: bytes = msgpack.packb(
-        _pack_fields(msg, fields, {"v": PROTOCOL_VERSION, "t": tag}), use_bin_type=True
-    )
+    tag, pack = _BY_CLASS[type(msg)]
+    frame: bytes = msgpack.packb(pack(msg), use_bin_type=True)
     if len(frame) > max_size:
         raise FrameError("oversized", f"{tag} frame of {len(frame)} bytes > limit {max_size}")
     return frame
@@ -283,8 +352,8 @@ def decode(frame: bytes, *, max_size: int = DEFAULT_MAX_FRAME_SIZE) -> Message:
     if type(tag) is not str:
         raise FrameError("malformed", "no string message type 't'")
     try:
-        cls, fields = _BY_TAG[tag]
+        unpack = _BY_TAG[tag]
     except KeyError:
         raise FrameError("unknown_type", f"unknown message type {tag[:64]!r}") from None
-    msg: Message = _unpack_fields(cls, fields, m, tag)
+    msg: Message = unpack(m)
     return msg
