@@ -21,7 +21,7 @@ Contract:
   link is closed. Bad frames (not msgpack, wrong version or type, oversized, a multipart
   message that is not exactly routing id + one frame) are dropped by a ``proto.wire.Intake``:
   counted in ``metashard_wire_frames_dropped_total{reason}`` of the injected registry (none:
-  not counted) and logged once per peer and reason. Receiving goes on.
+  not counted; a registry holds the counter of one link only) and logged once per peer and reason. Receiving goes on.
 - The routing id of a message is who sent it; that it matches the worker id a HELLO claims is
   for the coordinator to check.
 - ``close()`` closes the socket: a ``recv()`` waiting or called later raises ``LinkClosed``,

@@ -25,7 +25,7 @@ Contract:
   the link is closed and carries on across ``reconnect()``. Bad frames (not msgpack, wrong
   version or type, oversized, not exactly one frame) are dropped by a ``proto.wire.Intake``:
   counted in ``metashard_wire_frames_dropped_total{reason}`` of the injected registry (none:
-  not counted) and logged once per endpoint and reason.
+  not counted; a registry holds the counter of one link only) and logged once per endpoint and reason.
 - ``close()``: a ``recv()`` waiting or called later raises ``LinkClosed``, iteration ends,
   ``send`` raises ``LinkClosed``. The context is not terminated.
 """

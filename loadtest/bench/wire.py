@@ -22,7 +22,7 @@ import hashlib
 import tempfile
 import time
 import zlib
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import msgpack
@@ -109,6 +109,23 @@ def _compare(name: str, msg: Message, plain: dict[str, Any], seconds: float) -> 
         row(f"{name} {label}: proto.wire", value, "msg/s", baseline=baseline, target=">= 0.5x")
 
 
+async def _pump(
+    count: int, push: Callable[[], Awaitable[object]], pull: Callable[[], Awaitable[object]]
+) -> float:
+    """Round trips per second: ``count`` pushes, at most ``WINDOW`` unanswered at a time."""
+    started = time.perf_counter()
+    sent = 0
+    for _ in range(min(WINDOW, count)):
+        await push()
+        sent += 1
+    for _ in range(count):
+        await pull()
+        if sent < count:
+            await push()
+            sent += 1
+    return count / (time.perf_counter() - started)
+
+
 async def _round_trips_links(endpoint: str, count: int) -> float:
     coordinator = RouterLink()
     coordinator.bind(endpoint)
@@ -122,22 +139,15 @@ async def _round_trips_links(endpoint: str, count: int) -> float:
         async for _ in worker:
             await worker.send(reply, wait=5)
 
-    echoing = asyncio.create_task(echo())
-    started = time.perf_counter()
-    sent = 0
-    for _ in range(min(WINDOW, count)):
+    async def send() -> None:
         assert await coordinator.send(b"bench-worker", push) is SendResult.SENT
-        sent += 1
-    for _ in range(count):
-        await coordinator.recv()
-        if sent < count:
-            await coordinator.send(b"bench-worker", push)
-            sent += 1
-    elapsed = time.perf_counter() - started
+
+    echoing = asyncio.create_task(echo())
+    result = await _pump(count, send, coordinator.recv)
     echoing.cancel()
     worker.close()
     coordinator.close()
-    return count / elapsed
+    return result
 
 
 async def _round_trips_raw(endpoint: str, count: int) -> float:
@@ -159,22 +169,15 @@ async def _round_trips_raw(endpoint: str, count: int) -> float:
             await dealer.recv()
             await dealer.send(reply)
 
-    echoing = asyncio.create_task(echo())
-    started = time.perf_counter()
-    sent = 0
-    for _ in range(min(WINDOW, count)):
+    async def send() -> None:
         await router.send_multipart((b"bench-worker", push))
-        sent += 1
-    for _ in range(count):
-        await router.recv_multipart()
-        if sent < count:
-            await router.send_multipart((b"bench-worker", push))
-            sent += 1
-    elapsed = time.perf_counter() - started
+
+    echoing = asyncio.create_task(echo())
+    result = await _pump(count, send, router.recv_multipart)
     echoing.cancel()
     dealer.close()
     router.close()
-    return count / elapsed
+    return result
 
 
 def _links(count: int, repeat: int) -> None:

@@ -2,9 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
-from typing import TypeVar
 
 import msgpack
 import pytest
@@ -29,21 +27,14 @@ from proto.wire import (
     decode,
     encode,
 )
+from tests.unit import zmq_sockets
+from tests.unit.zmq_sockets import within
 from workers.link import DealerLink
 
-T = TypeVar("T")
 KEY = ParentKey("CompositeController", "cc", "things.example.com", "ns", "p-1")
 
 
-async def _within(aw: Awaitable[T], seconds: float = 5.0) -> T:
-    return await asyncio.wait_for(aw, seconds)
-
-
-@pytest_asyncio.fixture
-async def ctx() -> AsyncIterator[zmq.asyncio.Context]:
-    context = zmq.asyncio.Context()
-    yield context
-    context.destroy(linger=0)
+ctx = pytest_asyncio.fixture(zmq_sockets.context, name="ctx")
 
 
 def _dealer(ctx: zmq.asyncio.Context, endpoint: str, routing_id: bytes) -> zmq.asyncio.Socket:
@@ -74,8 +65,8 @@ async def test_round_trip_with_a_worker_link(ctx: zmq.asyncio.Context, tmp_path:
     endpoint = link.bind(f"ipc://{tmp_path}/c.sock")
     worker = DealerLink("w-0", endpoint, context=ctx)
     hello = Hello("w-0", "inc-1", 4, os.getpid())
-    assert await _within(worker.send(hello, wait=5))
-    assert await _within(link.recv()) == (b"w-0", hello)
+    assert await within(worker.send(hello, wait=5))
+    assert await within(link.recv()) == (b"w-0", hello)
 
     outbound = [
         Keys(3, Priority.LIVE, (KEY,)),
@@ -84,7 +75,7 @@ async def test_round_trip_with_a_worker_link(ctx: zmq.asyncio.Context, tmp_path:
     ]
     for msg in outbound:
         assert await link.send(b"w-0", msg) is SendResult.SENT
-    assert [await _within(worker.recv()) for _ in outbound] == outbound
+    assert [await within(worker.recv()) for _ in outbound] == outbound
     worker.close()
     link.close()
 
@@ -111,11 +102,11 @@ async def test_bad_frames_are_counted_logged_once_and_skipped(ctx: zmq.asyncio.C
             await evil.send_multipart(parts)
         await other.send_multipart([b"\xc1"])
         await evil.send(encode(Heartbeat(7)))
-        assert await _within(link.recv()) == (b"evil", Heartbeat(7))
+        assert await within(link.recv()) == (b"evil", Heartbeat(7))
         # The other peer's frame went through the same pipe order as its own connection:
         # wait for its drop to be counted too, via a good message behind it.
         await other.send(encode(Heartbeat(8)))
-        assert await _within(link.recv()) == (b"other", Heartbeat(8))
+        assert await within(link.recv()) == (b"other", Heartbeat(8))
     assert _dropped(registry, "malformed") == 5  # random, 0xc1, 2 frames, delimiter; other
     assert _dropped(registry, "version") == 2
     assert _dropped(registry, "unknown_type") == 1
@@ -141,9 +132,9 @@ async def test_a_send_to_an_unknown_worker_is_reported(ctx: zmq.asyncio.Context)
     assert await link.send(b"nobody", Heartbeat(1)) is SendResult.UNREACHABLE
     peer = _dealer(ctx, endpoint, b"w-1")
     await peer.send(encode(Heartbeat(1)))
-    assert await _within(link.recv()) == (b"w-1", Heartbeat(1))
+    assert await within(link.recv()) == (b"w-1", Heartbeat(1))
     assert await link.send(b"w-1", Bye("x")) is SendResult.SENT
-    assert decode(await _within(peer.recv())) == Bye("x")
+    assert decode(await within(peer.recv())) == Bye("x")
     peer.close()
     link.close()
 
@@ -168,7 +159,7 @@ async def test_a_worker_that_stops_reading_does_not_block_the_others(
     live = _dealer(ctx, endpoint, b"live")
     for sock, name in ((stuck, b"stuck"), (live, b"live")):
         await sock.send(encode(Heartbeat(1)))
-        assert (await _within(link.recv()))[0] == name
+        assert (await within(link.recv()))[0] == name
     blob = Snapshot(1, 1, KEY, b"x" * 65536, {}, (), {})
     results = []
     for _ in range(10_000):  # socket buffers absorb some megabytes before the pipe fills
@@ -177,7 +168,7 @@ async def test_a_worker_that_stops_reading_does_not_block_the_others(
             break
     assert results[-1] is SendResult.FULL
     assert await link.send(b"live", Heartbeat(2)) is SendResult.SENT
-    assert decode(await _within(live.recv())) == Heartbeat(2)
+    assert decode(await within(live.recv())) == Heartbeat(2)
     stuck.close()
     live.close()
     link.close()
@@ -189,12 +180,12 @@ async def test_a_reconnecting_worker_takes_over_its_id(ctx: zmq.asyncio.Context)
     endpoint = link.bind("tcp://127.0.0.1:0")
     old = _dealer(ctx, endpoint, b"w-3")
     await old.send(encode(Hello("w-3", "inc-1", 1, 1)))
-    assert (await _within(link.recv()))[1] == Hello("w-3", "inc-1", 1, 1)
+    assert (await within(link.recv()))[1] == Hello("w-3", "inc-1", 1, 1)
     new = _dealer(ctx, endpoint, b"w-3")  # the old connection is still up
     await new.send(encode(Hello("w-3", "inc-2", 1, 2)))
-    assert await _within(link.recv()) == (b"w-3", Hello("w-3", "inc-2", 1, 2))
+    assert await within(link.recv()) == (b"w-3", Hello("w-3", "inc-2", 1, 2))
     assert await link.send(b"w-3", Heartbeat(9)) is SendResult.SENT
-    assert decode(await _within(new.recv())) == Heartbeat(9)
+    assert decode(await within(new.recv())) == Heartbeat(9)
     assert await old.poll(100) == 0
     old.close()
     new.close()
@@ -217,9 +208,9 @@ async def test_close_ends_receiving_and_sending(ctx: zmq.asyncio.Context) -> Non
 
     consumer = asyncio.create_task(consume())
     await peer.send(encode(Fetch(1, 1, KEY)))
-    await _within(got_one.wait())
+    await within(got_one.wait())
     link.close()
-    await _within(consumer)  # iteration ended without an error
+    await within(consumer)  # iteration ended without an error
     assert received == [(b"w-1", Fetch(1, 1, KEY))]
     with pytest.raises(LinkClosed):
         await link.recv()

@@ -2,9 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
-from typing import TypeVar
 
 import msgpack
 import pytest
@@ -27,21 +25,14 @@ from proto.wire import (
     decode,
     encode,
 )
+from tests.unit import zmq_sockets
+from tests.unit.zmq_sockets import within
 from workers.link import DealerLink
 
-T = TypeVar("T")
 KEY = ParentKey("CompositeController", "cc", "things.example.com", "ns", "p-1")
 
 
-async def _within(aw: Awaitable[T], seconds: float = 5.0) -> T:
-    return await asyncio.wait_for(aw, seconds)
-
-
-@pytest_asyncio.fixture
-async def ctx() -> AsyncIterator[zmq.asyncio.Context]:
-    context = zmq.asyncio.Context()
-    yield context
-    context.destroy(linger=0)
+ctx = pytest_asyncio.fixture(zmq_sockets.context, name="ctx")
 
 
 def _router(ctx: zmq.asyncio.Context, endpoint: str = "tcp://127.0.0.1:0") -> zmq.asyncio.Socket:
@@ -58,13 +49,13 @@ def _endpoint(sock: zmq.asyncio.Socket) -> str:
 
 
 async def _recv(router: zmq.asyncio.Socket) -> tuple[bytes, Message]:
-    routing_id, frame = await _within(router.recv_multipart())
+    routing_id, frame = await within(router.recv_multipart())
     return routing_id, decode(frame)
 
 
 async def _joined(link: DealerLink, router: zmq.asyncio.Socket) -> None:
     """Wait until ``router`` has heard from ``link`` (so it can address it)."""
-    assert await _within(link.send(Hello(link.worker_id, "inc", 1, os.getpid()), wait=5))
+    assert await within(link.send(Hello(link.worker_id, "inc", 1, os.getpid()), wait=5))
     assert (await _recv(router))[0] == link.worker_id.encode()
 
 
@@ -79,7 +70,7 @@ async def test_round_trip_with_the_worker_id_as_routing_id(
     assert await link.send(Fetch(2, 11, KEY))
     assert await _recv(router) == (b"w-7", Fetch(2, 11, KEY))
     await router.send_multipart([b"w-7", encode(Heartbeat(2))])
-    assert await _within(link.recv()) == Heartbeat(2)
+    assert await within(link.recv()) == Heartbeat(2)
     link.close()
     router.close()
 
@@ -94,7 +85,7 @@ async def test_without_a_connection_sends_fail_instead_of_queueing(
     assert await link.send(Heartbeat(1), wait=0.05) is False
     router = _router(ctx, endpoint)
     hello = Hello("w-1", "inc", 1, 1)
-    assert await _within(link.send(hello, wait=5))  # waits for the connection
+    assert await within(link.send(hello, wait=5))  # waits for the connection
     assert await _recv(router) == (b"w-1", hello)  # and only the HELLO was queued
     assert await router.poll(50) == 0
     link.close()
@@ -118,7 +109,7 @@ async def test_bad_frames_are_counted_logged_once_and_skipped(ctx: zmq.asyncio.C
         ):
             await router.send_multipart([b"w-2", *parts])
         await router.send_multipart([b"w-2", encode(Bye("leader lost"))])
-        assert await _within(link.recv()) == Bye("leader lost")
+        assert await within(link.recv()) == Bye("leader lost")
     assert registry.get_sample_value(DROPPED_FRAMES_METRIC, {"reason": "malformed"}) == 3
     assert registry.get_sample_value(DROPPED_FRAMES_METRIC, {"reason": "version"}) == 2
     assert registry.get_sample_value(DROPPED_FRAMES_METRIC, {"reason": "unknown_type"}) == 1
@@ -152,7 +143,7 @@ async def test_reconnect_drops_stale_queued_messages(ctx: zmq.asyncio.Context) -
     link.reconnect(_endpoint(new))
     assert link.endpoint == _endpoint(new)
     fresh = Heartbeat(2)
-    assert await _within(link.send(fresh, wait=5))
+    assert await within(link.send(fresh, wait=5))
     assert await _recv(new) == (b"w-3", fresh)
     assert await new.poll(50) == 0
 
@@ -177,7 +168,7 @@ async def test_a_pending_receive_carries_on_across_reconnect(ctx: zmq.asyncio.Co
     link.reconnect(_endpoint(second))
     await _joined(link, second)
     await second.send_multipart([b"w-4", encode(Heartbeat(5))])
-    assert await _within(receiver) == Heartbeat(5)
+    assert await within(receiver) == Heartbeat(5)
     link.close()
     first.close()
     second.close()
@@ -199,9 +190,9 @@ async def test_close_ends_receiving_and_sending(ctx: zmq.asyncio.Context) -> Non
 
     consumer = asyncio.create_task(consume())
     await router.send_multipart([b"w-5", encode(Heartbeat(1))])
-    await _within(got_one.wait())
+    await within(got_one.wait())
     link.close()
-    await _within(consumer)
+    await within(consumer)
     assert received == [Heartbeat(1)]
     with pytest.raises(LinkClosed):
         await link.recv()
@@ -222,12 +213,12 @@ async def test_a_send_waiting_for_a_connection_fails_on_reconnect(
     sender = asyncio.create_task(link.send(Heartbeat(1), wait=10))
     await asyncio.sleep(0.05)
     link.reconnect()
-    assert await _within(sender) is False
+    assert await within(sender) is False
     waiting = asyncio.create_task(link.send(Heartbeat(1), wait=10))
     await asyncio.sleep(0.05)
     link.close()
     with pytest.raises(LinkClosed):
-        await _within(waiting)
+        await within(waiting)
 
 
 @pytest.mark.parametrize("worker_id", ["", "\0w", "w" * 256])
