@@ -21,12 +21,14 @@ Contract:
   link is closed. Bad frames (not msgpack, wrong version or type, oversized, a multipart
   message that is not exactly routing id + one frame) are dropped by a ``proto.wire.Intake``:
   counted in ``metashard_wire_frames_dropped_total{reason}`` of the injected registry (none:
-  not counted; a registry holds the counter of one link only) and logged once per peer and reason. Receiving goes on.
+  not counted; a registry holds the counter of one link only) and logged once per peer and
+  reason. Receiving goes on.
 - The routing id of a message is who sent it; that it matches the worker id a HELLO claims is
   for the coordinator to check.
 - ``close()`` closes the socket: a ``recv()`` waiting or called later raises ``LinkClosed``,
-  iteration ends, ``send`` raises ``LinkClosed``. The context is not terminated (it is shared
-  unless one was passed in, and then it is the caller's).
+  iteration ends, ``send`` raises ``LinkClosed``; the same once the context is terminated.
+  The link never terminates the context (it is shared unless one was passed in, and then it
+  is the caller's).
 """
 
 from __future__ import annotations
@@ -122,6 +124,8 @@ class RouterLink:
         except zmq.ZMQError as e:
             if e.errno == zmq.EHOSTUNREACH:
                 return SendResult.UNREACHABLE
+            if e.errno in (zmq.ETERM, zmq.ENOTSOCK):
+                raise LinkClosed(f"the coordinator link is closed ({e})") from None
             raise
         return SendResult.SENT
 

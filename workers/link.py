@@ -25,9 +25,11 @@ Contract:
   the link is closed and carries on across ``reconnect()``. Bad frames (not msgpack, wrong
   version or type, oversized, not exactly one frame) are dropped by a ``proto.wire.Intake``:
   counted in ``metashard_wire_frames_dropped_total{reason}`` of the injected registry (none:
-  not counted; a registry holds the counter of one link only) and logged once per endpoint and reason.
+  not counted; a registry holds the counter of one link only) and logged once per endpoint
+  and reason.
 - ``close()``: a ``recv()`` waiting or called later raises ``LinkClosed``, iteration ends,
-  ``send`` raises ``LinkClosed``. The context is not terminated.
+  ``send`` raises ``LinkClosed``; the same once the context is terminated. The context itself
+  is not terminated by the link.
 """
 
 from __future__ import annotations
@@ -117,6 +119,10 @@ class DealerLink:
         self._socket = self._connected(endpoint)
 
     @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
     def endpoint(self) -> str:
         """The coordinator endpoint this link is connected to."""
         return self._endpoint
@@ -148,12 +154,13 @@ class DealerLink:
                 await asyncio.wait_for(sock.send(frame), wait)
         except (zmq.Again, TimeoutError):
             return False
-        except asyncio.CancelledError:
-            # reconnect() and close() cancel the sends still waiting on the old socket.
-            if _cancelled_by_us() or (sock is self._socket and not self._closed):
+        except (asyncio.CancelledError, zmq.ZMQError) as e:
+            # reconnect() cancels the sends still waiting on the old socket: they fail.
+            if _cancelled_by_us():
                 raise
-            self._check_open()
-            return False
+            if sock is not self._socket:
+                return False
+            raise self._gone(sock, e) from None
         return True
 
     async def recv(self) -> Message:
@@ -162,13 +169,13 @@ class DealerLink:
             sock = self._current()
             try:
                 parts = await sock.recv_multipart()
-            except (asyncio.CancelledError, zmq.ZMQError):
-                # reconnect() and close() cancel a receive pending on the old socket: go on
-                # with the new one, or report the close. A cancellation of this task, or an
-                # error of the current socket, propagates.
-                if _cancelled_by_us() or (sock is self._socket and not self._closed):
+            except (asyncio.CancelledError, zmq.ZMQError) as e:
+                # reconnect() cancels a receive pending on the old socket: go on with the new.
+                if _cancelled_by_us():
                     raise
-                continue
+                if sock is not self._socket:
+                    continue
+                raise self._gone(sock, e) from None
             msg = self._intake.accept(self._endpoint, parts)
             if msg is not None:
                 return msg
@@ -180,6 +187,14 @@ class DealerLink:
             except LinkClosed:
                 return
             yield msg
+
+    def _gone(self, sock: zmq.asyncio.Socket, error: BaseException) -> BaseException:
+        """What to raise for ``error`` on the current socket: ``LinkClosed`` if it was closed
+        (by ``close()``, or by the context's termination), else the error itself."""
+        errno = error.errno if isinstance(error, zmq.ZMQError) else None
+        if self._closed or sock.closed or errno in (zmq.ETERM, zmq.ENOTSOCK):
+            return LinkClosed(f"the worker link is closed ({type(error).__name__})")
+        return error
 
     def _check_open(self) -> None:
         if self._closed:

@@ -12,6 +12,9 @@ Measured in one run, each against a baseline:
   stdlib hash);
 - ``assign`` of 1024 slots to 16 workers vs a naive rendezvous (``max`` over the same BLAKE2b
   weights, no load bound).
+
+Each figure and its baseline are measured in alternation (medians of several short rounds),
+so that both see the same load on a shared machine.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import statistics
 import tempfile
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgpack
@@ -49,6 +53,21 @@ from proto.wire import (
 from workers.link import DealerLink
 
 WINDOW = 64
+ROUNDS = 7
+
+
+def _paired(
+    base: Callable[[], object], ours: Callable[[], object], *, seconds: float
+) -> tuple[float, float]:
+    """Median rates of ``base`` and ``ours`` measured in alternation, ``ROUNDS`` times each.
+
+    The machine is shared: measuring one after the other would compare different loads.
+    """
+    bases, values = [], []
+    for _ in range(ROUNDS):
+        bases.append(rate(base, seconds=seconds / ROUNDS, repeat=1))
+        values.append(rate(ours, seconds=seconds / ROUNDS, repeat=1))
+    return statistics.median(bases), statistics.median(values)
 
 
 def _keys(count: int) -> tuple[ParentKey, ...]:
@@ -103,8 +122,7 @@ def _compare(name: str, msg: Message, plain: dict[str, Any], seconds: float) -> 
         ("decode", lambda: decode(frame), lambda: msgpack.unpackb(plain_frame, raw=False)),
     ]
     for label, ours, base in cases:
-        baseline = rate(base, seconds=seconds)
-        value = rate(ours, seconds=seconds)
+        baseline, value = _paired(base, ours, seconds=seconds)
         row(f"{name} {label}: plain msgpack", baseline, "msg/s")
         row(f"{name} {label}: proto.wire", value, "msg/s", baseline=baseline, target=">= 0.5x")
 
@@ -183,14 +201,11 @@ async def _round_trips_raw(endpoint: str, count: int) -> float:
 def _links(count: int, repeat: int) -> None:
     header(f"round trips ROUTER -> DEALER -> ROUTER, ipc://, {WINDOW} in flight, one process")
     with tempfile.TemporaryDirectory() as tmp:
-
-        def best(run: Callable[[str, int], Coroutine[Any, Any, float]], name: str) -> float:
-            return max(
-                uvloop.run(run(f"ipc://{tmp}/{name}-{i}.sock", count)) for i in range(repeat)
-            )
-
-        baseline = best(_round_trips_raw, "raw")
-        value = best(_round_trips_links, "link")
+        raw, link = [], []
+        for i in range(repeat):  # alternate, so both see the same machine load
+            raw.append(uvloop.run(_round_trips_raw(f"ipc://{tmp}/raw-{i}.sock", count)))
+            link.append(uvloop.run(_round_trips_links(f"ipc://{tmp}/link-{i}.sock", count)))
+        baseline, value = statistics.median(raw), statistics.median(link)
     row("raw pyzmq, pre-encoded frames", baseline, "rt/s")
     row("RouterLink/DealerLink, encode+decode both ways", value, "rt/s", baseline=baseline)
 
@@ -213,8 +228,7 @@ def _hashing(seconds: float) -> None:
         for k in keys:
             slot_of(k)
 
-    baseline = rate(crc_all, seconds=seconds) * key_count
-    value = rate(slot_all, seconds=seconds) * key_count
+    baseline, value = (r * key_count for r in _paired(crc_all, slot_all, seconds=seconds))
     row("zlib.crc32 of the key bytes", baseline, "keys/s")
     row("slot_of (BLAKE2b-64)", value, "keys/s", baseline=baseline)
     row("slot_of: cost per key", 1e6 / value, "us")
@@ -225,15 +239,14 @@ def _hashing(seconds: float) -> None:
         for s in range(SLOT_COUNT):
             max(workers, key=functools.partial(_weight_of_slot, s))
 
-    baseline = rate(naive, seconds=seconds, repeat=3)
-    value = rate(lambda: assign(SLOT_COUNT, workers), seconds=seconds, repeat=3)
+    baseline, value = _paired(naive, lambda: assign(SLOT_COUNT, workers), seconds=seconds)
     row("naive rendezvous 1024 slots x 16 workers", baseline, "assign/s")
     row("assign 1024 slots x 16 workers (load bound)", value, "assign/s", baseline=baseline)
     row("assign: time per assignment", 1e3 / value, "ms")
 
 
 def main(quick: bool) -> None:
-    seconds = 0.1 if quick else 1.0
+    seconds = 0.2 if quick else 3.0
     _codec(seconds)
-    _links(count=2_000 if quick else 50_000, repeat=1 if quick else 3)
+    _links(count=2_000 if quick else 30_000, repeat=1 if quick else 5)
     _hashing(seconds)

@@ -231,3 +231,17 @@ async def test_cancelling_a_receiver_is_a_cancellation(ctx: zmq.asyncio.Context)
         await receiver
     assert not link.closed
     link.close()
+
+
+@pytest.mark.asyncio
+async def test_terminating_the_context_closes_the_link() -> None:
+    context = zmq.asyncio.Context()
+    link = RouterLink(context=context)
+    link.bind("tcp://127.0.0.1:0")
+    receiver = asyncio.create_task(link.recv())
+    await asyncio.sleep(0.01)
+    context.destroy(linger=0)
+    with pytest.raises(LinkClosed):
+        await within(receiver)
+    with pytest.raises(LinkClosed):
+        await link.send(b"w-1", Heartbeat(1))

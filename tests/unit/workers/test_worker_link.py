@@ -225,3 +225,16 @@ async def test_a_send_waiting_for_a_connection_fails_on_reconnect(
 def test_worker_ids_must_be_valid_routing_ids(worker_id: str) -> None:
     with pytest.raises(ValueError, match="worker id"):
         DealerLink(worker_id, "tcp://127.0.0.1:1")
+
+
+@pytest.mark.asyncio
+async def test_terminating_the_context_closes_the_link(tmp_path: Path) -> None:
+    context = zmq.asyncio.Context()
+    link = DealerLink("w-8", f"ipc://{tmp_path}/nobody.sock", context=context)
+    receiver = asyncio.create_task(link.recv())
+    sender = asyncio.create_task(link.send(Heartbeat(1), wait=10))
+    await asyncio.sleep(0.01)
+    context.destroy(linger=0)
+    for task in (receiver, sender):
+        with pytest.raises(LinkClosed):
+            await within(task)
