@@ -7,7 +7,8 @@
   (worker, slot) pair is BLAKE2b of the worker id's UTF-8 bytes followed by the slot as 4
   big-endian bytes; each slot goes to the worker of highest weight. The result depends only on
   the set of worker ids (not their order), and adding or removing one worker of N moves about
-  1/N of the slots: only slots that the newcomer wins, or that the leaver owned, change hands.
+  1/N of the slots: without the load bound below, only slots that the newcomer wins, or that
+  the leaver owned, change hands.
 - Loads are bounded: no worker gets more than ``ceil(load_factor * slots / N)`` slots
   (default factor 1.1). A slot whose first choice is full goes to its next choice, settled as
   the stable matching in which slots and workers both prefer higher weights (unique, so still
@@ -35,7 +36,7 @@ DEFAULT_LOAD_FACTOR: Final = 1.1
 _SLOT_BYTES: Final = tuple(s.to_bytes(4, "big") for s in range(SLOT_COUNT))
 
 
-def slot_of(key: ParentKey, slot_count: int = SLOT_COUNT) -> int:
+def slot_of(key: ParentKey, *, slot_count: int = SLOT_COUNT) -> int:
     """The slot of ``key`` (``0 <= slot < slot_count``)."""
     digest = blake2b(key.canonical(), digest_size=8).digest()
     return int.from_bytes(digest, "big") % slot_count

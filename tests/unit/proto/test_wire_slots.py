@@ -49,7 +49,7 @@ def test_slot_is_blake2b_of_the_nul_joined_fields() -> None:
 @given(parent_keys, st.integers(min_value=1, max_value=2**20))
 def test_slots_are_in_range(key: ParentKey, count: int) -> None:
     assert 0 <= slot_of(key) < SLOT_COUNT
-    assert 0 <= slot_of(key, count) < count
+    assert 0 <= slot_of(key, slot_count=count) < count
 
 
 def test_every_field_of_the_key_matters() -> None:
