@@ -21,11 +21,11 @@ Algorithm (client-go ``tools/leaderelection``):
 - **Leading.** Every ``retry_period`` the leader renews, retrying every ``retry_period`` for
   at most ``renew_deadline`` (each attempt is bounded by what is left of it). Missing the
   deadline, or seeing another holder, ends leadership.
-- **Epoch.** ``leaseTransitions + 1`` of the term: 1 for the leader that created the Lease,
-  and every new term adds one transition. A term is new whenever this elector was not
-  leading, including when the Lease still names it (client-go would keep the count there;
-  counting it keeps epochs strictly increasing across terms). Deleting the Lease restarts
-  the count: don't.
+- **Epoch.** The term's ``leaseTransitions``: 0 for the leader that created the Lease, and
+  every new term adds one transition. A term is new whenever this elector was not leading,
+  including when the Lease still names it (client-go would keep the count there; counting
+  it keeps epochs strictly increasing across terms). Deleting the Lease restarts the count:
+  don't.
 - **Callbacks.** ``on_started_leading(epoch)`` runs as its own task when a term starts, so
   it may run for the whole term. When the term ends, that task is cancelled (if still
   running) and awaited, then ``on_stopped_leading()`` is awaited; exceptions from either are
@@ -187,7 +187,7 @@ class LeaderElector:
 
     async def _lead(self) -> None:
         assert self._record is not None
-        epoch = self._epoch = self._record.transitions + 1
+        epoch = self._epoch = self._record.transitions
         self._leading = True
         self._metrics.leading(True)
         self._log.info("started leading", epoch=epoch)

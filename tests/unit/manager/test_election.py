@@ -174,12 +174,12 @@ async def running(*candidates: Candidate) -> AsyncIterator[None]:
 
 
 @pytest.mark.asyncio
-async def test_first_candidate_creates_the_lease_and_leads_with_epoch_1() -> None:
+async def test_first_candidate_creates_the_lease_and_leads_with_epoch_0() -> None:
     server, clock = LeaseServer(), FakeClock()
     a = candidate(server, clock, "a")
     async with running(a):
-        assert a.elector.is_leader and a.elector.epoch == 1
-        assert a.log == ["started 1 holder=a"]
+        assert a.elector.is_leader and a.elector.epoch == 0
+        assert a.log == ["started 0 holder=a"]
         assert a.status() == 1
         spec = server.lease["spec"]  # type: ignore[index]
         assert spec["holderIdentity"] == "a"
@@ -218,8 +218,8 @@ async def test_two_candidates_never_lead_at_once_and_a_crash_fails_over_within_t
         # b must wait out a whole lease from its last observed change (a's last renewal, at
         # most one retry period before the crash), then take it on its next jittered try.
         assert 15.0 - 2.0 <= took_over <= 15.0 + 2.0 * 2.2 + 0.5
-        assert b.elector.epoch == 2 and server.lease["spec"]["leaseTransitions"] == 1  # type: ignore[index]
-        assert b.log == ["started 2 holder=b"]
+        assert b.elector.epoch == 1 and server.lease["spec"]["leaseTransitions"] == 1  # type: ignore[index]
+        assert b.log == ["started 1 holder=b"]
         assert b.status() == 1 and a.status() == 0
 
 
@@ -232,7 +232,7 @@ async def test_release_on_cancel_hands_over_within_a_retry_period() -> None:
         await step(clock, 5.0)
         await a.stop()
         # The stopped callback ran while a still held the lease; the release came after.
-        assert a.log == ["started 1 holder=a", "stopped holder=a"]
+        assert a.log == ["started 0 holder=a", "stopped holder=a"]
         released = server.writes[-1]
         assert released.holder == "" and released.lease_duration_seconds == 1
         assert released.transitions == 0
@@ -242,7 +242,7 @@ async def test_release_on_cancel_hands_over_within_a_retry_period() -> None:
             await step(clock, 0.1)
             waited += 0.1
         assert waited <= 2.0 * 2.2 + 0.2  # one jittered retry period, not a lease duration
-        assert b.elector.epoch == 2
+        assert b.elector.epoch == 1
 
 
 @pytest.mark.asyncio
@@ -262,8 +262,8 @@ async def test_renewals_failing_past_the_deadline_end_the_term_then_a_new_one_be
         while not a.elector.is_leader:
             await step(clock, 0.1)
         # Same identity, but a new term: a new epoch.
-        assert a.elector.epoch == 2
-        assert a.log[-1] == "started 2 holder=a"
+        assert a.elector.epoch == 1
+        assert a.log[-1] == "started 1 holder=a"
 
 
 @pytest.mark.asyncio
@@ -278,7 +278,7 @@ async def test_a_stale_resource_version_on_renew_takes_the_slow_path_and_keeps_l
         server.store(lease["spec"], {**lease["metadata"], "annotations": {"x": "y"}})
         await step(clock, 2.5)
         assert a.slowpath() == 1
-        assert a.elector.is_leader and a.elector.epoch == 1
+        assert a.elector.is_leader and a.elector.epoch == 0
         assert server.writes[-1].holder == "a" and server.writes[-1].transitions == 0
         assert server.lease["metadata"]["annotations"] == {"x": "y"}  # type: ignore[index]
 
@@ -316,7 +316,7 @@ async def test_observed_time_not_record_timestamps_decides_expiry() -> None:
         await step(clock, 12.0)
         assert not b.elector.is_leader  # 15 s from when b first saw it, whatever it says
         await step(clock, 8.0)
-        assert b.elector.is_leader and b.elector.epoch == 6
+        assert b.elector.is_leader and b.elector.epoch == 5
         assert server.lease["spec"]["acquireTime"] == micro_time(future)  # type: ignore[index]
 
 
