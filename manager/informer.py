@@ -90,12 +90,15 @@ class EventHandler(Protocol):
 class ListerWatcher(Protocol):
     """The client calls an informer makes (``proto.kube.Client`` conforms)."""
 
-    async def list(self, resource: Resource, *, limit: int = ...) -> ObjectList: ...
+    async def list(
+        self, resource: Resource, *, namespace: str | None = ..., limit: int = ...
+    ) -> ObjectList: ...
 
     def watch(
         self,
         resource: Resource,
         *,
+        namespace: str | None = ...,
         resource_version: str | None = ...,
         allow_bookmarks: bool = ...,
         send_initial_events: bool = ...,
@@ -143,13 +146,15 @@ def parse_resource_version(value: str) -> int | None:
 
 
 class Informer:
-    """List+watch of one resource into ``store`` (see the module docstring)."""
+    """List+watch of one resource (all namespaces, or only ``namespace``) into ``store``
+    (see the module docstring)."""
 
     def __init__(
         self,
         client: ListerWatcher,
         resource: Resource,
         *,
+        namespace: str | None = None,
         options: InformerOptions | None = None,
         clock: Clock = SYSTEM_CLOCK,
         metrics: InformerMetrics = NO_INFORMER_METRICS,
@@ -157,6 +162,7 @@ class Informer:
         rng: random.Random | None = None,
     ) -> None:
         self.resource = resource
+        self.namespace = namespace
         self.store = Store()
         self._client = client
         self._options = options if options is not None else InformerOptions()
@@ -300,7 +306,9 @@ class Informer:
                     "the server refuses streaming lists; using paginated lists", reason=str(refused)
                 )
         with self._gc.bulk():
-            listed = await self._client.list(self.resource, limit=self._options.page_size)
+            listed = await self._client.list(
+                self.resource, namespace=self.namespace, limit=self._options.page_size
+            )
             seen: set[ObjectKey] = set()
             for obj, raw in zip(listed.items, listed.raws, strict=True):
                 self._relisted(seen, obj, raw)
@@ -351,6 +359,7 @@ class Informer:
         low = self._options.min_watch_timeout
         return self._client.watch(
             self.resource,
+            namespace=self.namespace,
             resource_version=resource_version,
             allow_bookmarks=True,
             send_initial_events=send_initial_events,
