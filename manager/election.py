@@ -67,8 +67,6 @@ from proto.clock import SYSTEM_CLOCK, Clock
 from proto.kube.errors import Conflict, KubeError
 from proto.logs import get_logger
 
-log = get_logger(__name__)
-
 JITTER_FACTOR = 1.2
 
 
@@ -140,7 +138,8 @@ class LeaderElector:
         self._wall = wall_clock
         self._metrics = metrics
         self._rng = rng if rng is not None else random.Random()
-        self._log = log.bind(lease=lock.description, identity=config.identity)
+        # Built here, not at import: a logger bound before logging is configured ignores it.
+        self._log = get_logger(__name__, lease=lock.description, identity=config.identity)
         self._lease: Lease | None = None
         self._record: LeaderRecord | None = None
         self._record_bytes = b""

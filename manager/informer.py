@@ -71,8 +71,6 @@ from proto.kube.resources import Resource
 from proto.kube.watch import ADDED, BOOKMARK, DELETED, MODIFIED, WatchEvent
 from proto.logs import get_logger
 
-log = get_logger(__name__)
-
 _REFUSALS = (BadRequest, Invalid, MethodNotAllowed)
 """What a server without streaming lists answers to ``sendInitialEvents``."""
 
@@ -178,7 +176,8 @@ class Informer:
             clock=self._clock,
             rng=self._rng,
         )
-        self._log = log.bind(resource=resource_label(resource))
+        # Built here, not at import: a logger bound before logging is configured ignores it.
+        self._log = get_logger(__name__, resource=resource_label(resource))
         self._handlers: list[EventHandler] = []
         self._failing_handlers: set[EventHandler] = set()
         self._streaming = opts.streaming_list
@@ -193,6 +192,7 @@ class Informer:
         self._synced_callbacks: list[Callable[[], None]] = []
         self._failure: str | None = None
         self._failures = 0
+        metrics.observe(objects=self.store.__len__, resource_version=lambda: max(self._seen_rv, 0))
 
     # --- observers -----------------------------------------------------------------------
 
@@ -376,7 +376,7 @@ class Informer:
         kind = event.type
         if kind == BOOKMARK:
             self._advance(event.resource_version)
-            self._metrics.event(BOOKMARK, len(self.store))
+            self._metrics.event(BOOKMARK)
             return
         cached = Cached.from_object(event.object, event.raw)
         store = self.store
@@ -425,7 +425,7 @@ class Informer:
         self._metrics.state(synced=True, healthy=self._failure is None)
 
     def _emit(self, kind: str, old: Cached | None, new: Cached | None, initial: bool) -> None:
-        self._metrics.event(kind, len(self.store))
+        self._metrics.event(kind)
         for handler in self._handlers:
             self._call(handler, kind, old, new, initial)
 
@@ -459,7 +459,6 @@ class Informer:
         if value is None or value <= self._seen_rv:
             return
         self._seen_rv = value
-        self._metrics.resource_version(value)
         waiters = self._waiters
         while waiters and waiters[0][0] <= value:
             reached = heapq.heappop(waiters)[2]

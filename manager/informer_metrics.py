@@ -18,12 +18,15 @@ Series, all labelled ``resource`` (``<plural>.<version>.<group>``, e.g. ``deploy
 - ``metashard_informer_handler_errors_total``: event handler calls that raised.
 
 The informer holds one ``InformerMetrics`` bound to its resource, so the per-event calls do
-not look labels up. ``NO_INFORMER_METRICS`` records nothing.
+not look labels up; the two gauges that change with every event (objects, last
+resourceVersion) are read from the informer when scraped instead of being set per event.
+``NO_INFORMER_METRICS`` records nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -37,12 +40,14 @@ _M = TypeVar("_M", Gauge, Counter)
 class InformerMetrics(Protocol):
     """What one informer reports."""
 
-    def event(self, type: str, objects: int) -> None:
-        """A change of ``type`` was applied; the store now holds ``objects``."""
+    def observe(
+        self, *, objects: Callable[[], float], resource_version: Callable[[], float]
+    ) -> None:
+        """Read the store size and the newest resourceVersion from these when scraped."""
         ...
 
-    def resource_version(self, value: int) -> None:
-        """The newest resourceVersion seen is now ``value``."""
+    def event(self, type: str) -> None:
+        """A change of ``type`` was applied."""
         ...
 
     def relist(self, reason: str) -> None:
@@ -75,10 +80,12 @@ class InformerMetricsFactory(Protocol):
 class _NoMetrics:
     __slots__ = ()
 
-    def event(self, type: str, objects: int) -> None:
+    def observe(
+        self, *, objects: Callable[[], float], resource_version: Callable[[], float]
+    ) -> None:
         pass
 
-    def resource_version(self, value: int) -> None:
+    def event(self, type: str) -> None:
         pass
 
     def relist(self, reason: str) -> None:
@@ -117,15 +124,13 @@ class _Families:
 
 
 class _ResourceMetrics:
-    __slots__ = ("_events", "_families", "_last_rv", "_objects", "_resource", "_series")
+    __slots__ = ("_events", "_families", "_resource", "_series")
 
     def __init__(self, families: _Families, resource: str) -> None:
         self._families = families
         self._resource = resource
         # Every (family, extra label) this informer created, so forget() removes exactly those.
         self._series: set[tuple[Gauge | Counter, str | None]] = set()
-        self._objects = self._child(families.objects)
-        self._last_rv = self._child(families.last_rv)
         self._events = {t: self._child(families.events, t) for t in EVENT_TYPES}
         self._child(families.handler_errors)
         self.state(synced=False, healthy=True)
@@ -136,15 +141,17 @@ class _ResourceMetrics:
             return family.labels(self._resource)
         return family.labels(self._resource, extra)
 
-    def event(self, type: str, objects: int) -> None:
+    def observe(
+        self, *, objects: Callable[[], float], resource_version: Callable[[], float]
+    ) -> None:
+        self._child(self._families.objects).set_function(objects)
+        self._child(self._families.last_rv).set_function(resource_version)
+
+    def event(self, type: str) -> None:
         counter = self._events.get(type)
         if counter is None:
             counter = self._events[type] = self._child(self._families.events, type)
         counter.inc()
-        self._objects.set(objects)
-
-    def resource_version(self, value: int) -> None:
-        self._last_rv.set(value)
 
     def relist(self, reason: str) -> None:
         self._child(self._families.relists, reason).inc()

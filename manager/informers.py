@@ -32,8 +32,6 @@ from proto.clock import SYSTEM_CLOCK, Clock
 from proto.kube.resources import Resource
 from proto.logs import get_logger
 
-log = get_logger(__name__)
-
 ResourceKey = tuple[str, str, str]
 """(group, version, plural name)."""
 
@@ -153,4 +151,6 @@ class Informers:
         if task.cancelled():
             return
         exc = task.exception()
-        log.error("an informer stopped on its own", task=task.get_name(), exc_info=exc)
+        get_logger(__name__).error(
+            "an informer stopped on its own", task=task.get_name(), exc_info=exc
+        )
