@@ -50,6 +50,19 @@ def silent() -> Reply:
     return Reply(chunks=[], stall=HANG)
 
 
+def streaming_list(
+    *objects: dict[str, object],
+    rv: str,
+    then: list[tuple[str, dict[str, object]]] | None = None,
+    raw: bytes = b"",
+    hold: bool = True,
+) -> Reply:
+    """A streaming list's reply: ``objects`` up to the bookmark at ``rv``, then the live
+    events ``then`` and the ``raw`` bytes; then it stays open (``hold``) or ends."""
+    lines = [watch_line(t, o) for t, o in [*initial(*objects, rv=rv), *(then or [])]]
+    return Reply(chunks=[*lines, raw] if raw else lines, stall=HANG if hold else 0.0)
+
+
 class Harness:
     def __init__(self, server: FakeApiServer, informer: Informer, registry: CollectorRegistry):
         self.server = server
@@ -109,11 +122,7 @@ async def test_streaming_list_fills_the_store_and_continues_as_the_watch() -> No
     server.route(
         "GET",
         PATH,
-        Reply(
-            chunks=[watch_line(t, o) for t, o in initial(a, b, rv="10")]
-            + [watch_line("MODIFIED", configmap("a", "11", k="v"))],
-            stall=HANG,
-        ),
+        streaming_list(a, b, rv="10", then=[("MODIFIED", configmap("a", "11", k="v"))]),
         query=STREAM,
     )
     async with running(server) as h:
@@ -191,17 +200,13 @@ async def test_relist_after_410_diffs_against_the_store() -> None:
     server = FakeApiServer()
     a, b, c = configmap("a", "5"), configmap("b", "6"), configmap("c", "7")
     gone = {"kind": "Status", "status": "Failure", "reason": "Expired", "code": 410}
-    first = Reply(
-        chunks=[watch_line(t, o) for t, o in initial(a, b, c, rv="10")]
-        + [watch_line("ERROR", gone)],
-    )
-    second = Reply(
-        chunks=[
-            watch_line(t, o)
-            for t, o in initial(a, configmap("b", "12", x="1"), configmap("d", "13"), rv="15")
-        ]
-        + [watch_line("MODIFIED", configmap("d", "16"))],
-        stall=HANG,
+    first = streaming_list(a, b, c, rv="10", then=[("ERROR", gone)], hold=False)
+    second = streaming_list(
+        a,
+        configmap("b", "12", x="1"),
+        configmap("d", "13"),
+        rv="15",
+        then=[("MODIFIED", configmap("d", "16"))],
     )
     server.route("GET", PATH, first, second, query=STREAM)
     clock = FakeClock()
@@ -228,9 +233,12 @@ async def test_a_malformed_line_resumes_from_the_last_good_resource_version() ->
     server.route(
         "GET",
         PATH,
-        Reply(
-            chunks=[watch_line(t, o) for t, o in initial(configmap("a", "5"), rv="10")]
-            + [watch_line("MODIFIED", configmap("a", "11")), b"{not json\n"]
+        streaming_list(
+            configmap("a", "5"),
+            rv="10",
+            then=[("MODIFIED", configmap("a", "11"))],
+            raw=b"{not json\n",
+            hold=False,
         ),
         query=STREAM,
     )
@@ -259,11 +267,7 @@ async def test_bookmarks_advance_the_resource_version_only() -> None:
     server.route(
         "GET",
         PATH,
-        Reply(
-            chunks=[watch_line(t, o) for t, o in initial(configmap("a", "5"), rv="10")]
-            + [watch_line("BOOKMARK", bookmark("25"))],
-            stall=HANG,
-        ),
+        streaming_list(configmap("a", "5"), rv="10", then=[("BOOKMARK", bookmark("25"))]),
         query=STREAM,
     )
     async with running(server) as h:
@@ -303,10 +307,7 @@ async def test_unauthorized_is_reported_once_per_state_change_until_it_recovers(
         Reply.json(401, denied),
         Reply.json(401, denied),
         Reply.json(401, denied),
-        Reply(
-            chunks=[watch_line(t, o) for t, o in initial(configmap("a", "5"), rv="10")],
-            stall=HANG,
-        ),
+        streaming_list(configmap("a", "5"), rv="10"),
         query=STREAM,
     )
     clock = FakeClock()
@@ -369,13 +370,11 @@ async def test_handler_exceptions_are_isolated_and_counted() -> None:
     server.route(
         "GET",
         PATH,
-        Reply(
-            chunks=[
-                watch_line(t, o)
-                for t, o in initial(configmap("a", "5"), configmap("b", "6"), rv="10")
-            ]
-            + [watch_line("MODIFIED", configmap("a", "11"))],
-            stall=HANG,
+        streaming_list(
+            configmap("a", "5"),
+            configmap("b", "6"),
+            rv="10",
+            then=[("MODIFIED", configmap("a", "11"))],
         ),
         query=STREAM,
     )
@@ -399,13 +398,7 @@ async def test_a_late_handler_gets_the_cache_as_initial_adds() -> None:
     server.route(
         "GET",
         PATH,
-        Reply(
-            chunks=[
-                watch_line(t, o)
-                for t, o in initial(configmap("a", "5"), configmap("b", "6"), rv="10")
-            ],
-            stall=HANG,
-        ),
+        streaming_list(configmap("a", "5"), configmap("b", "6"), rv="10"),
         query=STREAM,
     )
     async with running(server) as h:
@@ -421,11 +414,7 @@ async def test_wait_for_returns_once_the_version_is_seen_and_times_out_otherwise
     server.route(
         "GET",
         PATH,
-        Reply(
-            chunks=[watch_line(t, o) for t, o in initial(configmap("a", "5"), rv="10")]
-            + [watch_line("MODIFIED", configmap("a", "12"))],
-            stall=HANG,
-        ),
+        streaming_list(configmap("a", "5"), rv="10", then=[("MODIFIED", configmap("a", "12"))]),
         query=STREAM,
     )
     clock = FakeClock()
