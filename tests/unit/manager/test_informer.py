@@ -50,6 +50,13 @@ def silent() -> Reply:
     return Reply(chunks=[], stall=HANG)
 
 
+def api(*replies: Reply) -> FakeApiServer:
+    """A server answering streaming lists with ``replies``, in order (the last repeats)."""
+    server = FakeApiServer()
+    server.route("GET", PATH, *replies, query=STREAM)
+    return server
+
+
 def streaming_list(
     *objects: dict[str, object],
     rv: str,
@@ -117,14 +124,8 @@ def _open_transports(server: FakeApiServer) -> list[asyncio.Transport]:
 
 @pytest.mark.asyncio
 async def test_streaming_list_fills_the_store_and_continues_as_the_watch() -> None:
-    server = FakeApiServer()
     a, b = configmap("a", "5"), configmap("b", "7")
-    server.route(
-        "GET",
-        PATH,
-        streaming_list(a, b, rv="10", then=[("MODIFIED", configmap("a", "11", k="v"))]),
-        query=STREAM,
-    )
+    server = api(streaming_list(a, b, rv="10", then=[("MODIFIED", configmap("a", "11", k="v"))]))
     async with running(server) as h:
         await h.informer.wait_synced()
         await eventually(lambda: h.informer.last_resource_version == "11")
@@ -197,7 +198,6 @@ async def test_a_refused_streaming_list_falls_back_to_paginated_lists_for_good()
 
 @pytest.mark.asyncio
 async def test_relist_after_410_diffs_against_the_store() -> None:
-    server = FakeApiServer()
     a, b, c = configmap("a", "5"), configmap("b", "6"), configmap("c", "7")
     gone = {"kind": "Status", "status": "Failure", "reason": "Expired", "code": 410}
     first = streaming_list(a, b, c, rv="10", then=[("ERROR", gone)], hold=False)
@@ -208,7 +208,7 @@ async def test_relist_after_410_diffs_against_the_store() -> None:
         rv="15",
         then=[("MODIFIED", configmap("d", "16"))],
     )
-    server.route("GET", PATH, first, second, query=STREAM)
+    server = api(first, second)
     clock = FakeClock()
     async with running(server, clock=clock) as h:
         await eventually(lambda: h.informer.last_resource_version == "16", clock=clock)
@@ -229,10 +229,7 @@ async def test_relist_after_410_diffs_against_the_store() -> None:
 
 @pytest.mark.asyncio
 async def test_a_malformed_line_resumes_from_the_last_good_resource_version() -> None:
-    server = FakeApiServer()
-    server.route(
-        "GET",
-        PATH,
+    server = api(
         streaming_list(
             configmap("a", "5"),
             rv="10",
@@ -240,7 +237,6 @@ async def test_a_malformed_line_resumes_from_the_last_good_resource_version() ->
             raw=b"{not json\n",
             hold=False,
         ),
-        query=STREAM,
     )
     server.route(
         "GET",
@@ -263,12 +259,8 @@ async def test_a_malformed_line_resumes_from_the_last_good_resource_version() ->
 
 @pytest.mark.asyncio
 async def test_bookmarks_advance_the_resource_version_only() -> None:
-    server = FakeApiServer()
-    server.route(
-        "GET",
-        PATH,
+    server = api(
         streaming_list(configmap("a", "5"), rv="10", then=[("BOOKMARK", bookmark("25"))]),
-        query=STREAM,
     )
     async with running(server) as h:
         await eventually(lambda: h.informer.last_resource_version == "25")
@@ -279,12 +271,8 @@ async def test_bookmarks_advance_the_resource_version_only() -> None:
 
 @pytest.mark.asyncio
 async def test_a_normal_end_resumes_at_once_and_a_very_short_empty_watch_backs_off() -> None:
-    server = FakeApiServer()
-    server.route(
-        "GET",
-        PATH,
+    server = api(
         Reply.events(*initial(configmap("a", "5"), rv="10")),
-        query=STREAM,
     )
     # The fake clock stands still: this empty watch "lasted" 0 s, so it counts as an error.
     server.route("GET", PATH, Reply.events(), silent(), query=watch_from("10"))
@@ -299,17 +287,10 @@ async def test_a_normal_end_resumes_at_once_and_a_very_short_empty_watch_backs_o
 
 @pytest.mark.asyncio
 async def test_unauthorized_is_reported_once_per_state_change_until_it_recovers() -> None:
-    server = FakeApiServer()
-    denied = {"kind": "Status", "status": "Failure", "reason": "Unauthorized", "code": 401}
-    server.route(
-        "GET",
-        PATH,
-        Reply.json(401, denied),
-        Reply.json(401, denied),
-        Reply.json(401, denied),
-        streaming_list(configmap("a", "5"), rv="10"),
-        query=STREAM,
+    denied = Reply.json(
+        401, {"kind": "Status", "status": "Failure", "reason": "Unauthorized", "code": 401}
     )
+    server = api(denied, denied, denied, streaming_list(configmap("a", "5"), rv="10"))
     clock = FakeClock()
     with capture_logs() as logs:
         async with running(server, clock=clock) as h:
@@ -366,17 +347,13 @@ async def test_connection_refused_is_a_transport_failure() -> None:
 
 @pytest.mark.asyncio
 async def test_handler_exceptions_are_isolated_and_counted() -> None:
-    server = FakeApiServer()
-    server.route(
-        "GET",
-        PATH,
+    server = api(
         streaming_list(
             configmap("a", "5"),
             configmap("b", "6"),
             rv="10",
             then=[("MODIFIED", configmap("a", "11"))],
         ),
-        query=STREAM,
     )
 
     def broken(type: str, old: Cached | None, new: Cached | None, initial: bool) -> None:
@@ -394,12 +371,8 @@ async def test_handler_exceptions_are_isolated_and_counted() -> None:
 
 @pytest.mark.asyncio
 async def test_a_late_handler_gets_the_cache_as_initial_adds() -> None:
-    server = FakeApiServer()
-    server.route(
-        "GET",
-        PATH,
+    server = api(
         streaming_list(configmap("a", "5"), configmap("b", "6"), rv="10"),
-        query=STREAM,
     )
     async with running(server) as h:
         await h.informer.wait_synced()
@@ -410,12 +383,8 @@ async def test_a_late_handler_gets_the_cache_as_initial_adds() -> None:
 
 @pytest.mark.asyncio
 async def test_wait_for_returns_once_the_version_is_seen_and_times_out_otherwise() -> None:
-    server = FakeApiServer()
-    server.route(
-        "GET",
-        PATH,
+    server = api(
         streaming_list(configmap("a", "5"), rv="10", then=[("MODIFIED", configmap("a", "12"))]),
-        query=STREAM,
     )
     clock = FakeClock()
     async with running(server, clock=clock) as h:
@@ -436,8 +405,7 @@ async def test_wait_for_returns_once_the_version_is_seen_and_times_out_otherwise
 
 @pytest.mark.asyncio
 async def test_waiters_get_false_when_the_informer_stops() -> None:
-    server = FakeApiServer()
-    server.route("GET", PATH, silent(), query=STREAM)
+    server = api(silent())
     async with running(server) as h:
         waiting = asyncio.create_task(h.informer.wait_for("99", timeout=60))
         await eventually(lambda: len(h.requests()) == 1)
