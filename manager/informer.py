@@ -121,6 +121,9 @@ class InformerOptions:
     backoff_initial: float = 0.8
     backoff_cap: float = 30.0
     backoff_reset: float = 120.0
+    """Retry and relist delays: exponential from ``backoff_initial`` to ``backoff_cap``,
+    jittered, restarting after ``backoff_reset`` quiet seconds (client-go's reflector:
+    0.8 s, 30 s, 2 min). See ``manager.backoff``."""
 
     def __post_init__(self) -> None:
         if self.min_watch_timeout < 1 or self.inactivity_timeout <= 0 or self.page_size < 1:
@@ -202,6 +205,7 @@ class Informer:
         return self._synced.is_set()
 
     async def wait_synced(self) -> None:
+        """Return once the first list is in the store."""
         await self._synced.wait()
 
     def add_synced_callback(self, callback: Callable[[], None]) -> None:
@@ -218,7 +222,8 @@ class Informer:
 
     @property
     def last_resource_version(self) -> str:
-        """The newest resourceVersion seen (events, bookmarks, lists); "" before the first."""
+        """The newest integer resourceVersion seen (events, bookmarks, lists), as a string;
+        "" before the first."""
         return str(self._seen_rv) if self._seen_rv >= 0 else ""
 
     async def wait_for(self, resource_version: str, timeout: float) -> bool:  # noqa: ASYNC109
