@@ -207,11 +207,11 @@ async def test_close_ends_receiving_and_sending(ctx: zmq.asyncio.Context) -> Non
             got_one.set()
 
     consumer = asyncio.create_task(consume())
-    await peer.send(encode(Fetch(1, 1, KEY)))
+    await peer.send(encode(Fetch(1, 1, KEY, {})))
     await within(got_one.wait())
     link.close()
     await within(consumer)  # iteration ended without an error
-    assert received == [(b"w-1", Fetch(1, 1, KEY))]
+    assert received == [(b"w-1", Fetch(1, 1, KEY, {}))]
     with pytest.raises(LinkClosed):
         await link.recv()
     with pytest.raises(LinkClosed):

@@ -67,8 +67,8 @@ async def test_round_trip_with_the_worker_id_as_routing_id(
     link = DealerLink("w-7", _endpoint(router), context=ctx)
     assert link.endpoint == f"ipc://{tmp_path}/c.sock"
     await _joined(link, router)
-    assert await link.send(Fetch(2, 11, KEY))
-    assert await _recv(router) == (b"w-7", Fetch(2, 11, KEY))
+    assert await link.send(Fetch(2, 11, KEY, {"pods": "3"}))
+    assert await _recv(router) == (b"w-7", Fetch(2, 11, KEY, {"pods": "3"}))
     await router.send_multipart([b"w-7", encode(Heartbeat(2))])
     assert await within(link.recv()) == Heartbeat(2)
     link.close()
