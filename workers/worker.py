@@ -17,6 +17,7 @@ from proto.kube.config import load_config
 from proto.kube.session import Session
 from proto.logs import bind, get_logger
 from proto.ops import OpsServer
+from proto.wire import dropped_frames_counter
 from workers.controller_metrics import PrometheusControllerMetrics
 from workers.link import DealerLink
 from workers.membership import Membership
@@ -61,7 +62,11 @@ class Worker:
             aiohttp.ClientSession() as http,
         ):
             context = WorkerContext(settings.worker_id, Client(session), http, self.registry)
-            link = DealerLink(settings.worker_id, settings.coordinator, registry=self.registry)
+            link = DealerLink(
+                settings.worker_id,
+                settings.coordinator,
+                dropped=dropped_frames_counter(self.registry),
+            )
             membership = Membership(
                 link,
                 worker_id=settings.worker_id,

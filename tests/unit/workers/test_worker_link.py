@@ -23,6 +23,7 @@ from proto.wire import (
     ParentKey,
     Released,
     decode,
+    dropped_frames_counter,
     encode,
 )
 from tests.unit import zmq_sockets
@@ -97,7 +98,9 @@ async def test_bad_frames_are_counted_logged_once_and_skipped(ctx: zmq.asyncio.C
     registry = CollectorRegistry()
     router = _router(ctx)
     with capture_logs() as logs:
-        link = DealerLink("w-2", _endpoint(router), context=ctx, registry=registry)
+        link = DealerLink(
+            "w-2", _endpoint(router), context=ctx, dropped=dropped_frames_counter(registry)
+        )
         await _joined(link, router)
         for parts in (
             [os.urandom(32)],
