@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from loadtest.apiserver import discovery, errors
+from loadtest.apiserver import discovery, errors, openapi
 from loadtest.apiserver.faults import AdminHandler, Faults
 from loadtest.apiserver.handlers import Handlers, error_response, json_response
 from loadtest.apiserver.metrics import Metrics
@@ -70,7 +70,7 @@ class Router:
 
     # --- entry point --------------------------------------------------------------------------
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.path
         if self.token is not None and path not in HEALTH:
             auth = request.headers.get("Authorization", "")
@@ -103,7 +103,7 @@ class Router:
         self._count(request, route, response.status)
         return response
 
-    async def _faults(self, request: web.Request) -> web.StreamResponse | None:
+    async def _faults(self, request: web.BaseRequest) -> web.StreamResponse | None:
         target = request.path_qs
         latency = self.faults.latency_for(request.method, target)
         if latency:
@@ -125,7 +125,7 @@ class Router:
                 waited += 0.05
         return error_response(errors.timeout())
 
-    def _count(self, request: web.Request, route: Route | None, code: int) -> None:
+    def _count(self, request: web.BaseRequest, route: Route | None, code: int) -> None:
         if route is None:
             self.metrics.request(verb=request.method, subresource=request.path, code=code)
             return
@@ -142,7 +142,7 @@ class Router:
 
     # --- resolution ---------------------------------------------------------------------------
 
-    def resolve(self, request: web.Request) -> Route | None:
+    def resolve(self, request: web.BaseRequest) -> Route | None:
         """The resource a request addresses; None for discovery paths."""
         parts = [p for p in request.path.split("/") if p]
         core = parts[0] == "api"
@@ -188,11 +188,14 @@ class Router:
 
     # --- dispatch -----------------------------------------------------------------------------
 
-    async def _dispatch(self, request: web.Request, route: Route) -> web.StreamResponse:
+    async def _dispatch(self, request: web.BaseRequest, route: Route) -> web.StreamResponse:
         method = request.method
         rt, ns, name, sub = route.rt, route.namespace, route.name, route.subresource
         handlers = self.handlers
         watch = route.watch or request.query.get("watch", "").lower() in ("true", "1")
+        if sub == "scale" and rt.scale is not None:
+            route.verb = {"GET": "GET", "PUT": "PUT", "PATCH": "PATCH"}.get(method, method)
+            return await handlers.scale(request, rt, ns, name)
         if sub and sub not in ("status", "finalize"):
             route.verb = method
             raise errors.ApiError(
@@ -229,7 +232,7 @@ class Router:
 
     # --- discovery and non-resource paths -----------------------------------------------------
 
-    async def _discovery(self, request: web.Request) -> web.StreamResponse:
+    async def _discovery(self, request: web.BaseRequest) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
         if request.method != "GET":
             raise errors.method_not_allowed()
@@ -265,12 +268,21 @@ class Router:
         response.headers["Content-Type"] = discovery.AGGREGATED
         return response
 
-    async def _non_resource(self, request: web.Request) -> web.StreamResponse:
+    async def _non_resource(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.path
         if path in HEALTH:
             return web.Response(text="ok", content_type="text/plain")
         if path == "/version":
             return json_response(discovery.version_info())
+        if path == "/openapi/v3":
+            return json_response(openapi.index(self.registry))
+        if path.startswith("/openapi/v3/"):
+            parts = path.split("/")[3:]
+            group, version = (
+                (parts[1], parts[2]) if parts[0] == "apis" and len(parts) == 3 else ("", parts[-1])
+            )
+            doc = openapi.document(self.registry, group, version) if len(parts) in (2, 3) else None
+            return json_response(doc) if doc is not None else _text_404()
         if path == "/metrics":
             return web.Response(
                 text=self._metrics_text(), content_type="text/plain", charset="utf-8"
@@ -284,7 +296,20 @@ class Router:
         )
 
 
-def application(router: Router) -> web.Application:
-    app = web.Application(client_max_size=16 * 1024 * 1024)
-    app.router.add_route("*", "/{tail:.*}", router.handle)
-    return app
+MAX_BODY = 16 * 1024 * 1024
+
+
+def http_server(router: Router) -> web.Server:
+    """A low-level aiohttp server: one handler, no URL dispatcher or middlewares."""
+    loop = asyncio.get_running_loop()
+
+    def request(
+        message: Any, payload: Any, protocol: Any, writer: Any, task: Any
+    ) -> web.BaseRequest:
+        return web.BaseRequest(
+            message, payload, protocol, writer, task, loop, client_max_size=MAX_BODY
+        )
+
+    return web.Server(
+        router.handle, request_factory=request, handler_cancellation=True, access_log=None
+    )

@@ -21,6 +21,7 @@ from loadtest.apiserver.registry import (
     ResourceType,
     Subresource,
 )
+from loadtest.apiserver.scale import WORKLOADS
 from loadtest.apiserver.schema import (
     ANY,
     BOOL,
@@ -688,6 +689,7 @@ def builtin_types() -> list[ResourceType]:
             subresources=(_scale(), _status("Deployment")),
             status=True,
             generation=True,
+            scale=WORKLOADS,
         ),
         ResourceType(
             "apps",
@@ -702,6 +704,7 @@ def builtin_types() -> list[ResourceType]:
             subresources=(_scale(), _status("ReplicaSet")),
             status=True,
             generation=True,
+            scale=WORKLOADS,
         ),
         ResourceType(
             "apps",
@@ -716,6 +719,7 @@ def builtin_types() -> list[ResourceType]:
             subresources=(_scale(), _status("StatefulSet")),
             status=True,
             generation=True,
+            scale=WORKLOADS,
         ),
     ]
     rules = {"rules": Field(LIST)}

@@ -29,7 +29,7 @@ from aiohttp import web
 
 from loadtest.apiserver import builtins, crd
 from loadtest.apiserver.apiextensions import CrdController
-from loadtest.apiserver.app import Router, application
+from loadtest.apiserver.app import Router, http_server
 from loadtest.apiserver.clock import Cancellable, Clock, RealClock
 from loadtest.apiserver.faults import Faults, admin_routes
 from loadtest.apiserver.gc import GarbageCollector
@@ -102,7 +102,7 @@ class EmbeddedCluster:
         self.clock: Clock = clock or RealClock()
         self._kubeconfig_path = Path(kubeconfig) if kubeconfig else None
         self._tempdir: str | None = None
-        self._runner: web.AppRunner | None = None
+        self._runner: web.ServerRunner | None = None
         self._compaction: Cancellable | None = None
 
         self.storage = Storage(history=self.settings.history_size)
@@ -173,9 +173,7 @@ class EmbeddedCluster:
             token=self.token,
             admin=admin_routes(self.faults),
         )
-        self._runner = web.AppRunner(
-            application(router), handler_cancellation=True, access_log=None
-        )
+        self._runner = web.ServerRunner(http_server(router))
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
         await site.start()

@@ -27,6 +27,7 @@ from loadtest.apiserver.registry import (
     Subresource,
     version_priority,
 )
+from loadtest.apiserver.scale import crd_paths
 from loadtest.apiserver.schema import ANY, OBJECT_META, Field, top
 from proto.api import validation as v
 from proto.api.validation import ErrorType, FieldError
@@ -438,7 +439,11 @@ def served_types(crd: dict[str, Any]) -> list[ResourceType]:
         if not ver.get("served"):
             continue
         subresources = []
-        if "status" in (ver.get("subresources") or {}):
+        declared = ver.get("subresources") or {}
+        scale_spec = declared.get("scale")
+        if isinstance(scale_spec, dict):
+            subresources.append(Subresource("scale", "Scale", STATUS_VERBS, "autoscaling", "v1"))
+        if "status" in declared:
             subresources.append(
                 Subresource("status", names["kind"], STATUS_VERBS, group, ver["name"])
             )
@@ -458,7 +463,8 @@ def served_types(crd: dict[str, Any]) -> list[ResourceType]:
                 subresources=tuple(subresources),
                 storage_gvk=(group, storage_version, names["kind"]),
                 custom=True,
-                status=bool(subresources),
+                status="status" in declared,
+                scale=crd_paths(scale_spec) if isinstance(scale_spec, dict) else None,
                 generation=True,
                 unconditional_update=False,
                 list_kind=names.get("listKind", names["kind"] + "List"),

@@ -115,7 +115,7 @@ def resource_list(registry: Registry, group: str, version: str) -> dict[str, Any
 def _response_kind(
     rt: ResourceType, kind: str, group: str | None, version: str | None
 ) -> dict[str, str]:
-    if rt.custom:
+    if rt.custom and group in (None, rt.group):
         return {"group": rt.group, "version": rt.version, "kind": kind}
     return {"group": group or "", "version": version or "", "kind": kind}
 

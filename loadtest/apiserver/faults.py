@@ -157,7 +157,7 @@ class Faults:
         }
 
 
-async def _json(request: web.Request) -> dict[str, Any]:
+async def _json(request: web.BaseRequest) -> dict[str, Any]:
     if not request.can_read_body:
         return {}
     body = await request.json()
@@ -166,24 +166,24 @@ async def _json(request: web.Request) -> dict[str, Any]:
     return body
 
 
-AdminHandler = Callable[[web.Request], Awaitable[web.Response]]
+AdminHandler = Callable[[web.BaseRequest], Awaitable[web.Response]]
 
 
 def admin_routes(faults: Faults) -> dict[tuple[str, str], AdminHandler]:
     """``/_emulator/faults/...`` handlers by (method, path): JSON in, JSON out."""
 
-    async def drop(request: web.Request) -> web.Response:
+    async def drop(request: web.BaseRequest) -> web.Response:
         return web.json_response({"dropped": faults.drop_watches()})
 
-    async def expire(request: web.Request) -> web.Response:
+    async def expire(request: web.BaseRequest) -> web.Response:
         faults.expire_history()
         return web.json_response({})
 
-    async def compact(request: web.Request) -> web.Response:
+    async def compact(request: web.BaseRequest) -> web.Response:
         faults.compact()
         return web.json_response({})
 
-    async def fail(request: web.Request) -> web.Response:
+    async def fail(request: web.BaseRequest) -> web.Response:
         body = await _json(request)
         try:
             faults.fail(
@@ -198,7 +198,7 @@ def admin_routes(faults: Faults) -> dict[tuple[str, str], AdminHandler]:
             return web.json_response({"error": str(err)}, status=400)
         return web.json_response(faults.describe())
 
-    async def delay(request: web.Request) -> web.Response:
+    async def delay(request: web.BaseRequest) -> web.Response:
         body = await _json(request)
         try:
             faults.delay(
@@ -211,10 +211,10 @@ def admin_routes(faults: Faults) -> dict[tuple[str, str], AdminHandler]:
             return web.json_response({"error": str(err)}, status=400)
         return web.json_response(faults.describe())
 
-    async def show(request: web.Request) -> web.Response:
+    async def show(request: web.BaseRequest) -> web.Response:
         return web.json_response(faults.describe())
 
-    async def clear(request: web.Request) -> web.Response:
+    async def clear(request: web.BaseRequest) -> web.Response:
         faults.clear()
         return web.json_response(faults.describe())
 

@@ -16,7 +16,7 @@ import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
-from loadtest.apiserver import decode, errors, fields, render
+from loadtest.apiserver import decode, errors, fields, render, scale
 from loadtest.apiserver.clock import Clock, sleep
 from loadtest.apiserver.lifecycle import DeleteOptions, Objects, Written
 from loadtest.apiserver.listing import ListOptions, list_page, needs_wait, parse_rv
@@ -35,6 +35,7 @@ PATCH_TYPES = (
     "application/apply-patch+yaml",
 )
 FUTURE_RV_WAIT = 3.0
+PATCH_REJECTED = "the server rejected our request due to an error in our request"
 _FIND_KIND = (
     'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
     'Kind string "json:\\"kind,omitempty\\"" }'
@@ -95,7 +96,7 @@ class Handlers:
     # --- helpers ------------------------------------------------------------------------------
 
     @staticmethod
-    def _dry_run(request: web.Request, kind: str) -> bool:
+    def _dry_run(request: web.BaseRequest, kind: str) -> bool:
         values = request.query.getall("dryRun", [])
         for value in values:
             if value != "All":
@@ -110,7 +111,7 @@ class Handlers:
         return bool(values)
 
     @staticmethod
-    def _field_validation(request: web.Request) -> str:
+    def _field_validation(request: web.BaseRequest) -> str:
         value = request.query.get("fieldValidation", "Warn") or "Warn"
         if value not in ("Ignore", "Warn", "Strict"):
             raise errors.bad_request(
@@ -168,7 +169,11 @@ class Handlers:
     def render(
         self, rt: ResourceType, written: Written, status: int, warnings: list[str]
     ) -> web.Response:
-        headers = CIMultiDict(("Warning", f"299 - {orjson.dumps(w).decode()}") for w in warnings)
+        headers = (
+            CIMultiDict(("Warning", f"299 - {orjson.dumps(w).decode()}") for w in warnings)
+            if warnings
+            else None
+        )
         if written.status is not None:
             return json_response(written.status, status, headers)
         entry = written.entry
@@ -185,7 +190,7 @@ class Handlers:
     # --- read ---------------------------------------------------------------------------------
 
     async def get(
-        self, request: web.Request, rt: ResourceType, namespace: str, name: str
+        self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str
     ) -> web.StreamResponse:
         rv = request.query.get("resourceVersion", "")
         if rv not in ("", "0"):
@@ -196,7 +201,7 @@ class Handlers:
         return web.Response(body=render.object_bytes(rt, entry), content_type=JSON)
 
     async def collection(
-        self, request: web.Request, rt: ResourceType, namespace: str, name: str, watch: bool
+        self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str, watch: bool
     ) -> web.StreamResponse:
         opts = ListOptions.parse(request.query, rt, watch=watch)
         if name:
@@ -215,7 +220,7 @@ class Handlers:
     # --- write --------------------------------------------------------------------------------
 
     async def create(
-        self, request: web.Request, rt: ResourceType, namespace: str
+        self, request: web.BaseRequest, rt: ResourceType, namespace: str
     ) -> web.StreamResponse:
         dry_run = self._dry_run(request, "CreateOptions")
         warnings: list[str] = []
@@ -230,7 +235,7 @@ class Handlers:
         return self.render(rt, written, 201, warnings)
 
     async def update(
-        self, request: web.Request, rt: ResourceType, namespace: str, name: str, sub: str
+        self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str, sub: str
     ) -> web.StreamResponse:
         dry_run = self._dry_run(request, "UpdateOptions")
         warnings: list[str] = []
@@ -245,7 +250,7 @@ class Handlers:
         return self.render(rt, written, 201 if written.created else 200, warnings)
 
     async def patch(
-        self, request: web.Request, rt: ResourceType, namespace: str, name: str, sub: str
+        self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str, sub: str
     ) -> web.StreamResponse:
         media = decode.media_type(request.headers.get("Content-Type"))
         if media not in PATCH_TYPES:
@@ -292,25 +297,52 @@ class Handlers:
             else:
                 patched = strategic_merge(target, document, rt.kind)
         except PatchFailed:
-            raise errors.ApiError(
-                422,
-                "Invalid",
-                "the server rejected our request due to an error in our request",
-                details={},
-            ) from None
+            raise errors.ApiError(422, "Invalid", PATCH_REJECTED, details={}) from None
         if not isinstance(patched, dict):
-            raise errors.ApiError(
-                422,
-                "Invalid",
-                "the server rejected our request due to an error in our request",
-                details={},
-            )
+            raise errors.ApiError(422, "Invalid", PATCH_REJECTED, details={})
         warnings: list[str] = []
         obj = self.check_object(rt, patched, validation, warnings)
         written = self.objects.update(rt, namespace, name, obj, subresource=sub, dry_run=dry_run)
         return self.render(rt, written, 200, warnings)
 
-    async def _delete_options(self, request: web.Request) -> DeleteOptions:
+    async def scale(
+        self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str
+    ) -> web.StreamResponse:
+        """GET, PUT or PATCH ``/scale``: an ``autoscaling/v1`` view of the replicas."""
+        assert rt.scale is not None
+        current = self.objects.get(rt, namespace, name)
+        if request.method == "GET":
+            return json_response(scale.view(current, rt.scale))
+        if request.method not in ("PUT", "PATCH"):
+            raise errors.method_not_allowed()
+        raw = await request.read()
+        try:
+            document = decode.loads(raw)
+        except decode.SyntaxProblem as err:
+            raise errors.bad_request(f"error decoding patch: {err}") from None
+        wanted = scale.view(current, rt.scale)
+        if request.method == "PUT":
+            wanted = document if isinstance(document, dict) else wanted
+        else:
+            media = decode.media_type(request.headers.get("Content-Type"))
+            try:
+                if media == "application/json-patch+json" and isinstance(document, list):
+                    wanted = json_patch(wanted, document)
+                elif isinstance(document, dict):
+                    wanted = merge_patch(wanted, document)
+            except PatchFailed:
+                raise errors.ApiError(422, "Invalid", PATCH_REJECTED, details={}) from None
+        replicas = (wanted.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            problem = FieldError(
+                ErrorType.INVALID, "spec.replicas", "must be greater than or equal to 0", replicas
+            )
+            raise errors.invalid("Scale", "autoscaling", name, [problem])
+        obj = scale.apply(current, wanted, rt.scale)
+        self.objects.update(rt, namespace, name, obj)
+        return json_response(scale.view(self.objects.get(rt, namespace, name), rt.scale))
+
+    async def _delete_options(self, request: web.BaseRequest) -> DeleteOptions:
         query = request.query
         body: dict[str, Any] = {}
         raw = await request.read() if request.can_read_body else b""
@@ -367,13 +399,13 @@ class Handlers:
         )
 
     async def delete(
-        self, request: web.Request, rt: ResourceType, namespace: str, name: str
+        self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str
     ) -> web.StreamResponse:
         options = await self._delete_options(request)
         return self.render(rt, self.objects.delete(rt, namespace, name, options), 200, [])
 
     async def delete_collection(
-        self, request: web.Request, rt: ResourceType, namespace: str
+        self, request: web.BaseRequest, rt: ResourceType, namespace: str
     ) -> web.StreamResponse:
         options = await self._delete_options(request)
         opts = ListOptions.parse(request.query, rt, watch=False)

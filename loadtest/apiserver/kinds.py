@@ -18,6 +18,21 @@ Defaulter = Callable[[dict[str, Any], dict[str, Any] | None], None]
 Validator = Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]]
 
 
+_VALID_LABELS: set[tuple[str, str]] = set()
+
+
+def _labels(labels: dict[str, str]) -> list[FieldError]:
+    """``validate_labels`` remembering valid pairs: the same labels come back on every write."""
+    if all(pair in _VALID_LABELS for pair in labels.items()):
+        return []
+    errors = v.validate_labels(labels)
+    if not errors:
+        if len(_VALID_LABELS) > 100_000:
+            _VALID_LABELS.clear()
+        _VALID_LABELS.update(labels.items())
+    return errors
+
+
 def validate_meta(obj: dict[str, Any], name_rule: NameRule) -> list[FieldError]:
     """``ValidateObjectMeta``: name, labels, annotations, finalizers, ownerReferences."""
     meta = obj.get("metadata") or {}
@@ -32,10 +47,14 @@ def validate_meta(obj: dict[str, Any], name_rule: NameRule) -> list[FieldError]:
         errors.extend(
             FieldError(ErrorType.INVALID, "metadata.name", m, name) for m in name_rule(name)
         )
-    errors.extend(v.validate_labels(meta.get("labels") or {}))
-    errors.extend(v.validate_annotations(meta.get("annotations") or {}))
-    errors.extend(v.validate_owner_references(meta.get("ownerReferences") or []))
-    errors.extend(v.validate_finalizers(meta.get("finalizers") or []))
+    if meta.get("labels"):
+        errors.extend(_labels(meta["labels"]))
+    if meta.get("annotations"):
+        errors.extend(v.validate_annotations(meta["annotations"]))
+    if meta.get("ownerReferences"):
+        errors.extend(v.validate_owner_references(meta["ownerReferences"]))
+    if meta.get("finalizers"):
+        errors.extend(v.validate_finalizers(meta["finalizers"]))
     return errors
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from loadtest.apiserver.scale import ScalePaths
 from proto.api.validation import FieldError
 
 VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -87,6 +88,7 @@ class ResourceType:
     view: View | None = None
     list_kind: str = ""
     storage_name: str = ""
+    scale: ScalePaths | None = None
 
     @property
     def api_version(self) -> str:

@@ -28,7 +28,9 @@ DELETED = "DELETED"
 
 
 def encode(obj: dict[str, Any], sort_keys: bool) -> bytes:
-    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS) if sort_keys else orjson.dumps(obj)
+    """``obj`` as JSON, in a right-sized buffer (orjson's own stays over-allocated)."""
+    raw = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS) if sort_keys else orjson.dumps(obj)
+    return bytes(memoryview(raw))
 
 
 class Entry:
@@ -156,8 +158,10 @@ class Table:
         if len(self.log) == self.log.maxlen:
             self.log_start = self.log[0].rv
         self.log.append(change)
-        for subscriber in tuple(self.subscribers):
-            subscriber.offer(change)
+        if self.subscribers:
+            for subscriber in tuple(self.subscribers):
+                subscriber.offer(change)
+            change._line = None  # shared during the fan-out only; replays re-encode
 
     def since(self, rv: int) -> Iterator[Change]:
         """The changes after ``rv`` from the source a watch reads (cache or MVCC)."""

@@ -182,7 +182,7 @@ class WatchHub:
 
     async def serve(
         self,
-        request: web.Request,
+        request: web.BaseRequest,
         rt: ResourceType,
         table: Table,
         namespace: str,

@@ -1,0 +1,157 @@
+"""The embedded cluster's write and watch throughput, against a bare aiohttp server.
+
+The emulator runs in its own process (``python -m loadtest.apiserver``). This process creates
+N ConfigMaps at concurrency 64 while one watcher follows the namespace, and reports:
+
+- writes/s (creates answered), and watch events/s delivered to the watcher;
+- the baseline: the same client against a trivial aiohttp handler in a process of the same
+  kind (uvloop, one catch-all route answering a small JSON body), so the ratio is the
+  emulator's own cost per request;
+- memory: the emulator's RSS growth per stored object, and the stored bytes per object.
+
+The writer uses plain aiohttp (the request rate of a thin client; no retries or rate limits).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+
+from loadtest.apiserver.background import ClusterProcess
+from loadtest.bench._report import header, row
+
+CONCURRENCY = 64
+NAMESPACE = "bench"
+
+_TRIVIAL_SERVER = """
+import sys, asyncio, uvloop
+from aiohttp import web
+async def handle(request):
+    await request.read()
+    return web.Response(body=b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{}}',
+                        status=201, content_type="application/json")
+async def main():
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    print(f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}", flush=True)
+    await asyncio.Event().wait()
+uvloop.install()
+asyncio.run(main())
+"""
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _body(i: int) -> bytes:
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": f"cm-{i:06d}", "labels": {"app": "bench", "shard": str(i % 16)}},
+            "data": {"key": f"value-{i}", "other": "x" * 64},
+        }
+    ).encode()
+
+
+async def _write_all(url: str, count: int) -> tuple[float, int]:
+    """Create ``count`` objects at ``CONCURRENCY``; (seconds, response bytes)."""
+    connector = aiohttp.TCPConnector(limit=CONCURRENCY)
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    target = f"{url}/api/v1/namespaces/{NAMESPACE}/configmaps"
+    stored = 0
+    next_index = 0
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def worker() -> None:
+            nonlocal next_index, stored
+            while next_index < count:
+                i = next_index
+                next_index += 1
+                async with session.post(target, data=_body(i), headers=headers) as response:
+                    payload = await response.read()
+                    if response.status != 201:
+                        raise RuntimeError(f"create failed: {response.status} {payload[:200]!r}")
+                    stored += len(payload)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+        return time.perf_counter() - started, stored
+
+
+async def _watch(url: str, rv: str, count: int, started: asyncio.Event, done: list[float]) -> None:
+    params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "600"}
+    seen = 0
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{url}/api/v1/namespaces/{NAMESPACE}/configmaps", params=params) as response,
+    ):
+        started.set()
+        async for line in response.content:
+            if line.strip():
+                seen += 1
+                if seen == count:
+                    done.append(time.perf_counter())
+                    return
+
+
+async def _emulator_run(url: str, count: int) -> tuple[float, float, int]:
+    async with aiohttp.ClientSession() as session:
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        async with session.post(f"{url}/api/v1/namespaces", json=body) as response:
+            response.raise_for_status()
+            rv = json.loads(await response.read())["metadata"]["resourceVersion"]
+    started, done = asyncio.Event(), list[float]()
+    watcher = asyncio.create_task(_watch(url, rv, count, started, done))
+    await started.wait()
+    t0 = time.perf_counter()
+    seconds, stored = await _write_all(url, count)
+    await asyncio.wait_for(watcher, 120)
+    return count / seconds, count / (done[0] - t0), stored
+
+
+def _trivial_server() -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, "-c", _TRIVIAL_SERVER], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    return process, process.stdout.readline().strip()
+
+
+def main(quick: bool) -> None:
+    count = 1_000 if quick else 10_000
+    header(f"apiserver: create {count:,} ConfigMaps at concurrency {CONCURRENCY}, one watcher")
+    baseline_process, baseline_url = _trivial_server()
+    try:
+        baseline_seconds, _ = asyncio.run(_write_all(baseline_url, count))
+    finally:
+        baseline_process.terminate()
+        baseline_process.wait()
+    baseline = count / baseline_seconds
+    with ClusterProcess() as cluster:
+        assert cluster.process is not None
+        pid = cluster.process.pid
+        before = _rss_kib(pid)
+        writes, events, stored = asyncio.run(_emulator_run(cluster.url, count))
+        after = _rss_kib(pid)
+    row("bare aiohttp handler, requests/s (baseline)", baseline, "req/s")
+    row("emulator creates/s", writes, "req/s", baseline=baseline, target=">= 2,000 req/s")
+    row("watch events/s delivered (one watcher)", events, "ev/s", baseline=writes)
+    row("RSS growth per stored object", (after - before) * 1024 / count, "bytes")
+    row("stored bytes per object (encoded once)", stored / count, "bytes")
+    print(f"  (emulator pid {pid}, cores {os.cpu_count()})", flush=True)
