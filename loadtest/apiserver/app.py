@@ -44,6 +44,19 @@ class Route:
         return "namespace" if self.namespace else "cluster"
 
 
+def _accepts_json(accept: str | None) -> bool:
+    """Whether an Accept header lets the server answer plain JSON (the only form served)."""
+    if not accept:
+        return True
+    for part in accept.split(","):
+        media, *params = (p.strip() for p in part.split(";"))
+        if media.lower() in ("application/json", "*/*", "application/*") and not any(
+            p.startswith(("as=", "g=", "v=")) for p in params
+        ):
+            return True
+    return False
+
+
 def _text_404() -> web.Response:
     return web.Response(status=404, text=NOT_FOUND_TEXT, content_type="text/plain", charset="utf-8")
 
@@ -190,6 +203,8 @@ class Router:
 
     async def _dispatch(self, request: web.BaseRequest, route: Route) -> web.StreamResponse:
         method = request.method
+        if not _accepts_json(request.headers.get("Accept")):
+            raise errors.not_acceptable()
         rt, ns, name, sub = route.rt, route.namespace, route.name, route.subresource
         handlers = self.handlers
         watch = route.watch or request.query.get("watch", "").lower() in ("true", "1")

@@ -123,7 +123,15 @@ class Handlers:
         self, rt: ResourceType, raw: bytes, content_type: str, validation: str, warnings: list[str]
     ) -> dict[str, Any]:
         media = decode.media_type(content_type)
-        if media not in BODY_TYPES or media == "application/vnd.kubernetes.protobuf":
+        if media == "application/vnd.kubernetes.protobuf":
+            raise errors.ApiError(
+                415,
+                "UnsupportedMediaType",
+                "the embedded cluster does not decode application/vnd.kubernetes.protobuf bodies; "
+                "send application/json (kubectl: use apply/create -f instead of the typed "
+                "generators such as 'kubectl create configmap')",
+            )
+        if media not in BODY_TYPES:
             raise errors.unsupported_media_type(BODY_TYPES)
         try:
             obj = decode.loads_yaml(raw) if media == "application/yaml" else decode.loads(raw)

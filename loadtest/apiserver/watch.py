@@ -193,6 +193,8 @@ class WatchHub:
         try:
             watcher, first = self._start(rt, table, namespace, opts)
         except errors.ApiError as err:
+            if err.code != 410:
+                raise
             await response.prepare(request)
             await response.write(error_line(err))
             await response.write_eof()

@@ -59,3 +59,25 @@ async def test_unserved_subresources_and_unknown_paths() -> None:
             api.url + "/apis", headers={"Accept": "application/vnd.kubernetes.protobuf"}
         )
         assert only_protobuf.status == 406
+
+
+@pytest.mark.asyncio
+async def test_content_negotiation_for_resources() -> None:
+    async with running() as (_, api):
+        path = api.url + "/api/v1/namespaces"
+        table_then_json = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+        for accept, status in (
+            (table_then_json, 200),
+            ("application/vnd.kubernetes.protobuf, */*", 200),
+            ("application/json;as=Table;v=v1;g=meta.k8s.io", 406),
+            ("application/yaml", 406),
+        ):
+            async with api.session.get(path, headers={"Accept": accept}) as response:
+                assert response.status == status, accept
+        typed = await api.session.post(
+            path, data=b"k8s\x00", headers={"Content-Type": "application/vnd.kubernetes.protobuf"}
+        )
+        assert typed.status == 415
+        assert "protobuf" in (await typed.json())["message"]
+        bad = await api.get("/api/v1/namespaces", watch="true", resourceVersion="abc")
+        assert bad.status == 400

@@ -115,11 +115,20 @@ async def test_label_selector_watch_sees_objects_leave_and_enter() -> None:
 async def test_watchers_share_the_encoded_event() -> None:
     async with running() as (cluster, api):
         await api.namespace("w")
+        table = cluster.storage.table("/configmaps")
         async with (
             api.watch(CM, resourceVersion="1") as one,
             api.watch(CM, resourceVersion="1") as two,
         ):
-            await api.configmap("w", "shared")
+            for _ in range(50):
+                if len(table.subscribers) == 2:
+                    break
+                await asyncio.sleep(0.01)
+            configmaps = cluster.registry.get("", "v1", "configmaps")
+            assert configmaps is not None
+            cluster.objects.create(configmaps, "w", {"metadata": {"name": "shared"}})
+            first, second = (w.queue[0] for w in table.subscribers)  # type: ignore[attr-defined]
+            assert first is second
             a, b = await one.next(), await two.next()
             assert a == b and a["object"]["metadata"]["name"] == "shared"
 
