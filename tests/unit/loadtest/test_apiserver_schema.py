@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -87,11 +88,13 @@ def test_defaults_apply_inside_list_items() -> None:
         ({"ratio": 0}, "spec.ratio: Invalid value: 0: spec.ratio in body should be greater than 0"),
         (
             {"labels": {"a": 1}},
-            'spec.labels.a: Invalid value: "integer": spec.labels.a in body must be of type string: "integer"',
+            'spec.labels.a: Invalid value: "integer": '
+            'spec.labels.a in body must be of type string: "integer"',
         ),
         (
             {"ports": [{"name": "a", "port": True}]},
-            'spec.ports[0].port: Invalid value: "boolean": spec.ports[0].port in body must be of type integer,string: "boolean"',
+            'spec.ports[0].port: Invalid value: "boolean": '
+            'spec.ports[0].port in body must be of type integer,string: "boolean"',
         ),
         (
             {"ports": [{"name": "a"}, {"name": "a", "protocol": "TCP"}]},
@@ -133,7 +136,7 @@ def test_lease_times_are_parsed_and_rewritten() -> None:
     obj = {"spec": {"renewTime": "2030-01-01T01:00:00.000000+01:00", "leaseTransitions": 0}}
     lease.decode(obj)
     assert obj["spec"] == {"renewTime": "2030-01-01T00:00:00.000000Z", "leaseTransitions": 0}
-    with pytest.raises(DecodeError, match='cannot parse "Z" as ".000000"'):
+    with pytest.raises(DecodeError, match=re.escape('cannot parse "Z" as ".000000"')):
         lease.decode({"spec": {"acquireTime": "2030-01-01T00:00:00Z"}})
 
 
@@ -145,9 +148,9 @@ def test_field_selectors() -> None:
     assert not fields.matches(terms, {"metadata": {"name": "a", "namespace": "b"}})
     phase = fields.parse("status.phase==Running", pods)
     assert fields.matches(phase, {"metadata": {}, "status": {"phase": "Running"}})
-    with pytest.raises(ApiError, match='"data.k" is not a known field selector'):
+    with pytest.raises(ApiError, match=re.escape('"data.k" is not a known field selector')):
         fields.parse("data.k=1", configmaps)
-    with pytest.raises(ApiError, match="field label not supported: spec.image"):
+    with pytest.raises(ApiError, match=re.escape("field label not supported: spec.image")):
         fields.parse("spec.image=x", pods)
     with pytest.raises(ApiError, match="can't understand 'oops'"):
         fields.parse("oops", configmaps)
