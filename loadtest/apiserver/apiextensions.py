@@ -19,7 +19,7 @@ from loadtest.apiserver.registry import ResourceType
 from loadtest.apiserver.storage import DELETED, Change, Table
 from loadtest.apiserver.workqueue import WorkQueue
 
-CRDS = "apiextensions.k8s.io/customresourcedefinitions"
+CRDS = crd.CRDS
 
 
 class CrdController:

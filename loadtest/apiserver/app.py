@@ -46,7 +46,7 @@ class Route:
 
 def _accepts_json(accept: str | None) -> bool:
     """Whether an Accept header lets the server answer plain JSON (the only form served)."""
-    if not accept:
+    if not accept or accept == "application/json":
         return True
     for part in accept.split(","):
         media, *params = (p.strip() for p in part.split(";"))
@@ -74,6 +74,7 @@ class Router:
         host: str = "",
     ) -> None:
         self.admin = admin
+        self._routes: dict[str, tuple[int, tuple[ResourceType, str, str, str, bool] | None]] = {}
         self.registry = registry
         self.handlers = handlers
         self.metrics = metrics
@@ -156,8 +157,19 @@ class Router:
     # --- resolution ---------------------------------------------------------------------------
 
     def resolve(self, request: web.BaseRequest) -> Route | None:
-        """The resource a request addresses; None for discovery paths."""
-        parts = [p for p in request.path.split("/") if p]
+        """The resource a request addresses; None for discovery paths (cached per path)."""
+        path = request.path
+        cached = self._routes.get(path)
+        if cached is None or cached[0] != self.registry.generation:
+            found = self._resolve(path)
+            if len(self._routes) > 10_000:
+                self._routes.clear()
+            cached = self._routes[path] = (self.registry.generation, found)
+        found = cached[1]
+        return None if found is None else Route(*found)
+
+    def _resolve(self, path: str) -> tuple[ResourceType, str, str, str, bool] | None:
+        parts = [p for p in path.split("/") if p]
         core = parts[0] == "api"
         if core:
             if len(parts) == 1:
@@ -169,16 +181,19 @@ class Router:
             if len(parts) <= 3:
                 return None
             group, version, rest = parts[1], parts[2], parts[3:]
-            if not self.registry.versions(group) or version not in self.registry.versions(group):
+            if version not in self.registry.versions(group):
                 raise errors.PageNotFound()
         if not rest:
             return None
-        missing = errors.resource_not_found() if core else errors.PageNotFound()
+
+        def missing() -> Exception:
+            return errors.resource_not_found() if core else errors.PageNotFound()
+
         watch = False
         if rest[0] == "watch":
             watch, rest = True, rest[1:]
             if not rest:
-                raise missing
+                raise missing()
         namespace = ""
         if (
             rest[0] == "namespaces"
@@ -190,14 +205,14 @@ class Router:
         subresource = rest[2] if len(rest) > 2 else ""
         rt = self.registry.get(group, version, plural)
         if rt is None or len(rest) > 3:
-            raise missing
+            raise missing()
         if namespace and not rt.namespaced:
-            raise missing
+            raise missing()
         if rt.namespaced and name and not namespace:
-            raise missing
+            raise missing()
         if subresource and rt.subresource(subresource) is None:
             raise errors.resource_not_found()
-        return Route(rt, namespace, name, subresource, watch)
+        return rt, namespace, name, subresource, watch
 
     # --- dispatch -----------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from proto.api import validation as v
 from proto.api.validation import ErrorType, FieldError
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+CRDS = "apiextensions.k8s.io/customresourcedefinitions"
 
 _ROOT_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
 

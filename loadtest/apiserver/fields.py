@@ -115,11 +115,3 @@ def _value(obj: dict[str, Any], field: str, cache: dict[str, dict[str, str]]) ->
 def matches(terms: tuple[Term, ...], obj: dict[str, Any]) -> bool:
     cache: dict[str, dict[str, str]] = {}
     return all((_value(obj, term.field, cache) == term.value) != term.negate for term in terms)
-
-
-def name_of(terms: tuple[Term, ...]) -> str | None:
-    """The single ``metadata.name=`` value, when a selector pins one object."""
-    for term in terms:
-        if term.field == "metadata.name" and not term.negate:
-            return term.value
-    return None

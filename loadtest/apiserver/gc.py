@@ -83,14 +83,8 @@ class GarbageCollector:
 
     # --- work ---------------------------------------------------------------------------------
 
-    def _resource(self, table_name: str) -> ResourceType | None:
-        candidates = [rt for rt in self.objects.registry if rt.storage == table_name]
-        native = [rt for rt in candidates if rt.view is None]
-        chosen = native or candidates
-        return chosen[0] if chosen else None
-
     def _lookup(self, table_name: str, key: str) -> tuple[ResourceType, Entry] | None:
-        rt = self._resource(table_name)
+        rt = self.objects.registry.for_storage(table_name)
         table = self.objects.storage.tables.get(table_name)
         entry = table.objects.get(key) if table is not None else None
         return (rt, entry) if rt is not None and entry is not None else None

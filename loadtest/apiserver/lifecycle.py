@@ -145,6 +145,15 @@ class Objects:
         name = meta.get("name", "")
         if rt.namespaced:
             admission.check_namespace(self.storage, rt, namespace, name)
+        if rt.custom:
+            definition = self.storage.table(crd.CRDS).get("", f"{rt.plural}.{rt.group}")
+            if definition is not None and definition.meta.get("deletionTimestamp"):
+                raise errors.ApiError(
+                    405,
+                    "MethodNotAllowed",
+                    "create not allowed while custom resource definition is terminating",
+                    details={},
+                )
         rt.behaviour.default(obj, None)
         if rt.kind == "Pod" and not rt.group:
             admission.service_account(self.storage, obj)

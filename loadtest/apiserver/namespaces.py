@@ -44,13 +44,6 @@ _CONDITIONS = (
 )
 
 
-def _resource(objects: Objects, table_name: str) -> ResourceType | None:
-    candidates = [rt for rt in objects.registry if rt.storage == table_name]
-    native = [rt for rt in candidates if rt.view is None]
-    chosen = native or candidates
-    return chosen[0] if chosen else None
-
-
 class NamespaceController:
     """Syncs a terminating namespace ``delay`` seconds after it (or its content) changed.
 
@@ -89,7 +82,7 @@ class NamespaceController:
 
     def _sync(self, key: Hashable) -> None:
         name = str(key)
-        ns_rt = _resource(self.objects, NAMESPACES)
+        ns_rt = self.objects.registry.for_storage(NAMESPACES)
         namespace = self.objects.storage.table(NAMESPACES).get("", name)
         if ns_rt is None or namespace is None or not namespace.meta.get("deletionTimestamp"):
             return
@@ -98,7 +91,7 @@ class NamespaceController:
         for table in list(self.objects.storage.tables.values()):
             if table.name == NAMESPACES or not table.by_namespace.get(name):
                 continue
-            rt = _resource(self.objects, table.name)
+            rt = self.objects.registry.for_storage(table.name)
             if rt is None:
                 continue
             for entry in list(table.by_namespace.get(name, {}).values()):
@@ -211,7 +204,7 @@ class ServiceAccountController:
     def _sync(self, key: Hashable) -> None:
         name = str(key)
         namespace = self.objects.storage.table(NAMESPACES).get("", name)
-        rt = _resource(self.objects, SERVICE_ACCOUNTS)
+        rt = self.objects.registry.for_storage(SERVICE_ACCOUNTS)
         if rt is None or namespace is None or namespace.meta.get("deletionTimestamp"):
             return
         if self.objects.storage.table(SERVICE_ACCOUNTS).get(name, "default") is None:

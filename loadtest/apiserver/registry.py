@@ -126,16 +126,28 @@ class Registry:
     def __init__(self, builtins: list[ResourceType], group_order: list[str]) -> None:
         self._group_order = group_order
         self._types: dict[tuple[str, str, str], ResourceType] = {}
+        self._versions: dict[str, list[str]] = {}
+        self.generation = 0
+        """Bumped on every change, so callers can cache lookups."""
         for rt in builtins:
             self.add(rt)
 
+    def _changed(self) -> None:
+        self.generation += 1
+        found: dict[str, set[str]] = {}
+        for rt in self._types.values():
+            found.setdefault(rt.group, set()).add(rt.version)
+        self._versions = {g: sorted(vs, key=version_priority) for g, vs in found.items()}
+
     def add(self, rt: ResourceType) -> None:
         self._types[(rt.group, rt.version, rt.plural)] = rt
+        self._changed()
 
     def remove_storage(self, storage: str) -> None:
         for key, rt in list(self._types.items()):
             if rt.storage == storage:
                 del self._types[key]
+        self._changed()
 
     def get(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self._types.get((group, version, plural))
@@ -143,15 +155,16 @@ class Registry:
     def __iter__(self) -> Iterator[ResourceType]:
         return iter(self._types.values())
 
-    def by_kind(self, api_version: str, kind: str) -> ResourceType | None:
-        for rt in self._types.values():
-            if rt.kind == kind and rt.api_version == api_version:
-                return rt
-        return None
+    def for_storage(self, storage: str) -> ResourceType | None:
+        """A resource stored in table ``storage``, preferring one served in the stored shape."""
+        candidates = [rt for rt in self._types.values() if rt.storage == storage]
+        native = [rt for rt in candidates if rt.view is None]
+        chosen = native or candidates
+        return chosen[0] if chosen else None
 
     def versions(self, group: str) -> list[str]:
-        found = {rt.version for rt in self._types.values() if rt.group == group}
-        return sorted(found, key=version_priority)
+        """The group's served versions, preferred first (empty when not served)."""
+        return self._versions.get(group, [])
 
     def groups(self) -> list[str]:
         """Groups with at least one resource: built-ins in priority order, then CRD groups."""

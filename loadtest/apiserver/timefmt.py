@@ -143,7 +143,3 @@ def now() -> str:
         _cached_second = second
         _cached_text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
     return _cached_text
-
-
-def now_micro() -> str:
-    return format_micro(datetime.now(UTC))

@@ -51,6 +51,12 @@ asyncio.run(main())
 """
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -138,7 +144,9 @@ def main(quick: bool) -> None:
     header(f"apiserver: create {count:,} ConfigMaps at concurrency {CONCURRENCY}, one watcher")
     baseline_process, baseline_url = _trivial_server()
     try:
+        cpu = _cpu_seconds(baseline_process.pid)
         baseline_seconds, _ = asyncio.run(_write_all(baseline_url, count))
+        baseline_cpu = (_cpu_seconds(baseline_process.pid) - cpu) / count * 1e6
     finally:
         baseline_process.terminate()
         baseline_process.wait()
@@ -146,12 +154,24 @@ def main(quick: bool) -> None:
     with ClusterProcess() as cluster:
         assert cluster.process is not None
         pid = cluster.process.pid
-        before = _rss_kib(pid)
+        before, cpu = _rss_kib(pid), _cpu_seconds(pid)
         writes, events, stored = asyncio.run(_emulator_run(cluster.url, count))
-        after = _rss_kib(pid)
+        after, emulator_cpu = _rss_kib(pid), (_cpu_seconds(pid) - cpu) / count * 1e6
     row("bare aiohttp handler, requests/s (baseline)", baseline, "req/s")
     row("emulator creates/s", writes, "req/s", baseline=baseline, target=">= 2,000 req/s")
     row("watch events/s delivered (one watcher)", events, "ev/s", baseline=writes)
+    row("bare aiohttp handler, server CPU per request", baseline_cpu, "us")
+    row(
+        "emulator CPU per create (incl. the watch fan-out)",
+        emulator_cpu,
+        "us",
+        baseline=baseline_cpu,
+    )
+    row(
+        "creates/s one emulator core sustains (1 / CPU)",
+        1e6 / emulator_cpu,
+        "req/s",
+        target=">= 2,000 req/s",
+    )
     row("RSS growth per stored object", (after - before) * 1024 / count, "bytes")
     row("stored bytes per object (encoded once)", stored / count, "bytes")
-    print(f"  (emulator pid {pid}, cores {os.cpu_count()})", flush=True)

@@ -194,6 +194,8 @@ async def test_deleting_a_crd_deletes_its_objects_and_stops_serving_it() -> None
             assert {c["type"] for c in reply.body["status"]["conditions"]} >= {"Terminating"}
             await api.wait_gone(f"{V1}/a")
             assert (await api.get(f"{V1}/b")).meta["deletionTimestamp"]
+            late = await api.post(V1, gadget("late", size=1))
+            assert late.status == 405
             assert (await api.get(f"{CRDS}/gadgets.example.org")).status == 200
             await api.patch(f"{V1}/b", {"metadata": {"finalizers": None}})
             await api.wait_gone(f"{CRDS}/gadgets.example.org")

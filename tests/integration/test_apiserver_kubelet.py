@@ -62,3 +62,7 @@ async def test_mark_ready_on_demand_and_enable_later() -> None:
             if ready((await api.get(f"{PODS}/q")).body["status"]):
                 break
         assert ready((await api.get(f"{PODS}/q")).body["status"])
+        cluster.kubelet.disable()
+        await api.post(PODS, {**POD, "metadata": {"name": "r"}})
+        await api.get("/version")
+        assert (await api.get(f"{PODS}/r")).body["status"]["phase"] == "Pending"
