@@ -1,1 +1,39 @@
-"""The asyncio Kubernetes REST client (aiohttp + orjson) shared by the coordinator and workers."""
+"""The asyncio Kubernetes REST client (aiohttp + orjson) shared by the coordinator and workers.
+
+```python
+from proto.kube import Client, Session, load_config
+
+async with Session(load_config(), qps=50, burst=100) as session:
+    client = Client(session)
+    pods = await client.resource("v1", resource="pods")
+    listed = await client.stream_list(pods, namespace="default")
+    async with contextlib.aclosing(
+        client.watch(pods, namespace="default", resource_version=listed.resource_version)
+    ) as events:
+        async for event in events:  # WatchEvent: type, object, raw, resource_version
+            ...
+```
+
+Modules: ``config`` (where the cluster is), ``session`` (HTTP, TLS, auth, rate limit,
+retries), ``errors`` (the typed error tree), ``resources`` (``Resource``, ``Discovery``),
+``watch`` (stream decoding), ``client`` (reads, watches, writes).
+"""
+
+from proto.kube.client import Client, ObjectList, PatchType
+from proto.kube.config import ClusterConfig, load_config
+from proto.kube.resources import Discovery, Resource
+from proto.kube.session import Session, TokenBucket
+from proto.kube.watch import WatchEvent
+
+__all__ = [
+    "Client",
+    "ClusterConfig",
+    "Discovery",
+    "ObjectList",
+    "PatchType",
+    "Resource",
+    "Session",
+    "TokenBucket",
+    "WatchEvent",
+    "load_config",
+]

@@ -1,0 +1,171 @@
+"""The coordinator's end of the wire: one ZeroMQ ROUTER socket that every worker connects to.
+
+Contract:
+- ``RouterLink(...)`` creates and configures the socket; ``bind(endpoint)`` binds it
+  (``tcp://`` or ``ipc://``) and returns the endpoint actually bound, so ``tcp://127.0.0.1:0``
+  or ``tcp://*:*`` tell which port the system chose.
+- Socket options: ``ROUTER_MANDATORY=1`` (a send to an unknown or departed peer fails with
+  EHOSTUNREACH instead of vanishing), ``ROUTER_HANDOVER=1`` (a worker that reconnects with the
+  same routing id takes the id over; the next message goes to the new connection),
+  ``LINGER=0`` (close drops what is unsent: it would be stale), per-peer high-water marks,
+  ZMTP heartbeats (dead TCP peers are dropped, and then count as unknown), and ``MAXMSGSIZE``
+  at twice the frame limit as a transport ceiling (a peer sending more is disconnected by
+  libzmq; frames between the limit and the ceiling are received and dropped as ``oversized``).
+- ``send(worker_id, msg)`` never waits and never raises for a peer problem; it returns a
+  ``SendResult``. Every send is a non-blocking send that is awaited, and completes (or fails)
+  at once: a worker that stops reading fills its own pipe and gets ``FULL`` results without
+  stalling the sends to the others, and since no send is ever left pending, the socket has a
+  single writer at any moment. The high-water mark is a safety valve, not flow control: the
+  coordinator must bound what it sends (credits, batching).
+- ``recv()`` returns the next valid ``(worker_id, message)``; ``async for`` iterates until the
+  link is closed. Bad frames (not msgpack, wrong version or type, oversized, a multipart
+  message that is not exactly routing id + one frame) are dropped by a ``proto.wire.Intake``:
+  counted in ``metashard_wire_frames_dropped_total{reason}`` of the injected registry (none:
+  not counted; a registry holds the counter of one link only) and logged once per peer and
+  reason. Receiving goes on.
+- The routing id of a message is who sent it; that it matches the worker id a HELLO claims is
+  for the coordinator to check.
+- ``close()`` closes the socket: a ``recv()`` waiting or called later raises ``LinkClosed``,
+  iteration ends, ``send`` raises ``LinkClosed``; the same once the context is terminated.
+  The link never terminates the context (it is shared unless one was passed in, and then it
+  is the caller's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from enum import Enum
+from typing import Final
+
+import zmq
+import zmq.asyncio
+from prometheus_client import CollectorRegistry, Counter
+
+from proto.logs import get_logger
+from proto.wire import (
+    DEFAULT_MAX_FRAME_SIZE,
+    DROPPED_FRAMES_HELP,
+    DROPPED_FRAMES_METRIC,
+    FrameError,
+    Intake,
+    LinkClosed,
+    Message,
+    encode,
+)
+
+DEFAULT_HWM: Final = 100_000
+
+
+class SendResult(Enum):
+    SENT = "sent"  # queued to the worker's connection
+    UNREACHABLE = "unreachable"  # no such peer (never connected, or gone): treat it as gone
+    FULL = "full"  # the worker's pipe is at its high-water mark: it is not reading
+    TOO_LARGE = "too_large"  # the frame would exceed the frame size limit; nothing was sent
+
+
+def _peer(routing_id: bytes) -> str:
+    return routing_id.decode("utf-8", "backslashreplace")
+
+
+class RouterLink:
+    """The coordinator's ROUTER socket: address workers by routing id, receive from all."""
+
+    def __init__(
+        self,
+        *,
+        context: zmq.asyncio.Context | None = None,
+        registry: CollectorRegistry | None = None,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        hwm: int = DEFAULT_HWM,
+        heartbeat_ivl: float = 1.0,
+        heartbeat_timeout: float = 5.0,
+    ) -> None:
+        self._max_frame_size = max_frame_size
+        ctx = context if context is not None else zmq.asyncio.Context.instance()
+        sock = ctx.socket(zmq.ROUTER)
+        sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        sock.setsockopt(zmq.ROUTER_HANDOVER, 1)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.SNDHWM, hwm)
+        sock.setsockopt(zmq.RCVHWM, hwm)
+        sock.setsockopt(zmq.MAXMSGSIZE, 2 * max_frame_size)
+        sock.setsockopt(zmq.HEARTBEAT_IVL, round(heartbeat_ivl * 1000))
+        sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, round(heartbeat_timeout * 1000))
+        self._socket = sock
+        counter = (
+            Counter(DROPPED_FRAMES_METRIC, DROPPED_FRAMES_HELP, ["reason"], registry=registry)
+            if registry is not None
+            else None
+        )
+        self._intake = Intake(
+            log=get_logger("metashard.wire", side="coordinator"),
+            counter=counter,
+            max_frame_size=max_frame_size,
+        )
+
+    def bind(self, endpoint: str) -> str:
+        """Bind ``endpoint``; return the endpoint bound (with the port chosen, if any)."""
+        self._socket.bind(endpoint)
+        bound: str = self._socket.getsockopt_string(zmq.LAST_ENDPOINT)
+        return bound
+
+    async def send(self, worker_id: bytes, msg: Message) -> SendResult:
+        """Send ``msg`` to the worker with routing id ``worker_id``, without waiting."""
+        self._check_open()
+        try:
+            frame = encode(msg, max_size=self._max_frame_size)
+        except FrameError:
+            return SendResult.TOO_LARGE
+        try:
+            await self._socket.send_multipart((worker_id, frame), flags=zmq.NOBLOCK)
+        except zmq.Again:
+            return SendResult.FULL
+        except zmq.ZMQError as e:
+            if e.errno == zmq.EHOSTUNREACH:
+                return SendResult.UNREACHABLE
+            if e.errno in (zmq.ETERM, zmq.ENOTSOCK):
+                raise LinkClosed(f"the coordinator link is closed ({e})") from None
+            raise
+        return SendResult.SENT
+
+    async def recv(self) -> tuple[bytes, Message]:
+        """The next valid message and the routing id of its sender."""
+        while True:
+            self._check_open()
+            try:
+                parts = await self._socket.recv_multipart()
+            except asyncio.CancelledError:
+                # close() cancels a pending receive; a cancellation of this task propagates.
+                task = asyncio.current_task()
+                if self.closed and task is not None and not task.cancelling():
+                    raise LinkClosed("the coordinator link is closed") from None
+                raise
+            except zmq.ZMQError as e:
+                if self.closed or e.errno in (zmq.ETERM, zmq.ENOTSOCK):
+                    raise LinkClosed(f"the coordinator link is closed ({e})") from None
+                raise
+            routing_id, *payload = parts
+            msg = self._intake.accept(_peer(routing_id), payload)
+            if msg is not None:
+                return routing_id, msg
+
+    async def __aiter__(self) -> AsyncIterator[tuple[bytes, Message]]:
+        while True:
+            try:
+                item = await self.recv()
+            except LinkClosed:
+                return
+            yield item
+
+    @property
+    def closed(self) -> bool:
+        return self._socket.closed
+
+    def _check_open(self) -> None:
+        if self._socket.closed:
+            raise LinkClosed("the coordinator link is closed")
+
+    def close(self) -> None:
+        """Close the socket at once; unsent messages are dropped. Idempotent."""
+        self._socket.close(linger=0)

@@ -1,0 +1,251 @@
+"""Session: headers, rate limiting, Retry-After retries, token re-reads, transport errors."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from proto.kube import errors
+from proto.kube.auth import Authorization, read_token_file
+from proto.kube.config import ClusterConfig
+from proto.kube.session import USER_AGENT, Session, TokenBucket
+from tests.unit.proto.kube_fake import FakeApiServer, FakeClock, Reply, serve
+
+PATH = "/api/v1/namespaces/default/configmaps/c"
+OK = Reply.json(200, {"kind": "ConfigMap", "metadata": {"name": "c"}})
+THROTTLED = Reply.json(
+    429,
+    {"kind": "Status", "code": 429, "reason": "TooManyRequests", "message": "slow down"},
+    headers={"Retry-After": "2"},
+)
+
+
+@pytest.mark.asyncio
+async def test_requests_carry_user_agent_accept_and_authorization() -> None:
+    server = FakeApiServer()
+    server.route("GET", PATH, OK)
+    await server.start()
+    config = ClusterConfig(server=server.url, authorization="Bearer abc")
+    try:
+        async with Session(config, qps=0) as session:
+            response = await session.request("GET", PATH)
+    finally:
+        await server.close()
+    assert response.status == 200 and response.json()["metadata"]["name"] == "c"
+    headers = server.received[0].headers
+    assert headers["User-Agent"] == USER_AGENT and USER_AGENT.startswith("metashard/")
+    assert headers["Accept"] == "application/json"
+    assert headers["Authorization"] == "Bearer abc"
+
+
+def test_token_bucket_allows_a_burst_then_paces_at_qps() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(5.0, 10, clock=clock)
+    waits = [bucket.reserve() for _ in range(13)]
+    assert waits[:10] == [0.0] * 10
+    assert waits[10:] == pytest.approx([0.2, 0.4, 0.6])
+    clock.time += 10.0  # refills, but never beyond the burst
+    assert [bucket.reserve() for _ in range(10)] == [0.0] * 10
+    assert bucket.reserve() == pytest.approx(0.2)
+
+
+def test_token_bucket_with_qps_zero_never_waits_and_rejects_a_zero_burst() -> None:
+    bucket = TokenBucket(0, 0, clock=FakeClock())
+    assert {bucket.reserve() for _ in range(1000)} == {0.0}
+    with pytest.raises(ValueError, match="burst"):
+        TokenBucket(5.0, 0)
+
+
+@pytest.mark.asyncio
+async def test_every_request_is_paced_by_the_bucket() -> None:
+    clock = FakeClock()
+    server = FakeApiServer()
+    server.route("GET", PATH, OK)
+    async with serve(server, qps=5.0, burst=10, clock=clock) as session:
+        started = clock.time
+        for _ in range(20):
+            await session.request("GET", PATH)
+    assert len(server.received) == 20
+    assert clock.sleeps == pytest.approx([0.2] * 10)
+    assert clock.time - started == pytest.approx(2.0)
+
+
+@pytest.mark.asyncio
+async def test_429_with_retry_after_is_retried_then_succeeds() -> None:
+    clock = FakeClock()
+    calls: list[tuple[str, int]] = []
+    server = FakeApiServer()
+    server.route("GET", PATH, THROTTLED, THROTTLED, OK)
+    async with serve(
+        server, clock=clock, on_response=lambda m, s, _t: calls.append((m, s))
+    ) as session:
+        response = await session.request("GET", PATH)
+    assert response.status == 200
+    assert clock.sleeps == [2.0, 2.0]
+    assert calls == [("GET", 429), ("GET", 429), ("GET", 200)]
+
+
+@pytest.mark.asyncio
+async def test_429_retries_are_exhausted_after_ten() -> None:
+    clock = FakeClock()
+    server = FakeApiServer()
+    server.route("GET", PATH, THROTTLED)
+    async with serve(server, clock=clock) as session:
+        with pytest.raises(errors.TooManyRequests) as caught:
+            await session.request("GET", PATH)
+    assert caught.value.retry_after == 2.0
+    assert len(server.received) == 11  # the first attempt and 10 retries, like client-go
+    assert clock.sleeps == [2.0] * 10
+
+
+@pytest.mark.asyncio
+async def test_5xx_is_retried_only_with_retry_after() -> None:
+    clock = FakeClock()
+    unavailable = {"kind": "Status", "code": 503, "reason": "ServiceUnavailable", "message": "x"}
+    server = FakeApiServer()
+    server.route("GET", PATH, Reply.json(503, unavailable, headers={"Retry-After": "1"}), OK)
+    server.route("GET", "/api/v1/other", Reply.json(503, unavailable))
+    async with serve(server, clock=clock) as session:
+        assert (await session.request("GET", PATH)).status == 200
+        with pytest.raises(errors.ServerError):
+            await session.request("GET", "/api/v1/other")
+    assert len(server.requests_to("/api/v1/other")) == 1
+    assert clock.sleeps == [1.0]
+
+
+@pytest.mark.asyncio
+async def test_429_without_retry_after_is_not_retried() -> None:
+    server = FakeApiServer()
+    server.route("GET", PATH, Reply.json(429, {"kind": "Status", "code": 429}))
+    async with serve(server, clock=FakeClock()) as session:
+        with pytest.raises(errors.TooManyRequests) as caught:
+            await session.request("GET", PATH)
+    assert caught.value.retry_after is None
+    assert len(server.received) == 1
+
+
+@pytest.mark.asyncio
+async def test_token_file_is_re_read_every_minute(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("first\n")
+    clock = FakeClock()
+    server = FakeApiServer()
+    server.route("GET", PATH, OK)
+    await server.start()
+    config = ClusterConfig(server=server.url, token_file=str(token))
+    try:
+        async with Session(config, qps=0, clock=clock) as session:
+            await session.request("GET", PATH)
+            token.write_text("second\n")
+            clock.time += 59.0
+            await session.request("GET", PATH)
+            clock.time += 1.0
+            await session.request("GET", PATH)
+    finally:
+        await server.close()
+    sent = [r.headers["Authorization"] for r in server.received]
+    assert sent == ["Bearer first", "Bearer first", "Bearer second"]
+
+
+@pytest.mark.asyncio
+async def test_a_401_re_reads_the_token_and_retries_once(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("old")
+    unauthorized = Reply.json(401, {"kind": "Status", "code": 401, "reason": "Unauthorized"})
+    server = FakeApiServer()
+    server.route("GET", PATH, unauthorized, OK)
+    server.route("GET", "/api/v1/denied", unauthorized)
+    await server.start()
+    config = ClusterConfig(server=server.url, token_file=str(token))
+    try:
+        async with Session(config, qps=0, clock=FakeClock()) as session:
+            with pytest.raises(errors.NotFound):  # reads "old"
+                await session.request("GET", "/api/v1/namespaces")
+            token.write_text("rotated")
+            assert (await session.request("GET", PATH)).status == 200
+            with pytest.raises(errors.Unauthorized):
+                await session.request("GET", "/api/v1/denied")
+    finally:
+        await server.close()
+    assert [r.headers["Authorization"] for r in server.requests_to(PATH)] == [
+        "Bearer old",
+        "Bearer rotated",
+    ]
+    assert len(server.requests_to("/api/v1/denied")) == 2
+
+
+@pytest.mark.asyncio
+async def test_a_failed_token_re_read_keeps_the_last_token(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("kept")
+    clock = FakeClock()
+    auth = Authorization(source=lambda: read_token_file(str(token)), clock=clock)
+    assert await auth.header() == "Bearer kept"
+    token.unlink()
+    clock.time += 60.0
+    assert await auth.header() == "Bearer kept"
+    token.write_text("new")
+    clock.time += 60.0
+    assert await auth.header() == "Bearer new"
+
+
+@pytest.mark.asyncio
+async def test_connection_refused_is_a_transport_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    reported: list[int] = []
+    config = ClusterConfig(server=f"http://127.0.0.1:{port}")
+    async with Session(config, qps=0, on_response=lambda _m, s, _t: reported.append(s)) as s:
+        with pytest.raises(errors.TransportError, match="GET /api"):
+            await s.request("GET", "/api")
+    assert reported == [0]
+
+
+@pytest.mark.asyncio
+async def test_request_outside_the_context_manager_is_refused() -> None:
+    session = Session(ClusterConfig(server="http://127.0.0.1:1"))
+    with pytest.raises(RuntimeError, match="not open"):
+        await session.request("GET", "/api")
+
+
+@pytest.mark.asyncio
+async def test_query_parameters_and_body_are_sent_as_given() -> None:
+    server = FakeApiServer()
+    server.route("POST", "/api/v1/namespaces/a/configmaps", Reply.json(201, {"kind": "X"}))
+    async with serve(server) as session:
+        await session.request(
+            "POST",
+            "/api/v1/namespaces/a/configmaps",
+            params={"labelSelector": "app in (web,db)", "dryRun": "All"},
+            body=b'{"a":1}',
+            content_type="application/json",
+        )
+    received = server.received[0]
+    assert received.query == {"labelSelector": "app in (web,db)", "dryRun": "All"}
+    assert received.body == b'{"a":1}'
+    assert received.headers["Content-Type"] == "application/json"
+
+
+@pytest.mark.asyncio
+async def test_a_body_that_is_not_json_is_a_stream_error() -> None:
+    server = FakeApiServer()
+    server.route("GET", PATH, Reply(status=200, body=b"<html>proxy login</html>"))
+    async with serve(server) as session:
+        response = await session.request("GET", PATH)
+        with pytest.raises(errors.StreamError, match="not JSON"):
+            response.json()
+
+
+@pytest.mark.asyncio
+async def test_other_errors_are_not_retried_even_with_retry_after() -> None:
+    conflict = {"kind": "Status", "code": 409, "reason": "Conflict", "message": "stale"}
+    server = FakeApiServer()
+    server.route("PUT", PATH, Reply.json(409, conflict, headers={"Retry-After": "1"}))
+    clock = FakeClock()
+    async with serve(server, clock=clock) as session:
+        with pytest.raises(errors.Conflict):
+            await session.request("PUT", PATH, body=b"{}")
+    assert len(server.received) == 1 and clock.sleeps == []

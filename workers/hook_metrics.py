@@ -1,0 +1,124 @@
+"""Webhook metrics under Metacontroller's names, so existing dashboards keep working.
+
+For each hook name ``<hook>`` (``sync``, ``finalize``, ``customize``) one metric family of each:
+
+- ``metacontroller_<hook>_requests_total{code,method}``: answered requests by status code
+  (``"200"``, ``"429"``...); ``method`` is ``"post"`` (Go's promhttp spelling). Requests that
+  got no HTTP answer (timeouts, refused connections) are not counted, as in promhttp.
+- ``metacontroller_<hook>_request_duration_histogram_seconds{method}``: latency of answered
+  requests, including reading the body, with the default buckets (.005 ... 10 s).
+- ``metacontroller_<hook>_in_flight_requests``: calls under way.
+
+Metacontroller attaches ``url``, ``controller_name`` and ``controller_type`` as constant labels
+of one collector per controller; here they are ordinary labels of the one family per hook,
+which exposes the same series. Unlike Metacontroller, ``forget`` drops a deleted controller's
+series instead of exporting them forever (calls still under way then record nothing more).
+The DNS and TLS phase histograms are not exported.
+
+``HookMetrics`` is the seam the executor calls; ``NoHookMetrics`` is the no-op default and
+``PrometheusHookMetrics`` binds the families to an injected ``CollectorRegistry``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from proto.api.controllers import HookName
+
+METHOD = "post"
+
+_Family = Counter | Gauge | Histogram
+
+
+class HookMetrics(Protocol):
+    def started(self, hook: HookName, labels: tuple[str, str, str]) -> None:
+        """A call begins; ``labels`` are (url, controller_name, controller_type)."""
+
+    def finished(
+        self, hook: HookName, labels: tuple[str, str, str], *, code: int | None, seconds: float
+    ) -> None:
+        """A call ends; ``code`` is ``None`` when no HTTP answer came."""
+
+    def forget(self, *, controller_type: str, controller_name: str) -> None:
+        """Drop every series of a controller that no longer exists."""
+
+
+class NoHookMetrics:
+    """Records nothing."""
+
+    def started(self, hook: HookName, labels: tuple[str, str, str]) -> None:
+        pass
+
+    def finished(
+        self, hook: HookName, labels: tuple[str, str, str], *, code: int | None, seconds: float
+    ) -> None:
+        pass
+
+    def forget(self, *, controller_type: str, controller_name: str) -> None:
+        pass
+
+
+class PrometheusHookMetrics:
+    """The hook metric families, registered once in ``registry``."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        labels = ("url", "controller_name", "controller_type")
+        self._requests = {
+            hook: Counter(
+                f"metacontroller_{hook}_requests",
+                "A counter for outgoing requests from the wrapped client.",
+                ("code", "method", *labels),
+                registry=registry,
+            )
+            for hook in HookName
+        }
+        self._durations = {
+            hook: Histogram(
+                f"metacontroller_{hook}_request_duration_histogram_seconds",
+                "A histogram of outgoing request latencies.",
+                ("method", *labels),
+                registry=registry,
+            )
+            for hook in HookName
+        }
+        self._in_flight = {
+            hook: Gauge(
+                f"metacontroller_{hook}_in_flight_requests",
+                "A gauge of in-flight outgoing requests for the wrapped client.",
+                labels,
+                registry=registry,
+            )
+            for hook in HookName
+        }
+        # (controller_type, controller_name) -> every series made for it, to drop on forget
+        self._series: dict[tuple[str, str], set[tuple[_Family, tuple[str, ...]]]] = {}
+
+    def _track(self, family: _Family, values: tuple[str, ...]) -> None:
+        # values end with (url, controller_name, controller_type)
+        self._series.setdefault((values[-1], values[-2]), set()).add((family, values))
+
+    def started(self, hook: HookName, labels: tuple[str, str, str]) -> None:
+        self._track(self._in_flight[hook], labels)
+        self._in_flight[hook].labels(*labels).inc()
+
+    def finished(
+        self, hook: HookName, labels: tuple[str, str, str], *, code: int | None, seconds: float
+    ) -> None:
+        series = self._series.get((labels[2], labels[1]), set())
+        if (self._in_flight[hook], labels) not in series:
+            return  # the controller was forgotten while the call ran: record nothing more
+        self._in_flight[hook].labels(*labels).dec()
+        if code is None:
+            return
+        counted = (str(code), METHOD, *labels)
+        self._track(self._requests[hook], counted)
+        self._requests[hook].labels(*counted).inc()
+        timed = (METHOD, *labels)
+        self._track(self._durations[hook], timed)
+        self._durations[hook].labels(*timed).observe(seconds)
+
+    def forget(self, *, controller_type: str, controller_name: str) -> None:
+        for family, values in self._series.pop((controller_type, controller_name), set()):
+            family.remove(*values)

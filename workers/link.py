@@ -1,0 +1,210 @@
+"""A worker's end of the wire: one ZeroMQ DEALER socket connected to the coordinator.
+
+Contract:
+- ``DealerLink(worker_id, endpoint, ...)`` creates the socket, with ``ROUTING_ID`` = the
+  worker id's UTF-8 bytes (stable across restarts and reconnects, so the coordinator's ROUTER
+  hands the id over to the newest connection), and connects it (connecting does not wait: the
+  connection is made, and remade after a loss, in the background).
+- ``reconnect(endpoint=None)`` closes the socket and connects a new one (to ``endpoint``, or
+  the same one as before). Use it on every leader change or rejoin: a DEALER keeps the
+  messages it could not deliver and would hand them, stale, to the next coordinator, and a
+  DEALER connected to two endpoints would spread messages over both.
+- Socket options: ``LINGER=0`` (close drops what is unsent), ``IMMEDIATE=1`` (messages are
+  only queued to a completed connection: while there is none, ``send`` fails or waits instead
+  of queueing; a broken connection's queue is discarded, not replayed), ZMTP heartbeats
+  (``HEARTBEAT_IVL``, ``HEARTBEAT_TIMEOUT``, and ``HEARTBEAT_TTL`` asking the coordinator to
+  drop us after that long without traffic), reconnect intervals, high-water marks, and
+  ``MAXMSGSIZE`` at twice the frame limit as a transport ceiling. The transport heartbeats only
+  close dead TCP connections; liveness of the coordinator itself is the HEARTBEAT message's job.
+- ``send(msg, wait=0)`` returns ``True`` once the message is queued to a live connection. With
+  ``wait=0`` it never waits: ``False`` when there is no connection or the pipe is full. With
+  ``wait > 0`` it waits up to that many seconds for room (for example a HELLO right after
+  connecting). Sends are queued in call order by pyzmq; a ``reconnect()`` fails the sends
+  still waiting (``False``). ``FrameError`` if the message exceeds the frame limit.
+- ``recv()`` returns the next valid message from the coordinator; ``async for`` iterates until
+  the link is closed and carries on across ``reconnect()``. Bad frames (not msgpack, wrong
+  version or type, oversized, not exactly one frame) are dropped by a ``proto.wire.Intake``:
+  counted in ``metashard_wire_frames_dropped_total{reason}`` of the injected registry (none:
+  not counted; a registry holds the counter of one link only) and logged once per endpoint
+  and reason.
+- ``close()``: a ``recv()`` waiting or called later raises ``LinkClosed``, iteration ends,
+  ``send`` raises ``LinkClosed``; the same once the context is terminated. The context itself
+  is not terminated by the link.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Final
+
+import zmq
+import zmq.asyncio
+from prometheus_client import CollectorRegistry, Counter
+
+from proto.logs import get_logger
+from proto.wire import (
+    DEFAULT_MAX_FRAME_SIZE,
+    DROPPED_FRAMES_HELP,
+    DROPPED_FRAMES_METRIC,
+    Intake,
+    LinkClosed,
+    Message,
+    encode,
+)
+
+DEFAULT_HWM: Final = 10_000
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)
+
+
+def _cancelled_by_us() -> bool:
+    """Whether the current task itself is being cancelled (not just a future it awaited)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+class DealerLink:
+    """A worker's DEALER socket to the coordinator, re-creatable on every rejoin."""
+
+    def __init__(
+        self,
+        worker_id: str,
+        endpoint: str,
+        *,
+        context: zmq.asyncio.Context | None = None,
+        registry: CollectorRegistry | None = None,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        hwm: int = DEFAULT_HWM,
+        heartbeat_ivl: float = 1.0,
+        heartbeat_timeout: float = 5.0,
+        reconnect_ivl: float = 0.1,
+        reconnect_ivl_max: float = 5.0,
+    ) -> None:
+        routing_id = worker_id.encode("utf-8")
+        if not 0 < len(routing_id) <= 255 or routing_id.startswith(b"\0"):
+            raise ValueError(
+                f"worker id {worker_id!r}: must be 1 to 255 bytes and not start with NUL"
+            )
+        self.worker_id = worker_id
+        self._routing_id = routing_id
+        self._context = context if context is not None else zmq.asyncio.Context.instance()
+        self._max_frame_size = max_frame_size
+        self._options = {
+            zmq.LINGER: 0,
+            zmq.IMMEDIATE: 1,
+            zmq.SNDHWM: hwm,
+            zmq.RCVHWM: hwm,
+            zmq.MAXMSGSIZE: 2 * max_frame_size,
+            zmq.HEARTBEAT_IVL: _ms(heartbeat_ivl),
+            zmq.HEARTBEAT_TIMEOUT: _ms(heartbeat_timeout),
+            zmq.HEARTBEAT_TTL: _ms(heartbeat_timeout),
+            zmq.RECONNECT_IVL: _ms(reconnect_ivl),
+            zmq.RECONNECT_IVL_MAX: _ms(reconnect_ivl_max),
+        }
+        counter = (
+            Counter(DROPPED_FRAMES_METRIC, DROPPED_FRAMES_HELP, ["reason"], registry=registry)
+            if registry is not None
+            else None
+        )
+        self._intake = Intake(
+            log=get_logger("metashard.wire", side="worker", worker=worker_id),
+            counter=counter,
+            max_frame_size=max_frame_size,
+        )
+        self._closed = False
+        self._endpoint = endpoint
+        self._socket = self._connected(endpoint)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def endpoint(self) -> str:
+        """The coordinator endpoint this link is connected to."""
+        return self._endpoint
+
+    def _connected(self, endpoint: str) -> zmq.asyncio.Socket:
+        sock = self._context.socket(zmq.DEALER)
+        sock.setsockopt(zmq.ROUTING_ID, self._routing_id)
+        for option, value in self._options.items():
+            sock.setsockopt(option, value)
+        sock.connect(endpoint)
+        return sock
+
+    def reconnect(self, endpoint: str | None = None) -> None:
+        """Drop the socket with everything it queued; connect a fresh one (to ``endpoint``)."""
+        self._check_open()
+        self._socket.close(linger=0)
+        if endpoint is not None:
+            self._endpoint = endpoint
+        self._socket = self._connected(self._endpoint)
+
+    async def send(self, msg: Message, *, wait: float = 0.0) -> bool:
+        """Queue ``msg`` to the coordinator; ``False`` if it could not be queued in time."""
+        sock = self._current()
+        frame = encode(msg, max_size=self._max_frame_size)
+        try:
+            if wait <= 0:
+                await sock.send(frame, flags=zmq.NOBLOCK)
+            else:
+                await asyncio.wait_for(sock.send(frame), wait)
+        except (zmq.Again, TimeoutError):
+            return False
+        except (asyncio.CancelledError, zmq.ZMQError) as e:
+            # reconnect() cancels the sends still waiting on the old socket: they fail.
+            if _cancelled_by_us():
+                raise
+            if sock is not self._socket:
+                return False
+            raise self._gone(sock, e) from None
+        return True
+
+    async def recv(self) -> Message:
+        """The next valid message from the coordinator (across reconnects)."""
+        while True:
+            sock = self._current()
+            try:
+                parts = await sock.recv_multipart()
+            except (asyncio.CancelledError, zmq.ZMQError) as e:
+                # reconnect() cancels a receive pending on the old socket: go on with the new.
+                if _cancelled_by_us():
+                    raise
+                if sock is not self._socket:
+                    continue
+                raise self._gone(sock, e) from None
+            msg = self._intake.accept(self._endpoint, parts)
+            if msg is not None:
+                return msg
+
+    async def __aiter__(self) -> AsyncIterator[Message]:
+        while True:
+            try:
+                msg = await self.recv()
+            except LinkClosed:
+                return
+            yield msg
+
+    def _gone(self, sock: zmq.asyncio.Socket, error: BaseException) -> BaseException:
+        """What to raise for ``error`` on the current socket: ``LinkClosed`` if it was closed
+        (by ``close()``, or by the context's termination), else the error itself."""
+        errno = error.errno if isinstance(error, zmq.ZMQError) else None
+        if self._closed or sock.closed or errno in (zmq.ETERM, zmq.ENOTSOCK):
+            return LinkClosed(f"the worker link is closed ({type(error).__name__})")
+        return error
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LinkClosed("the worker link is closed")
+
+    def _current(self) -> zmq.asyncio.Socket:
+        self._check_open()
+        return self._socket
+
+    def close(self) -> None:
+        """Close the socket at once; unsent messages are dropped. Idempotent."""
+        self._closed = True
+        self._socket.close(linger=0)
