@@ -8,8 +8,9 @@
         cluster.kubelet.enable()                      # the fake kubelet (off by default)
 
 ``Settings`` holds the tunables (watch-cache size, bookmark interval, compaction interval,
-watcher queue limit). A ``ManualClock`` passed as ``clock`` steers every timer of the server
-(watch timeouts, bookmarks, the future-resourceVersion wait, compaction) from a test.
+watcher queue limit, namespace grace period). A ``proto.clock.FakeClock`` passed as
+``clock`` steers every timer of the server (watch timeouts, bookmarks, the
+future-resourceVersion wait, compaction, the namespace controller) from a test.
 The cluster starts with the namespaces ``default``, ``kube-system``, ``kube-public`` and
 ``kube-node-lease`` (each with its ``default`` ServiceAccount) and the ``kubernetes`` Service.
 """
@@ -30,7 +31,6 @@ from aiohttp import web
 from loadtest.apiserver import builtins, crd
 from loadtest.apiserver.apiextensions import CrdController
 from loadtest.apiserver.app import Router, http_server
-from loadtest.apiserver.clock import Cancellable, Clock, RealClock
 from loadtest.apiserver.faults import Faults, admin_routes
 from loadtest.apiserver.gc import GarbageCollector
 from loadtest.apiserver.handlers import Handlers
@@ -40,7 +40,9 @@ from loadtest.apiserver.metrics import Metrics
 from loadtest.apiserver.namespaces import NamespaceController, ServiceAccountController
 from loadtest.apiserver.registry import Registry
 from loadtest.apiserver.storage import Storage
+from loadtest.apiserver.timers import call_later
 from loadtest.apiserver.watch import WatchHub
+from proto.clock import SYSTEM_CLOCK, Clock
 
 SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 
@@ -99,11 +101,11 @@ class EmbeddedCluster:
         self.port = port
         self.token = token
         self.settings = settings or Settings()
-        self.clock: Clock = clock or RealClock()
+        self.clock: Clock = clock or SYSTEM_CLOCK
         self._kubeconfig_path = Path(kubeconfig) if kubeconfig else None
         self._tempdir: str | None = None
         self._runner: web.ServerRunner | None = None
-        self._compaction: Cancellable | None = None
+        self._compaction: asyncio.Task[None] | None = None
 
         self.storage = Storage(history=self.settings.history_size)
         crd_type = crd.crd_resource_type()
@@ -197,7 +199,7 @@ class EmbeddedCluster:
             self.storage.compact()
             self._schedule_compaction()
 
-        self._compaction = self.clock.call_later(self.settings.compaction_interval, compact)
+        self._compaction = call_later(self.clock, self.settings.compaction_interval, compact)
 
     async def stop(self) -> None:
         if self._compaction is not None:

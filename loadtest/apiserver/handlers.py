@@ -17,7 +17,6 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from loadtest.apiserver import decode, errors, fields, render, scale
-from loadtest.apiserver.clock import Clock, sleep
 from loadtest.apiserver.lifecycle import DeleteOptions, Objects, Written
 from loadtest.apiserver.listing import ListOptions, list_page, needs_wait, parse_rv
 from loadtest.apiserver.patch import PatchFailed, json_patch, merge_patch, strategic_merge
@@ -25,6 +24,7 @@ from loadtest.apiserver.registry import DecodeError, ResourceType
 from loadtest.apiserver.storage import Change, Storage, Table, encode
 from loadtest.apiserver.watch import WatchHub
 from proto.api.validation import ErrorType, FieldError
+from proto.clock import Clock
 
 JSON = "application/json"
 BODY_TYPES = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
@@ -78,7 +78,7 @@ class RvWaiter:
             return True
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.append((target, future))
-        timer = asyncio.ensure_future(sleep(clock, seconds))
+        timer = asyncio.ensure_future(clock.sleep(seconds))
         try:
             await asyncio.wait({future, timer}, return_when=asyncio.FIRST_COMPLETED)
         finally:

@@ -11,16 +11,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Hashable
 from typing import Any
 
 from loadtest.apiserver import errors, timefmt
-from loadtest.apiserver.clock import Cancellable, Clock
 from loadtest.apiserver.lifecycle import DeleteOptions, Objects
 from loadtest.apiserver.registry import ResourceType
 from loadtest.apiserver.storage import ADDED, DELETED, Change, Table
+from loadtest.apiserver.timers import call_later
 from loadtest.apiserver.workqueue import WorkQueue
+from proto.clock import Clock
 
 NAMESPACES = "/namespaces"
 SERVICE_ACCOUNTS = "/serviceaccounts"
@@ -56,7 +58,7 @@ class NamespaceController:
         self.clock = clock
         self.delay = delay
         self.queue = WorkQueue("namespace", self._sync)
-        self._timers: dict[str, Cancellable] = {}
+        self._timers: dict[str, asyncio.Task[None]] = {}
         objects.storage.listen(self._observe)
 
     def _later(self, name: str) -> None:
@@ -67,7 +69,7 @@ class NamespaceController:
             self._timers.pop(name, None)
             self.queue.add(name)
 
-        self._timers[name] = self.clock.call_later(self.delay, due)
+        self._timers[name] = call_later(self.clock, self.delay, due)
 
     def _observe(self, table: Table, change: Change) -> None:
         entry = change.entry

@@ -27,10 +27,11 @@ import orjson
 from aiohttp import web
 
 from loadtest.apiserver import errors, render
-from loadtest.apiserver.clock import Cancellable, Clock
 from loadtest.apiserver.listing import ListOptions, parse_rv
 from loadtest.apiserver.registry import ResourceType
 from loadtest.apiserver.storage import ADDED, DELETED, Change, Entry, Storage, Table
+from loadtest.apiserver.timers import call_later
+from proto.clock import Clock
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
@@ -199,14 +200,14 @@ class WatchHub:
             await response.write(error_line(err))
             await response.write_eof()
             return response
-        timers: list[Cancellable] = []
+        timers: list[asyncio.Task[None]] = []
         self.active.add(watcher)
         try:
             await response.prepare(request)
             for line in first:
                 watcher.push(line)
             timeout = opts.timeout if opts.timeout else 1800.0 * (1 + random.random())
-            timers.append(self.clock.call_later(timeout, watcher.close))
+            timers.append(call_later(self.clock, timeout, watcher.close))
             if opts.bookmarks:
                 self._schedule_bookmarks(watcher, timeout, timers)
             await self._pump(watcher, response)
@@ -224,7 +225,7 @@ class WatchHub:
         return response
 
     def _schedule_bookmarks(
-        self, watcher: Watcher, timeout: float, timers: list[Cancellable]
+        self, watcher: Watcher, timeout: float, timers: list[asyncio.Task[None]]
     ) -> None:
         def send() -> None:
             if self.storage.rv >= watcher.min_rv:
@@ -232,11 +233,11 @@ class WatchHub:
 
         def periodic() -> None:
             send()
-            timers.append(self.clock.call_later(self.bookmark_interval, periodic))
+            timers.append(call_later(self.clock, self.bookmark_interval, periodic))
 
-        timers.append(self.clock.call_later(self.bookmark_interval, periodic))
+        timers.append(call_later(self.clock, self.bookmark_interval, periodic))
         if timeout > 2:
-            timers.append(self.clock.call_later(timeout - 2, send))
+            timers.append(call_later(self.clock, timeout - 2, send))
 
     async def _pump(self, watcher: Watcher, response: web.StreamResponse) -> None:
         while True:

@@ -9,7 +9,8 @@ N ConfigMaps at concurrency 64 while one watcher follows the namespace, and repo
   emulator's own cost per request;
 - memory: the emulator's RSS growth per stored object, and the stored bytes per object.
 
-The writer uses plain aiohttp (the request rate of a thin client; no retries or rate limits).
+The writes go through the project's client (``proto.kube.Client`` over one ``Session``, its
+rate limit opened wide); the watcher reads the raw stream, counting delivered events.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ import time
 from pathlib import Path
 
 import aiohttp
+import orjson
 
 from loadtest.apiserver.background import ClusterProcess
 from loadtest.bench._report import header, row
+from proto.kube import Client, ClusterConfig, Resource, Session
 
 CONCURRENCY = 64
 NAMESPACE = "bench"
@@ -75,25 +78,26 @@ def _body(i: int) -> bytes:
     ).encode()
 
 
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
+
+
 async def _write_all(url: str, count: int) -> tuple[float, int]:
-    """Create ``count`` objects at ``CONCURRENCY``; (seconds, response bytes)."""
-    connector = aiohttp.TCPConnector(limit=CONCURRENCY)
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    target = f"{url}/api/v1/namespaces/{NAMESPACE}/configmaps"
+    """Create ``count`` objects at ``CONCURRENCY`` through the client; (seconds, bytes)."""
+    config = ClusterConfig(server=url)
     stored = 0
     next_index = 0
-    async with aiohttp.ClientSession(connector=connector) as session:
+    async with Session(
+        config, qps=1e9, burst=1_000_000_000, connection_limit=CONCURRENCY
+    ) as session:
+        client = Client(session)
 
         async def worker() -> None:
             nonlocal next_index, stored
             while next_index < count:
                 i = next_index
                 next_index += 1
-                async with session.post(target, data=_body(i), headers=headers) as response:
-                    payload = await response.read()
-                    if response.status != 201:
-                        raise RuntimeError(f"create failed: {response.status} {payload[:200]!r}")
-                    stored += len(payload)
+                created = await client.create(CONFIGMAPS, _body(i), namespace=NAMESPACE)
+                stored += len(orjson.dumps(created))
 
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from loadtest.apiserver import ManualClock, Settings
+from loadtest.apiserver import Settings
+from proto.clock import FakeClock
 from tests.integration.apiserver_client import Api, running
 
 WIDGETS = {
@@ -108,7 +109,7 @@ async def test_deletion_removes_content_then_the_namespace() -> None:
 
 @pytest.mark.asyncio
 async def test_the_namespace_controller_waits_its_grace_period() -> None:
-    clock = ManualClock()
+    clock = FakeClock()
     async with running(clock=clock, settings=Settings(namespace_deletion_delay=5.0)) as (_, api):
         await api.namespace("slow")
         await api.configmap("slow", "c")

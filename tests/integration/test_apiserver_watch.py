@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from loadtest.apiserver import ManualClock, Settings
+from loadtest.apiserver import Settings
+from proto.clock import FakeClock
 from tests.integration.apiserver_client import fast_settings, running
 
 CM = "/api/v1/namespaces/w/configmaps"
@@ -14,7 +15,7 @@ CM = "/api/v1/namespaces/w/configmaps"
 
 @pytest.mark.asyncio
 async def test_periodic_and_pre_timeout_bookmarks() -> None:
-    clock = ManualClock()
+    clock = FakeClock()
     settings = fast_settings(bookmark_interval=60.0)
     async with running(clock=clock, settings=settings) as (cluster, api):
         await api.namespace("w")
@@ -40,7 +41,7 @@ async def test_periodic_and_pre_timeout_bookmarks() -> None:
 
 @pytest.mark.asyncio
 async def test_no_bookmarks_unless_allowed() -> None:
-    clock = ManualClock()
+    clock = FakeClock()
     async with running(clock=clock) as (_, api):
         await api.namespace("w")
         async with api.watch(CM, resourceVersion="1", timeoutSeconds="100") as watch:

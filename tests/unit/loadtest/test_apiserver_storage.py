@@ -5,7 +5,6 @@ from typing import Any
 import pytest
 
 from loadtest.apiserver import listing
-from loadtest.apiserver.clock import ManualClock
 from loadtest.apiserver.errors import ApiError
 from loadtest.apiserver.storage import ADDED, DELETED, MODIFIED, Change, Storage, Table
 
@@ -110,20 +109,6 @@ def test_pages_are_snapshots_with_remaining_counts() -> None:
     storage.create(table, cm("c0"))
     rest = listing.list_page(storage, table, "a", options(token=page.token))
     assert [e.name for e in rest.items] == ["c3"] and rest.rv == page.rv and not rest.token
-
-
-def test_manual_clock_fires_due_callbacks_in_order() -> None:
-    clock = ManualClock()
-    fired: list[str] = []
-    clock.call_later(2, lambda: fired.append("two"))
-    clock.call_later(1, lambda: fired.append("one"))
-    cancelled = clock.call_later(1.5, lambda: fired.append("never"))
-    cancelled.cancel()
-    assert clock.next_deadline() == 1
-    clock.advance(1.9)
-    assert fired == ["one"] and clock.now() == pytest.approx(1.9)
-    clock.advance(1)
-    assert fired == ["one", "two"] and clock.next_deadline() is None
 
 
 def test_table_without_watch_cache_replays_from_mvcc() -> None:
