@@ -21,7 +21,9 @@ from loadtest.apiserver.faults import AdminHandler, Faults
 from loadtest.apiserver.handlers import Handlers, error_response, json_response
 from loadtest.apiserver.metrics import Metrics
 from loadtest.apiserver.registry import Registry, ResourceType
+from proto.logs import get_logger
 
+_log = get_logger(__name__)
 HEALTH = frozenset({"/healthz", "/livez", "/readyz"})
 NOT_FOUND_TEXT = "404 page not found\n"
 
@@ -114,6 +116,11 @@ class Router:
             response = _text_404()
         except errors.ApiError as err:
             response = error_response(err)
+        except web.HTTPException:
+            raise
+        except Exception as err:  # a bug must cost one request, not the server
+            _log.exception("request failed", method=request.method, path=path)
+            response = error_response(errors.internal_error(f"{type(err).__name__}: {err}"))
         self._count(request, route, response.status)
         return response
 

@@ -33,6 +33,7 @@ from loadtest.apiserver.schema import (
     STRING_MAP,
     Field,
     Struct,
+    spec_status,
     top,
 )
 from proto.api import validation as v
@@ -47,7 +48,6 @@ GROUP_ORDER = [
     "apiextensions.k8s.io",
     "coordination.k8s.io",
 ]
-SPEC_STATUS = {"spec": Field(ANY, omitempty=False), "status": Field(ANY)}
 
 
 def _status(kind: str) -> Subresource:
@@ -495,7 +495,10 @@ def _lease_defaults(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
 def builtin_types() -> list[ResourceType]:
     """A fresh table (it holds per-cluster state such as the cluster-IP allocator)."""
     ips = ClusterIPs()
-    workloads = top("Workload", SPEC_STATUS)
+
+    def workloads(kind: str, group: str) -> Struct:
+        return top(kind, spec_status(kind, group))
+
     core: list[ResourceType] = [
         ResourceType(
             "",
@@ -528,7 +531,7 @@ def builtin_types() -> list[ResourceType]:
             "Namespace",
             False,
             Builtin(
-                top("Namespace", SPEC_STATUS),
+                top("Namespace", spec_status("Namespace")),
                 defaults=default_namespace,
                 name_rule=v.is_dns1123_label,
             ),
@@ -546,7 +549,7 @@ def builtin_types() -> list[ResourceType]:
             "PersistentVolumeClaim",
             True,
             Builtin(
-                top("PersistentVolumeClaim", SPEC_STATUS),
+                top("PersistentVolumeClaim", spec_status("PersistentVolumeClaim")),
                 defaults=default_pvc,
                 validate=validate_pvc,
             ),
@@ -562,7 +565,9 @@ def builtin_types() -> list[ResourceType]:
             "Pod",
             True,
             Builtin(
-                top("Pod", SPEC_STATUS), defaults=default_pod_with_spec, validate=pods.validate_pod
+                top("Pod", spec_status("Pod")),
+                defaults=default_pod_with_spec,
+                validate=pods.validate_pod,
             ),
             short_names=("po",),
             categories=("all",),
@@ -636,7 +641,7 @@ def builtin_types() -> list[ResourceType]:
             "Service",
             True,
             Builtin(
-                top("Service", SPEC_STATUS),
+                top("Service", spec_status("Service")),
                 defaults=service_defaults(ips),
                 validate=validate_service,
                 name_rule=v.is_dns1123_label,
@@ -669,7 +674,9 @@ def builtin_types() -> list[ResourceType]:
             "daemonset",
             "DaemonSet",
             True,
-            Builtin(workloads, defaults=default_daemonset, validate=validate_workload),
+            Builtin(
+                workloads("DaemonSet", "v1"), defaults=default_daemonset, validate=validate_workload
+            ),
             short_names=("ds",),
             categories=("all",),
             subresources=(_status("DaemonSet"),),
@@ -683,7 +690,11 @@ def builtin_types() -> list[ResourceType]:
             "deployment",
             "Deployment",
             True,
-            Builtin(workloads, defaults=default_deployment, validate=validate_workload),
+            Builtin(
+                workloads("Deployment", "v1"),
+                defaults=default_deployment,
+                validate=validate_workload,
+            ),
             short_names=("deploy",),
             categories=("all",),
             subresources=(_scale(), _status("Deployment")),
@@ -698,7 +709,11 @@ def builtin_types() -> list[ResourceType]:
             "replicaset",
             "ReplicaSet",
             True,
-            Builtin(workloads, defaults=default_replicaset, validate=validate_workload),
+            Builtin(
+                workloads("ReplicaSet", "v1"),
+                defaults=default_replicaset,
+                validate=validate_workload,
+            ),
             short_names=("rs",),
             categories=("all",),
             subresources=(_scale(), _status("ReplicaSet")),
@@ -713,7 +728,11 @@ def builtin_types() -> list[ResourceType]:
             "statefulset",
             "StatefulSet",
             True,
-            Builtin(workloads, defaults=default_statefulset, validate=validate_workload),
+            Builtin(
+                workloads("StatefulSet", "v1"),
+                defaults=default_statefulset,
+                validate=validate_workload,
+            ),
             short_names=("sts",),
             categories=("all",),
             subresources=(_scale(), _status("StatefulSet")),
@@ -750,7 +769,7 @@ def builtin_types() -> list[ResourceType]:
             "cronjob",
             "CronJob",
             True,
-            Builtin(workloads, defaults=default_cronjob),
+            Builtin(workloads("CronJob", "v1"), defaults=default_cronjob),
             short_names=("cj",),
             categories=("all",),
             subresources=(_status("CronJob"),),
@@ -764,7 +783,7 @@ def builtin_types() -> list[ResourceType]:
             "job",
             "Job",
             True,
-            Builtin(workloads, defaults=default_job, validate=validate_job),
+            Builtin(workloads("Job", "v1"), defaults=default_job, validate=validate_job),
             categories=("all",),
             subresources=(_status("Job"),),
             status=True,

@@ -23,12 +23,13 @@ from loadtest.apiserver.kinds import validate_meta
 from loadtest.apiserver.registry import (
     CUSTOM_VERBS,
     STATUS_VERBS,
+    DecodeError,
     ResourceType,
     Subresource,
     version_priority,
 )
 from loadtest.apiserver.scale import crd_paths
-from loadtest.apiserver.schema import ANY, OBJECT_META, Field, top
+from loadtest.apiserver.schema import OBJECT_META, spec_status, top
 from proto.api import validation as v
 from proto.api.validation import ErrorType, FieldError
 
@@ -77,7 +78,13 @@ class CustomKind:
     # --- pruning --------------------------------------------------------------------------
 
     def decode(self, obj: dict[str, Any]) -> list[str]:
-        unknown = OBJECT_META.decode(obj.setdefault("metadata", {}), "metadata")
+        meta = obj.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise DecodeError(
+                f"json: cannot unmarshal {type(meta).__name__} into Go struct field "
+                f"{self.kind}.metadata of type v1.ObjectMeta"
+            )
+        unknown = OBJECT_META.decode(meta, "metadata")
         props = self.schema.get("properties") or {}
         for key in list(obj):
             if key in _ROOT_FIELDS:
@@ -91,8 +98,10 @@ class CustomKind:
 
     def _prune(self, value: Any, schema: dict[str, Any], path: str, unknown: list[str]) -> None:
         if isinstance(value, dict):
-            if schema.get("x-kubernetes-embedded-resource"):
-                OBJECT_META.decode(value.setdefault("metadata", {}), f"{path}.metadata")
+            if schema.get("x-kubernetes-embedded-resource") and isinstance(
+                value.setdefault("metadata", {}), dict
+            ):
+                OBJECT_META.decode(value["metadata"], f"{path}.metadata")
             props = schema.get("properties")
             extra = schema.get("additionalProperties")
             for key in list(value):
@@ -300,9 +309,7 @@ class CustomKind:
 
 # --- the CRD resource ------------------------------------------------------------------------
 
-CRD_STRUCT = top(
-    "CustomResourceDefinition", {"spec": Field(ANY, omitempty=False), "status": Field(ANY)}
-)
+CRD_STRUCT = top("CustomResourceDefinition", spec_status("CustomResourceDefinition"))
 
 
 def _structural(schema: Any, path: str, errors: list[FieldError], root: bool = False) -> None:

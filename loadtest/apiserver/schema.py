@@ -71,11 +71,15 @@ class Struct:
                     del obj[key]
                 continue
             value = obj[key]
-            if value is None:
-                if spec.omitempty or spec.type in (TIME, MICROTIME):
-                    obj[key] = None
-                    if spec.omitempty:
-                        del obj[key]
+            if value is None:  # Go decodes null as the zero value
+                if spec.omitempty:
+                    del obj[key]
+                elif isinstance(spec.type, Struct):
+                    obj[key] = {}
+                elif spec.type == STRING:
+                    obj[key] = ""
+                elif spec.type not in (TIME, MICROTIME):
+                    del obj[key]
                 continue
             value = obj[key] = self._value(spec, value, where, unknown)
             if spec.omitempty and (
@@ -192,6 +196,14 @@ OBJECT_META = Struct(
         "managedFields": Field(ANY),
     },
 )
+
+
+def spec_status(kind: str, group: str = "v1") -> dict[str, Field]:
+    """``spec`` and ``status`` as Go structs whose inside is not modelled (kept as sent)."""
+    return {
+        "spec": Field(Struct(f"{group}.{kind}Spec", open=True), omitempty=False),
+        "status": Field(Struct(f"{group}.{kind}Status", open=True)),
+    }
 
 
 def top(name: str, fields: dict[str, Field]) -> Struct:
