@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from loadtest.apiserver import builtins, fields
-from loadtest.apiserver.crd import CustomKind
+from loadtest.apiserver import builtins, fields, rules
+from loadtest.apiserver.structural import CustomKind
 from loadtest.apiserver.errors import ApiError
 from loadtest.apiserver.registry import DecodeError
 
@@ -116,7 +116,7 @@ def test_valid_values_pass() -> None:
 
 
 def test_builtin_struct_decoding_matches_go() -> None:
-    kind = builtins.CONFIG_MAP
+    kind = rules.CONFIG_MAP
     obj = {"metadata": {"name": "x", "labels": {}}, "data": {"k": "v"}, "dataa": 1}
     assert kind.decode(obj) == ["dataa"]
     assert obj == {"metadata": {"name": "x"}, "data": {"k": "v"}}
@@ -132,7 +132,7 @@ def test_builtin_struct_decoding_matches_go() -> None:
 
 
 def test_lease_times_are_parsed_and_rewritten() -> None:
-    lease = builtins.top("Lease", {"spec": builtins.Field(builtins.LEASE_SPEC, omitempty=False)})
+    lease = rules.top("Lease", {"spec": rules.Field(rules.LEASE_SPEC, omitempty=False)})
     obj = {"spec": {"renewTime": "2030-01-01T01:00:00.000000+01:00", "leaseTransitions": 0}}
     lease.decode(obj)
     assert obj["spec"] == {"renewTime": "2030-01-01T00:00:00.000000Z", "leaseTransitions": 0}
