@@ -252,6 +252,8 @@ class Router:
                 route.verb = "LIST"
                 return await handlers.collection(request, rt, ns, "", False)
         route.verb = {"DELETE": "DELETECOLLECTION" if not name else "DELETE"}.get(method, method)
+        if method == "PATCH" and "apply-patch" in request.headers.get("Content-Type", ""):
+            route.verb = "APPLY"
         if not name:
             if method == "POST":
                 return await handlers.create(request, rt, ns)

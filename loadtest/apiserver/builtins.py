@@ -229,6 +229,7 @@ def builtin_types() -> list[ResourceType]:
                 _status("Service"),
             ),
             status=True,
+            return_deleted=True,
         ),
     ]
     apps = [
