@@ -22,6 +22,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from loadtest.apiserver import admission, crd, errors, render, timefmt
 from loadtest.apiserver.kinds import go_strings
 from loadtest.apiserver.registry import Registry, ResourceType
@@ -204,7 +206,7 @@ class Objects:
                 return self.create(rt, namespace, obj, dry_run=dry_run)
             raise errors.not_found(rt.plural, rt.group, name)
         self._preconditions(rt, current, meta)
-        new = self._merge(rt, current.obj, render.to_storage(rt, obj), subresource)
+        new = self._merge(rt, current, render.to_storage(rt, obj), subresource)
         return self.store(rt, table, current, new, dry_run=dry_run)
 
     def _preconditions(self, rt: ResourceType, current: Entry, meta: dict[str, Any]) -> None:
@@ -246,10 +248,16 @@ class Objects:
             )
 
     def _merge(
-        self, rt: ResourceType, old: dict[str, Any], body: dict[str, Any], subresource: str
+        self, rt: ResourceType, current: Entry, body: dict[str, Any], subresource: str
     ) -> dict[str, Any]:
+        """The object to store: ``body`` plus what the server keeps from ``current``.
+
+        Parts taken from the stored object are copies: defaulting may touch them, and a
+        stored object never changes.
+        """
+        old = current.obj
         if subresource in ("status", "finalize"):
-            new = {k: v for k, v in old.items()}
+            new = current.copy()
             if subresource == "status":
                 if "status" in body:
                     new["status"] = body["status"]
@@ -259,12 +267,12 @@ class Objects:
                 spec = dict(old.get("spec") or {})
                 spec["finalizers"] = (body.get("spec") or {}).get("finalizers") or []
                 new["spec"] = spec
-            meta = dict(old["metadata"])
+            meta = new["metadata"]
         else:
             new = dict(body)
             if rt.status:
                 if "status" in old:
-                    new["status"] = old["status"]
+                    new["status"] = orjson.loads(orjson.dumps(old["status"]))
                 else:
                     new.pop("status", None)
             if rt.kind == "Namespace" and not rt.group:

@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 
 from loadtest.apiserver import builtins, fields, rules
-from loadtest.apiserver.structural import CustomKind
 from loadtest.apiserver.errors import ApiError
 from loadtest.apiserver.registry import DecodeError
+from loadtest.apiserver.structural import CustomKind
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
