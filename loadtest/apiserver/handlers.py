@@ -191,9 +191,10 @@ class Handlers:
             body = encode(render.view_dict(rt, written.obj), rt.custom)
         return web.Response(body=body, status=status, content_type=JSON, headers=headers)
 
-    async def _reach(self, opts_rv: int | None) -> None:
-        if opts_rv is not None and not await self.waiter.wait(opts_rv, self.clock, FUTURE_RV_WAIT):
-            raise errors.too_large_resource_version(opts_rv, self.objects.storage.rv)
+    async def _reach(self, target: int) -> None:
+        """Wait (up to 3 s, as kube-apiserver) until the store reaches ``target``, else 504."""
+        if not await self.waiter.wait(target, self.clock, FUTURE_RV_WAIT):
+            raise errors.too_large_resource_version(target, self.objects.storage.rv)
 
     # --- read ---------------------------------------------------------------------------------
 
