@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from loadtest.apiserver import events, pods, rules, workloads
-from loadtest.apiserver.kinds import Builtin
+from loadtest.apiserver.kinds import Builtin, Defaulter
 from loadtest.apiserver.registry import (
     STATUS_VERBS,
     ResourceType,
@@ -67,6 +67,27 @@ def builtin_types() -> list[ResourceType]:
 
     def workload(kind: str) -> Struct:
         return top(kind, spec_status(kind))
+
+    def apps_workload(
+        kind: str, short: str, defaults: Defaulter, *, scalable: bool = True
+    ) -> ResourceType:
+        """An apps/v1 workload: status (and scale) subresources, generation, selector rules."""
+        plural = kind.lower() + "s"
+        return ResourceType(
+            "apps",
+            "v1",
+            plural,
+            kind.lower(),
+            kind,
+            True,
+            Builtin(workload(kind), defaults=defaults, validate=workloads.validate_workload),
+            short_names=(short,),
+            categories=("all",),
+            subresources=(_scale(), _status(kind)) if scalable else (_status(kind),),
+            status=True,
+            generation=True,
+            scale=WORKLOADS if scalable else None,
+        )
 
     core: list[ResourceType] = [
         ResourceType(
@@ -242,81 +263,10 @@ def builtin_types() -> list[ResourceType]:
             True,
             Builtin(top("ControllerRevision", {"data": Field(ANY), "revision": Field(ANY)})),
         ),
-        ResourceType(
-            "apps",
-            "v1",
-            "daemonsets",
-            "daemonset",
-            "DaemonSet",
-            True,
-            Builtin(
-                workload("DaemonSet"),
-                defaults=workloads.default_daemonset,
-                validate=workloads.validate_workload,
-            ),
-            short_names=("ds",),
-            categories=("all",),
-            subresources=(_status("DaemonSet"),),
-            status=True,
-            generation=True,
-        ),
-        ResourceType(
-            "apps",
-            "v1",
-            "deployments",
-            "deployment",
-            "Deployment",
-            True,
-            Builtin(
-                workload("Deployment"),
-                defaults=workloads.default_deployment,
-                validate=workloads.validate_workload,
-            ),
-            short_names=("deploy",),
-            categories=("all",),
-            subresources=(_scale(), _status("Deployment")),
-            status=True,
-            generation=True,
-            scale=WORKLOADS,
-        ),
-        ResourceType(
-            "apps",
-            "v1",
-            "replicasets",
-            "replicaset",
-            "ReplicaSet",
-            True,
-            Builtin(
-                workload("ReplicaSet"),
-                defaults=workloads.default_replicaset,
-                validate=workloads.validate_workload,
-            ),
-            short_names=("rs",),
-            categories=("all",),
-            subresources=(_scale(), _status("ReplicaSet")),
-            status=True,
-            generation=True,
-            scale=WORKLOADS,
-        ),
-        ResourceType(
-            "apps",
-            "v1",
-            "statefulsets",
-            "statefulset",
-            "StatefulSet",
-            True,
-            Builtin(
-                workload("StatefulSet"),
-                defaults=workloads.default_statefulset,
-                validate=workloads.validate_workload,
-            ),
-            short_names=("sts",),
-            categories=("all",),
-            subresources=(_scale(), _status("StatefulSet")),
-            status=True,
-            generation=True,
-            scale=WORKLOADS,
-        ),
+        apps_workload("DaemonSet", "ds", workloads.default_daemonset, scalable=False),
+        apps_workload("Deployment", "deploy", workloads.default_deployment),
+        apps_workload("ReplicaSet", "rs", workloads.default_replicaset),
+        apps_workload("StatefulSet", "sts", workloads.default_statefulset),
     ]
     role_rules = {"rules": Field(LIST)}
     binding = {"subjects": Field(LIST), "roleRef": Field(OBJECT, omitempty=False)}

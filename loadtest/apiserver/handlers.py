@@ -228,33 +228,28 @@ class Handlers:
 
     # --- write --------------------------------------------------------------------------------
 
+    async def _body(
+        self, request: web.BaseRequest, rt: ResourceType, options: str
+    ) -> tuple[dict[str, Any], bool, list[str]]:
+        """The decoded object of a POST/PUT, whether it is a dry run, and its warnings."""
+        dry_run = self._dry_run(request, options)
+        validation = self._field_validation(request)
+        warnings: list[str] = []
+        content_type = request.headers.get("Content-Type", "")
+        obj = self.decode_object(rt, await request.read(), content_type, validation, warnings)
+        return obj, dry_run, warnings
+
     async def create(
         self, request: web.BaseRequest, rt: ResourceType, namespace: str
     ) -> web.StreamResponse:
-        dry_run = self._dry_run(request, "CreateOptions")
-        warnings: list[str] = []
-        obj = self.decode_object(
-            rt,
-            await request.read(),
-            request.headers.get("Content-Type", ""),
-            self._field_validation(request),
-            warnings,
-        )
+        obj, dry_run, warnings = await self._body(request, rt, "CreateOptions")
         written = self.objects.create(rt, namespace, obj, dry_run=dry_run)
         return self.render(rt, written, 201, warnings)
 
     async def update(
         self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str, sub: str
     ) -> web.StreamResponse:
-        dry_run = self._dry_run(request, "UpdateOptions")
-        warnings: list[str] = []
-        obj = self.decode_object(
-            rt,
-            await request.read(),
-            request.headers.get("Content-Type", ""),
-            self._field_validation(request),
-            warnings,
-        )
+        obj, dry_run, warnings = await self._body(request, rt, "UpdateOptions")
         written = self.objects.update(rt, namespace, name, obj, subresource=sub, dry_run=dry_run)
         return self.render(rt, written, 201 if written.created else 200, warnings)
 
