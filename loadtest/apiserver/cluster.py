@@ -55,6 +55,8 @@ class Settings:
     """Seconds between periodic BOOKMARK events (kube-apiserver: about a minute)."""
     compaction_interval: float = 300.0
     """Seconds between compactions of the MVCC history (kube-apiserver's default: 5 min)."""
+    revision_limit: int = 200_000
+    """Changes of one resource kept before an early compaction (bounds memory under load)."""
     watch_queue_limit: int = 100_000
     """Events a watcher may fall behind before the server closes its stream."""
     namespace_deletion_delay: float = 5.0
@@ -107,7 +109,9 @@ class EmbeddedCluster:
         self._runner: web.ServerRunner | None = None
         self._compaction: asyncio.Task[None] | None = None
 
-        self.storage = Storage(history=self.settings.history_size)
+        self.storage = Storage(
+            history=self.settings.history_size, revisions=self.settings.revision_limit
+        )
         crd_type = crd.crd_resource_type()
         self.registry = Registry([*builtins.builtin_types(), crd_type], builtins.GROUP_ORDER)
         self.objects = Objects(self.storage, self.registry)

@@ -9,6 +9,9 @@ Invariants:
   since the last compaction: historical LISTs and continue tokens read it) and the bounded
   ``log`` (the watch cache: watches from an old resourceVersion replay it). A ``DELETED``
   change carries the last stored state at the deletion's resourceVersion.
+- Memory stays bounded under sustained writes: besides the periodic compaction, a table
+  holding more than ``revisions`` changes compacts away its older half (as etcd's
+  revision-based auto-compaction would).
 - Watchers are notified synchronously at write time, in resourceVersion order; a change's
   bytes are encoded once and shared by every watcher (``Change.line``).
 """
@@ -172,8 +175,11 @@ class Table:
 class Storage:
     """Every table, the global resourceVersion, compaction and uid lookups."""
 
-    def __init__(self, *, history: int = 10_000, first_rv: int = 1) -> None:
+    def __init__(
+        self, *, history: int = 10_000, revisions: int = 200_000, first_rv: int = 1
+    ) -> None:
         self.history = history
+        self.revisions = revisions
         self.tables: dict[str, Table] = {}
         self.rv = first_rv
         self.compacted = 0
@@ -234,6 +240,8 @@ class Storage:
 
     def _notify(self, table: Table, change: Change) -> None:
         table._record(change)
+        if len(table.mvcc) > self.revisions:
+            self.compact(table.mvcc[len(table.mvcc) // 2].rv)
         for listener in self._listeners:
             listener(table, change)
 

@@ -54,6 +54,16 @@ def test_historical_state_and_compaction() -> None:
     assert storage.compacted == storage.rv and table.mvcc == []
 
 
+def test_too_much_history_compacts_the_older_half() -> None:
+    storage = Storage(revisions=10)
+    table = storage.table("/configmaps")
+    entry = storage.create(table, cm("x", v="0"))
+    for i in range(1, 11):
+        entry = storage.update(table, entry, cm("x", v=str(i)))
+    assert len(table.mvcc) == 5
+    assert storage.compacted == table.mvcc[0].rv - 1
+
+
 def test_bounded_watch_cache_moves_its_start() -> None:
     storage = Storage(history=2)
     table = storage.table("/configmaps")
