@@ -118,6 +118,10 @@ class Router:
             response = error_response(err)
         except web.HTTPException:
             raise
+        except asyncio.CancelledError:
+            # the client went away: a watch had its 200 out, other requests no status at all
+            self._count(request, route, 200 if route is not None and route.verb == "WATCH" else 0)
+            raise
         except Exception as err:  # a bug must cost one request, not the server
             _log.exception("request failed", method=request.method, path=path)
             response = error_response(errors.internal_error(f"{type(err).__name__}: {err}"))

@@ -3,7 +3,8 @@
 ``apiserver_request_total{code,component,group,resource,scope,subresource,verb,version}``
 counts every API request as kube-apiserver labels it (verbs GET, LIST, WATCH, POST, PUT,
 PATCH, DELETE, DELETECOLLECTION; scope ``resource``, ``namespace`` or ``cluster``;
-non-resource requests have empty group/resource and the path as ``subresource``).
+non-resource requests have empty group/resource and the path as ``subresource``; code ``0``
+for a request whose client went away before an answer, as kube-apiserver records it).
 ``apiserver_storage_objects{resource}`` reports stored objects per resource. Counting is a
 dict increment: it sits on every request.
 """

@@ -215,7 +215,7 @@ class WatchHub:
                 await response.write_eof()
             elif request.transport is not None:
                 request.transport.abort()
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:
             pass
         finally:
             for timer in timers:
