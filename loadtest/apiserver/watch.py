@@ -204,8 +204,9 @@ class WatchHub:
         self.active.add(watcher)
         try:
             await response.prepare(request)
-            for line in first:
-                watcher.push(line)
+            watcher.queue_limit += len(first)  # the limit is on live events falling behind
+            watcher.queue.extend(first)
+            watcher.ready.set()
             timeout = opts.timeout if opts.timeout else 1800.0 * (1 + random.random())
             timers.append(call_later(self.clock, timeout, watcher.close))
             if opts.bookmarks:
