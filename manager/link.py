@@ -20,8 +20,8 @@ Contract:
 - ``recv()`` returns the next valid ``(worker_id, message)``; ``async for`` iterates until the
   link is closed. Bad frames (not msgpack, wrong version or type, oversized, a multipart
   message that is not exactly routing id + one frame) are dropped by a ``proto.wire.Intake``:
-  counted in ``metashard_wire_frames_dropped_total{reason}`` of the injected registry (none:
-  not counted; a registry holds the counter of one link only) and logged once per peer and
+  counted in the injected ``metashard_wire_frames_dropped_total{reason}`` counter
+  (``proto.wire.dropped_frames_counter``; none: not counted) and logged once per peer and
   reason. Receiving goes on.
 - The routing id of a message is who sent it; that it matches the worker id a HELLO claims is
   for the coordinator to check.
@@ -40,13 +40,11 @@ from typing import Final
 
 import zmq
 import zmq.asyncio
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import Counter
 
 from proto.logs import get_logger
 from proto.wire import (
     DEFAULT_MAX_FRAME_SIZE,
-    DROPPED_FRAMES_HELP,
-    DROPPED_FRAMES_METRIC,
     FrameError,
     Intake,
     LinkClosed,
@@ -75,7 +73,7 @@ class RouterLink:
         self,
         *,
         context: zmq.asyncio.Context | None = None,
-        registry: CollectorRegistry | None = None,
+        dropped: Counter | None = None,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         hwm: int = DEFAULT_HWM,
         heartbeat_ivl: float = 1.0,
@@ -93,14 +91,9 @@ class RouterLink:
         sock.setsockopt(zmq.HEARTBEAT_IVL, round(heartbeat_ivl * 1000))
         sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, round(heartbeat_timeout * 1000))
         self._socket = sock
-        counter = (
-            Counter(DROPPED_FRAMES_METRIC, DROPPED_FRAMES_HELP, ["reason"], registry=registry)
-            if registry is not None
-            else None
-        )
         self._intake = Intake(
             log=get_logger("metashard.wire", side="coordinator"),
-            counter=counter,
+            counter=dropped,
             max_frame_size=max_frame_size,
         )
 

@@ -24,8 +24,8 @@ Contract:
 - ``recv()`` returns the next valid message from the coordinator; ``async for`` iterates until
   the link is closed and carries on across ``reconnect()``. Bad frames (not msgpack, wrong
   version or type, oversized, not exactly one frame) are dropped by a ``proto.wire.Intake``:
-  counted in ``metashard_wire_frames_dropped_total{reason}`` of the injected registry (none:
-  not counted; a registry holds the counter of one link only) and logged once per endpoint
+  counted in the injected ``metashard_wire_frames_dropped_total{reason}`` counter
+  (``proto.wire.dropped_frames_counter``; none: not counted) and logged once per endpoint
   and reason.
 - ``close()``: a ``recv()`` waiting or called later raises ``LinkClosed``, iteration ends,
   ``send`` raises ``LinkClosed``; the same once the context is terminated. The context itself
@@ -40,13 +40,11 @@ from typing import Final
 
 import zmq
 import zmq.asyncio
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import Counter
 
 from proto.logs import get_logger
 from proto.wire import (
     DEFAULT_MAX_FRAME_SIZE,
-    DROPPED_FRAMES_HELP,
-    DROPPED_FRAMES_METRIC,
     Intake,
     LinkClosed,
     Message,
@@ -75,7 +73,7 @@ class DealerLink:
         endpoint: str,
         *,
         context: zmq.asyncio.Context | None = None,
-        registry: CollectorRegistry | None = None,
+        dropped: Counter | None = None,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         hwm: int = DEFAULT_HWM,
         heartbeat_ivl: float = 1.0,
@@ -104,14 +102,9 @@ class DealerLink:
             zmq.RECONNECT_IVL: _ms(reconnect_ivl),
             zmq.RECONNECT_IVL_MAX: _ms(reconnect_ivl_max),
         }
-        counter = (
-            Counter(DROPPED_FRAMES_METRIC, DROPPED_FRAMES_HELP, ["reason"], registry=registry)
-            if registry is not None
-            else None
-        )
         self._intake = Intake(
             log=get_logger("metashard.wire", side="worker", worker=worker_id),
-            counter=counter,
+            counter=dropped,
             max_frame_size=max_frame_size,
         )
         self._closed = False

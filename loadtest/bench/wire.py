@@ -149,7 +149,7 @@ async def _round_trips_links(endpoint: str, count: int) -> float:
     coordinator.bind(endpoint)
     worker = DealerLink("bench-worker", endpoint)
     push = Keys(1, Priority.LIVE, _keys(1))
-    reply = Fetch(1, 1, push.keys[0])
+    reply = Fetch(1, 1, push.keys[0], {})
     assert await worker.send(reply, wait=5)
     await coordinator.recv()
 
@@ -178,7 +178,7 @@ async def _round_trips_raw(endpoint: str, count: int) -> float:
     dealer.setsockopt(zmq.ROUTING_ID, b"bench-worker")
     dealer.connect(endpoint)
     push = encode(Keys(1, Priority.LIVE, _keys(1)))
-    reply = encode(Fetch(1, 1, _keys(1)[0]))
+    reply = encode(Fetch(1, 1, _keys(1)[0], {}))
     await dealer.send(reply)
     await router.recv_multipart()
 

@@ -156,6 +156,7 @@ class ErrorType(Enum):
     NOT_SUPPORTED = ("FieldValueNotSupported", "Unsupported value")
     FORBIDDEN = ("FieldValueForbidden", "Forbidden")
     TOO_LONG = ("FieldValueTooLong", "Too long")
+    TOO_MANY = ("FieldValueTooMany", "Too many")
 
     @property
     def reason(self) -> str:
@@ -166,8 +167,14 @@ class ErrorType(Enum):
         return self.value[1]
 
 
+class Verbatim(str):
+    """A value already rendered as Go prints it (e.g. ``map[string]string{"a":"b"}``)."""
+
+
 def render_value(value: Any) -> str:
     """A value as ``field.Error`` prints it: strings quoted, numbers bare, the rest as JSON."""
+    if isinstance(value, Verbatim):
+        return str(value)
     if isinstance(value, str):
         return orjson.dumps(value).decode()
     if isinstance(value, bool):
@@ -223,5 +230,113 @@ def validate_labels(labels: dict[str, str], field: str = "metadata.labels") -> l
         errors.extend(FieldError(ErrorType.INVALID, field, msg, key) for msg in is_label_key(key))
         errors.extend(
             FieldError(ErrorType.INVALID, field, msg, value) for msg in is_label_value(value)
+        )
+    return errors
+
+
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+
+_CONFIG_MAP_KEY_FMT = "[-._a-zA-Z0-9]+"
+_CONFIG_MAP_KEY = re.compile(f"^{_CONFIG_MAP_KEY_FMT}$")
+
+
+def is_config_map_key(value: str) -> list[str]:
+    """A key of ``data``/``binaryData`` in ConfigMaps and Secrets."""
+    errs = []
+    if len(value) > DNS1123_SUBDOMAIN_MAX:
+        errs.append(_max_len_error(DNS1123_SUBDOMAIN_MAX))
+    if not _CONFIG_MAP_KEY.match(value):
+        errs.append(
+            _regex_error(
+                "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+                _CONFIG_MAP_KEY_FMT,
+                "key.name",
+                "KEY_NAME",
+                "key-name",
+            )
+        )
+    if value in (".", ".."):
+        errs.append(f"must not be '{value}'")
+    elif value.startswith(".."):
+        errs.append("must not start with '..'")
+    return errs
+
+
+def is_path_segment_name(value: str) -> list[str]:
+    """Names that only have to be usable as one URL path segment (e.g. RBAC roles)."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in value]
+
+
+def validate_annotations(
+    annotations: dict[str, str], field: str = "metadata.annotations"
+) -> list[FieldError]:
+    """Annotation keys and their total size (``ValidateAnnotations``)."""
+    errors: list[FieldError] = []
+    total = 0
+    for key, value in annotations.items():
+        errors.extend(
+            FieldError(ErrorType.INVALID, field, msg, key) for msg in is_qualified_name(key.lower())
+        )
+        total += len(key) + len(value)
+    if total > TOTAL_ANNOTATION_SIZE_LIMIT:
+        errors.append(
+            FieldError(
+                ErrorType.TOO_LONG, field, f"must have at most {TOTAL_ANNOTATION_SIZE_LIMIT} bytes"
+            )
+        )
+    return errors
+
+
+def validate_finalizers(
+    finalizers: list[str], field: str = "metadata.finalizers"
+) -> list[FieldError]:
+    """Each finalizer is a qualified name; one without a prefix must be a standard one."""
+    errors: list[FieldError] = []
+    for name in finalizers:
+        problems = is_qualified_name(name)
+        errors.extend(FieldError(ErrorType.INVALID, field, msg, name) for msg in problems)
+        if not problems and "/" not in name and name not in STANDARD_FINALIZERS:
+            errors.append(
+                FieldError(
+                    ErrorType.INVALID,
+                    field,
+                    "name is neither a standard finalizer name nor is it fully qualified",
+                    name,
+                )
+            )
+    return errors
+
+
+def validate_owner_references(
+    refs: list[dict[str, Any]], field: str = "metadata.ownerReferences"
+) -> list[FieldError]:
+    """Required fields of each ownerReference and at most one ``controller: true``."""
+    errors: list[FieldError] = []
+    controllers: list[str] = []
+    for ref in refs:
+        for key, what in (
+            ("apiVersion", "version"),
+            ("kind", "kind"),
+            ("name", "name"),
+            ("uid", "uid"),
+        ):
+            if not ref.get(key):
+                errors.append(
+                    FieldError(ErrorType.INVALID, f"{field}.{key}", f"{what} must not be empty", "")
+                )
+        if ref.get("controller") is True:
+            controllers.append(f"{ref.get('kind', '')}/{ref.get('name', '')}")
+    if len(controllers) > 1:
+        errors.append(
+            FieldError(
+                ErrorType.INVALID,
+                field,
+                'Only one reference can have Controller set to true. Found "true" in '
+                f"references for {' and '.join(controllers)}",
+                refs,
+            )
         )
     return errors

@@ -20,7 +20,12 @@ from proto.wire.errors import (
     LinkClosed,
     WireError,
 )
-from proto.wire.intake import DROPPED_FRAMES_HELP, DROPPED_FRAMES_METRIC, Intake
+from proto.wire.intake import (
+    DROPPED_FRAMES_HELP,
+    DROPPED_FRAMES_METRIC,
+    Intake,
+    dropped_frames_counter,
+)
 from proto.wire.keys import ParentKey
 from proto.wire.messages import (
     MESSAGE_TYPES,
@@ -80,6 +85,7 @@ __all__ = [
     "WireError",
     "assign",
     "decode",
+    "dropped_frames_counter",
     "encode",
     "moves",
     "slot_of",

@@ -182,6 +182,12 @@ def _groups(v: Any) -> dict[str, tuple[bytes, ...]]:
     raise _Invalid("a map of string to arrays of bin bytes")
 
 
+def _str_map(v: Any) -> dict[str, str]:
+    if type(v) is dict and (not v or (set(map(type, v)) | set(map(type, v.values()))) <= _STR):
+        return v
+    raise _Invalid("a map of string to string")
+
+
 # --- records: messages and the structures nested in them -----------------------------------
 
 
@@ -250,6 +256,7 @@ _FIELD_CODECS: dict[Any, tuple[_Encoder, _Decoder]] = {
     ParentKey: (None, _key),
     tuple[ParentKey, ...]: (None, _keys),
     Mapping[str, tuple[bytes, ...]]: (_mapping, _groups),
+    Mapping[str, str]: (_mapping, _str_map),
     Priority: (None, _enum(Priority)),
     NackReason: (None, _enum(NackReason)),
     ControllerKind: (None, _enum(ControllerKind)),

@@ -20,12 +20,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
+from prometheus_client import CollectorRegistry, Counter
+
 from proto.wire.codec import DEFAULT_MAX_FRAME_SIZE, decode
 from proto.wire.errors import FRAME_ERROR_REASONS, FrameError, FrameErrorReason
 from proto.wire.messages import Message
 
 DROPPED_FRAMES_METRIC: Final = "metashard_wire_frames_dropped_total"
 DROPPED_FRAMES_HELP: Final = "Wire frames received and dropped because they were invalid, by reason"
+
+
+def dropped_frames_counter(registry: CollectorRegistry) -> Counter:
+    """The ``metashard_wire_frames_dropped_total{reason}`` counter; create it once per registry
+    and hand it to every link of the process."""
+    return Counter(DROPPED_FRAMES_METRIC, DROPPED_FRAMES_HELP, ["reason"], registry=registry)
 
 
 class WarningLogger(Protocol):

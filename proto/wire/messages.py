@@ -31,10 +31,11 @@ tag ``t`` and the fields below (``proto.wire.codec``).
 |             |                 | is free text for logs                                         |
 
 Invariants and conventions:
-- An epoch is a non-negative integer that identifies the coordinator's current slot
-  assignment; it grows with every assignment change and across leaders. A worker acts only on
-  messages of the epoch it currently knows; the coordinator answers a FETCH of a stale epoch,
-  or for a key in a slot the worker does not own, with a NACK.
+- An epoch is a non-negative integer that identifies one leadership term of the coordinator
+  (the Lease's ``leaseTransitions``); it only grows. A worker acts only on messages of the
+  epoch it currently knows, and a WELCOME of a newer epoch makes it drop everything it was
+  doing for the older one. The coordinator answers a FETCH of a stale epoch, or for a key in a
+  slot the worker does not own, with a NACK.
 - Object payloads (``ControllerDef.object``, everything in a SNAPSHOT) are the API server's
   raw JSON bytes, carried as msgpack ``bin`` and never decoded by the wire layer.
 - Group keys of ``children`` and ``related`` are ``<Kind>.<apiVersion>`` (``Pod.v1``,
@@ -170,6 +171,10 @@ class Fetch:
     epoch: int
     request_id: int
     key: ParentKey
+    # Read-your-writes barrier: group-resource -> the resourceVersion of the worker's latest
+    # write of that resource for this key. The snapshot is taken once the coordinator's cache
+    # of each resource has seen that version (or a bounded wait has passed).
+    barrier: Mapping[str, str]
 
 
 @dataclass(frozen=True, slots=True)

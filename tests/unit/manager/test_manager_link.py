@@ -25,6 +25,7 @@ from proto.wire import (
     Priority,
     Snapshot,
     decode,
+    dropped_frames_counter,
     encode,
 )
 from tests.unit import zmq_sockets
@@ -84,7 +85,9 @@ async def test_round_trip_with_a_worker_link(ctx: zmq.asyncio.Context, tmp_path:
 async def test_bad_frames_are_counted_logged_once_and_skipped(ctx: zmq.asyncio.Context) -> None:
     registry = CollectorRegistry()
     with capture_logs() as logs:
-        link = RouterLink(context=ctx, registry=registry, max_frame_size=1024)
+        link = RouterLink(
+            context=ctx, dropped=dropped_frames_counter(registry), max_frame_size=1024
+        )
         endpoint = link.bind("tcp://127.0.0.1:0")
         evil = _dealer(ctx, endpoint, b"evil")
         other = _dealer(ctx, endpoint, b"other")
@@ -207,11 +210,11 @@ async def test_close_ends_receiving_and_sending(ctx: zmq.asyncio.Context) -> Non
             got_one.set()
 
     consumer = asyncio.create_task(consume())
-    await peer.send(encode(Fetch(1, 1, KEY)))
+    await peer.send(encode(Fetch(1, 1, KEY, {})))
     await within(got_one.wait())
     link.close()
     await within(consumer)  # iteration ended without an error
-    assert received == [(b"w-1", Fetch(1, 1, KEY))]
+    assert received == [(b"w-1", Fetch(1, 1, KEY, {}))]
     with pytest.raises(LinkClosed):
         await link.recv()
     with pytest.raises(LinkClosed):

@@ -67,7 +67,7 @@ MESSAGES: dict[type, st.SearchStrategy[Any]] = {
     Revoke: st.builds(Revoke, uints, slot_lists),
     Released: st.builds(Released, uints, slot_lists),
     Keys: st.builds(Keys, uints, st.sampled_from(Priority), key_lists),
-    Fetch: st.builds(Fetch, uints, uints, parent_keys),
+    Fetch: st.builds(Fetch, uints, uints, parent_keys, st.dictionaries(text, text, max_size=3)),
     Snapshot: st.builds(
         Snapshot, uints, uints, parent_keys, st.none() | blobs, groups, blob_lists, groups
     ),

@@ -23,6 +23,7 @@ from proto.wire import (
     ParentKey,
     Released,
     decode,
+    dropped_frames_counter,
     encode,
 )
 from tests.unit import zmq_sockets
@@ -67,8 +68,8 @@ async def test_round_trip_with_the_worker_id_as_routing_id(
     link = DealerLink("w-7", _endpoint(router), context=ctx)
     assert link.endpoint == f"ipc://{tmp_path}/c.sock"
     await _joined(link, router)
-    assert await link.send(Fetch(2, 11, KEY))
-    assert await _recv(router) == (b"w-7", Fetch(2, 11, KEY))
+    assert await link.send(Fetch(2, 11, KEY, {"pods": "3"}))
+    assert await _recv(router) == (b"w-7", Fetch(2, 11, KEY, {"pods": "3"}))
     await router.send_multipart([b"w-7", encode(Heartbeat(2))])
     assert await within(link.recv()) == Heartbeat(2)
     link.close()
@@ -97,7 +98,9 @@ async def test_bad_frames_are_counted_logged_once_and_skipped(ctx: zmq.asyncio.C
     registry = CollectorRegistry()
     router = _router(ctx)
     with capture_logs() as logs:
-        link = DealerLink("w-2", _endpoint(router), context=ctx, registry=registry)
+        link = DealerLink(
+            "w-2", _endpoint(router), context=ctx, dropped=dropped_frames_counter(registry)
+        )
         await _joined(link, router)
         for parts in (
             [os.urandom(32)],

@@ -1,0 +1,88 @@
+"""``python -m loadtest.apiserver``: the embedded cluster as a process.
+
+Prints its URL as the first line of stdout (flushed; ``--port 0`` picks a free port), writes a
+kubeconfig with ``--kubeconfig PATH``, and stops cleanly on SIGTERM or SIGINT (exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+
+from loadtest.apiserver.cluster import EmbeddedCluster, Settings
+from proto.logs import configure, get_logger
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m loadtest.apiserver", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free port)")
+    parser.add_argument("--token", default=None, help="require this bearer token")
+    parser.add_argument("--kubeconfig", default=None, help="write a kubeconfig for the server here")
+    parser.add_argument("--kubelet", action="store_true", help="mark pods Running and Ready")
+    defaults = Settings()
+    parser.add_argument(
+        "--history-size",
+        type=int,
+        default=defaults.history_size,
+        help="watch-cache capacity per resource",
+    )
+    parser.add_argument(
+        "--bookmark-interval",
+        type=float,
+        default=defaults.bookmark_interval,
+        help="seconds between watch bookmarks",
+    )
+    parser.add_argument(
+        "--compaction-interval",
+        type=float,
+        default=defaults.compaction_interval,
+        help="seconds between compactions of the resourceVersion history",
+    )
+    parser.add_argument("--log-level", default="warning")
+    return parser.parse_args(argv)
+
+
+async def serve(args: argparse.Namespace) -> None:
+    settings = Settings(
+        history_size=args.history_size,
+        bookmark_interval=args.bookmark_interval,
+        compaction_interval=args.compaction_interval,
+    )
+    cluster = EmbeddedCluster(
+        host=args.host,
+        port=args.port,
+        token=args.token,
+        kubelet=args.kubelet,
+        kubeconfig=args.kubeconfig,
+        settings=settings,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await cluster.start()
+    print(cluster.url, flush=True)
+    get_logger(__name__).info(
+        "embedded cluster serving", url=cluster.url, kubeconfig=str(cluster.kubeconfig)
+    )
+    await stop.wait()
+    await cluster.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    configure(fmt="auto", level=args.log_level)
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        uvloop.install()
+    asyncio.run(serve(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from proto.wire import ControllerDef, ControllerKind, ParentKey, Snapshot
+from workers.controller_metrics import PrometheusControllerMetrics
+from workers.reconciler import Outcome, ReconcileRequest, RequeueAfter
+from workers.runner import KeyDropped, Runner
+from workers.workqueue import Priority
+
+
+def definition(name: str = "cc", version: str = "1") -> ControllerDef:
+    return ControllerDef(ControllerKind.COMPOSITE, name, "uid", version, b"{}", ())
+
+
+def key(name: str, controller: str = "cc") -> ParentKey:
+    return ParentKey("CompositeController", controller, "things.example.com", "ns", name)
+
+
+class Script:
+    """A reconciler whose behaviour per key is scripted, recording every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Mapping[str, str]]] = []
+        self.reconciled: list[str] = []
+        self.actions: dict[str, list[object]] = {}
+        self.running = 0
+        self.peak = 0
+        self.release = asyncio.Event()
+        self.release.set()
+
+    async def fetch(self, k: ParentKey, barrier: Mapping[str, str]) -> Snapshot:
+        self.calls.append((k.name, dict(barrier)))
+        return Snapshot(1, 1, k, b"{}", {}, (), {})
+
+    async def reconcile(self, request: ReconcileRequest) -> Outcome:
+        self.reconciled.append(request.key.name)
+        self.running += 1
+        self.peak = max(self.peak, self.running)
+        try:
+            await self.release.wait()
+            actions = self.actions.get(request.key.name) or [Outcome()]
+            action = actions.pop(0) if len(actions) > 1 else actions[0]
+            if isinstance(action, BaseException):
+                raise action
+            if isinstance(action, dict):
+                for resource, rv in action.items():
+                    request.wrote(resource, {"metadata": {"resourceVersion": rv}})
+                return Outcome()
+            assert isinstance(action, Outcome)
+            return action
+        finally:
+            self.running -= 1
+
+
+def runner(script: Script, *, gate: bool = True, concurrency: int = 2, **kw: object) -> Runner:
+    return Runner(
+        factory=lambda _: script,
+        fetch=script.fetch,
+        gate=lambda _: gate,
+        concurrency=concurrency,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+@pytest.mark.asyncio
+async def test_keys_are_reconciled_with_bounded_concurrency() -> None:
+    script = Script()
+    script.release.clear()
+    r = runner(script, concurrency=2)
+    r.set_controllers((definition(),))
+    for name in "abcde":
+        assert r.enqueue(key(name), Priority.LIVE)
+    await settle()
+    assert script.running == 2 and r.in_flight == 2
+    script.release.set()
+    await settle()
+    assert sorted(name for name, _ in script.calls) == list("abcde")
+    assert script.peak == 2
+    await r.close()
+
+
+@pytest.mark.asyncio
+async def test_unknown_controller_keys_are_refused() -> None:
+    r = runner(Script())
+    assert not r.enqueue(key("a", controller="other"), Priority.LIVE)
+    await r.close()
+
+
+@pytest.mark.asyncio
+async def test_outcomes_and_metrics() -> None:
+    registry = CollectorRegistry()
+    script = Script()
+    script.actions = {
+        "ok": [Outcome()],
+        "later": [Outcome(requeue_after=30.0)],
+        "busy": [RequeueAfter(20.0, "hook busy")],
+        "bad": [RuntimeError("boom")],
+        "gone": [KeyDropped("not owner")],
+    }
+    r = runner(script, metrics=PrometheusControllerMetrics(registry=registry))
+    r.set_controllers((definition(),))
+    for name in script.actions:
+        r.enqueue(key(name), Priority.LIVE)
+    await settle()
+
+    def total(result: str) -> float:
+        value = registry.get_sample_value(
+            "controller_runtime_reconcile_total",
+            {"controller": "CompositeController-cc", "result": result},
+        )
+        return value or 0.0
+
+    assert total("success") == 1 and total("requeue_after") == 2 and total("error") == 1
+    queue = r._controllers["CompositeController-cc"].queue
+    assert queue.num_requeues(key("bad")) == 1  # backoff counted for the failure only
+    assert queue.num_requeues(key("busy")) == 0
+    assert len(queue) == 0  # the retries wait for their delays
+    await r.close()
+
+
+@pytest.mark.asyncio
+async def test_a_closed_gate_drops_the_key_without_a_fetch() -> None:
+    script = Script()
+    r = runner(script, gate=False)
+    r.set_controllers((definition(),))
+    r.enqueue(key("a"), Priority.LIVE)
+    await settle()
+    assert script.calls == []
+    await r.close()
+
+
+@pytest.mark.asyncio
+async def test_writes_become_the_next_fetch_barrier() -> None:
+    script = Script()
+    script.actions = {"a": [{"configmaps": "41", "things.example.com": "40"}, Outcome()]}
+    r = runner(script)
+    r.set_controllers((definition(),))
+    r.enqueue(key("a"), Priority.LIVE)
+    await settle()
+    r.enqueue(key("a"), Priority.LIVE)
+    await settle()
+    r.enqueue(key("a"), Priority.LIVE)
+    await settle()
+    assert script.calls == [
+        ("a", {}),
+        ("a", {"configmaps": "41", "things.example.com": "40"}),
+        ("a", {}),
+    ]
+    await r.close()
+
+
+@pytest.mark.asyncio
+async def test_cancel_interrupts_running_reconciles_and_drain_waits() -> None:
+    script = Script()
+    script.release.clear()
+    r = runner(script, concurrency=4)
+    r.set_controllers((definition(),))
+    for name in "abc":
+        r.enqueue(key(name), Priority.LIVE)
+    await settle()
+    assert r.cancel(lambda k: k.name == "a") == 1
+    await settle()
+    assert r.in_flight == 2
+    drained = asyncio.create_task(r.drain(lambda k: k.name in "bc"))
+    await settle()
+    assert not drained.done()
+    script.release.set()
+    await asyncio.wait_for(drained, 2)
+    assert r.in_flight == 0
+    await r.close()
+
+
+@pytest.mark.asyncio
+async def test_controllers_come_and_go_and_a_bad_one_is_isolated() -> None:
+    script = Script()
+
+    def factory(d: ControllerDef) -> Script:
+        if d.name == "broken":
+            raise ValueError("no reconciler for this")
+        return script
+
+    r = Runner(factory=factory, fetch=script.fetch, gate=lambda _: True, concurrency=1)
+    r.set_controllers((definition("a"), definition("broken")))
+    assert r.enqueue(key("x", controller="a"), Priority.LIVE)
+    assert not r.enqueue(key("x", controller="broken"), Priority.LIVE)
+    await settle()
+    r.set_controllers((definition("b"),))
+    assert not r.enqueue(key("y", controller="a"), Priority.LIVE)
+    assert r.enqueue(key("y", controller="b"), Priority.LIVE)
+    await settle()
+    assert [name for name, _ in script.calls] == ["x", "y"]
+    await r.close()

@@ -1,0 +1,202 @@
+"""The worker's side of the protocol, against a scripted coordinator on a real ROUTER."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+import zmq.asyncio
+
+from manager.link import RouterLink
+from proto.wire import (
+    SLOT_COUNT,
+    Assign,
+    Bye,
+    Fetch,
+    Heartbeat,
+    Hello,
+    Keys,
+    Message,
+    Nack,
+    NackReason,
+    ParentKey,
+    Priority,
+    Released,
+    Revoke,
+    Snapshot,
+    Welcome,
+    slot_of,
+)
+from tests.unit.workers.test_runner import Script, definition
+from tests.unit.zmq_sockets import within
+from workers.link import DealerLink
+from workers.membership import Membership
+from workers.runner import Runner
+
+INTERVAL = 0.1
+TIMEOUT = 0.6  # the worker fences after TIMEOUT - 2 * INTERVAL = 0.4 s of silence
+KEY = ParentKey("CompositeController", "cc", "things.example.com", "ns", "p1")
+
+
+class Coordinator:
+    def __init__(self, link: RouterLink) -> None:
+        self.link = link
+
+    async def expect(self, kind: type[Message], seconds: float = 3.0) -> tuple[bytes, Message]:
+        async def wait() -> tuple[bytes, Message]:
+            while True:
+                peer, msg = await self.link.recv()
+                if isinstance(msg, kind):
+                    return peer, msg
+
+        return await within(wait(), seconds)
+
+    async def send(self, msg: Message) -> None:
+        await self.link.send(b"w-1", msg)
+
+    async def welcome(self, epoch: int = 5, slots: tuple[int, ...] = ()) -> Hello:
+        _, hello = await self.expect(Hello)
+        assert isinstance(hello, Hello)
+        await self.send(
+            Welcome(
+                epoch,
+                "coord",
+                hello.incarnation,
+                (definition(),),
+                SLOT_COUNT,
+                slots,
+                INTERVAL,
+                TIMEOUT,
+            )
+        )
+        return hello
+
+
+@pytest_asyncio.fixture
+async def world() -> AsyncIterator[tuple[Coordinator, Membership, Script]]:
+    ctx = zmq.asyncio.Context()
+    router = RouterLink(context=ctx)
+    endpoint = router.bind("tcp://127.0.0.1:0")
+    link = DealerLink("w-1", endpoint, context=ctx, reconnect_ivl=0.05)
+    membership = Membership(link, worker_id="w-1", concurrency=2, hello_interval=0.05)
+    script = Script()
+    runner = Runner(
+        factory=lambda _: script, fetch=membership.fetch, gate=membership.owns, concurrency=2
+    )
+    membership.work = runner
+    task = asyncio.create_task(membership.run())
+    yield Coordinator(router), membership, script
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await runner.close()
+    link.close()
+    router.close()
+    ctx.destroy(linger=0)
+
+
+async def serve_fetch(coordinator: Coordinator, epoch: int = 5) -> Fetch:
+    _, fetch = await coordinator.expect(Fetch)
+    assert isinstance(fetch, Fetch)
+    await coordinator.send(Snapshot(epoch, fetch.request_id, fetch.key, b"{}", {}, (), {}))
+    return fetch
+
+
+@pytest.mark.asyncio
+async def test_join_then_reconcile_assigned_and_pushed_keys(world) -> None:  # type: ignore[no-untyped-def]
+    coordinator, membership, script = world
+    hello = await coordinator.welcome()
+    assert hello.worker_id == "w-1" and hello.concurrency == 2
+    await within(membership.joined.wait())
+    slot = slot_of(KEY)
+    await coordinator.send(Assign(5, (slot,), (KEY,)))
+    fetch = await serve_fetch(coordinator)
+    assert fetch.key == KEY and fetch.epoch == 5
+    other = ParentKey("CompositeController", "cc", "things.example.com", "ns", "unowned")
+    await coordinator.send(
+        Keys(5, Priority.LIVE, (KEY, other) if slot_of(other) != slot else (KEY,))
+    )
+    await serve_fetch(coordinator)
+    await asyncio.sleep(0.1)
+    assert script.reconciled == ["p1", "p1"]  # the unowned key was ignored
+    _, beat = await coordinator.expect(Heartbeat)
+    assert isinstance(beat, Heartbeat) and beat.epoch == 5
+
+
+@pytest.mark.asyncio
+async def test_messages_of_another_epoch_are_ignored(world) -> None:  # type: ignore[no-untyped-def]
+    coordinator, membership, script = world
+    await coordinator.welcome(epoch=5)
+    await within(membership.joined.wait())
+    await coordinator.send(Assign(4, (slot_of(KEY),), (KEY,)))
+    await asyncio.sleep(0.2)
+    assert not membership.owns(KEY) and script.reconciled == []
+
+
+@pytest.mark.asyncio
+async def test_silence_fences_the_worker_and_it_joins_again(world) -> None:  # type: ignore[no-untyped-def]
+    coordinator, membership, script = world
+    script.release.clear()
+    first = await coordinator.welcome()
+    await within(membership.joined.wait())
+    await coordinator.send(Assign(5, (slot_of(KEY),), (KEY,)))
+    await serve_fetch(coordinator)
+    await asyncio.sleep(0.05)
+    assert script.running == 1
+    # No heartbeat from the coordinator: within the fence timeout the reconcile is cancelled.
+    started = asyncio.get_running_loop().time()
+    _, again = await coordinator.expect(Hello, seconds=3.0)
+    assert isinstance(again, Hello) and again.incarnation == first.incarnation
+    assert asyncio.get_running_loop().time() - started < 1.5
+    assert script.running == 0 and not membership.welcomed and not membership.owns(KEY)
+
+
+@pytest.mark.asyncio
+async def test_bye_and_unknown_worker_nack_make_it_join_again(world) -> None:  # type: ignore[no-untyped-def]
+    coordinator, membership, _ = world
+    await coordinator.welcome()
+    await within(membership.joined.wait())
+    await coordinator.send(Bye("term ended"))
+    await coordinator.welcome(epoch=6)
+    await within(membership.joined.wait())
+    assert membership.epoch == 6
+    await coordinator.send(Nack(6, 0, NackReason.STALE_EPOCH, "unknown worker"))
+    await coordinator.welcome(epoch=7)
+    await within(membership.joined.wait())
+    assert membership.epoch == 7
+
+
+@pytest.mark.asyncio
+async def test_revoke_releases_only_after_the_running_reconcile(world) -> None:  # type: ignore[no-untyped-def]
+    coordinator, membership, script = world
+    script.release.clear()
+    await coordinator.welcome()
+    await within(membership.joined.wait())
+    slot = slot_of(KEY)
+    await coordinator.send(Assign(5, (slot,), (KEY,)))
+    await serve_fetch(coordinator)
+    await asyncio.sleep(0.05)
+    await coordinator.send(Revoke(5, (slot,)))
+    await asyncio.sleep(0.2)
+    assert not membership.owns(KEY) and script.running == 1
+    script.release.set()
+    _, released = await coordinator.expect(Released)
+    assert isinstance(released, Released) and released.slots == (slot,)
+    assert script.running == 0
+
+
+@pytest.mark.asyncio
+async def test_fetch_nack_drops_the_key_and_leave_says_bye(world) -> None:  # type: ignore[no-untyped-def]
+    coordinator, membership, script = world
+    await coordinator.welcome()
+    await within(membership.joined.wait())
+    await coordinator.send(Assign(5, (slot_of(KEY),), (KEY,)))
+    _, fetch = await coordinator.expect(Fetch)
+    assert isinstance(fetch, Fetch)
+    await coordinator.send(Nack(5, fetch.request_id, NackReason.NOT_OWNER, "moved"))
+    await asyncio.sleep(0.1)
+    assert script.reconciled == []
+    await within(membership.leave())
+    _, bye = await coordinator.expect(Bye)
+    assert isinstance(bye, Bye)

@@ -1,0 +1,316 @@
+"""A worker's standing with the coordinator: joining, heartbeats, epochs, slots, fencing.
+
+Contract (see ``proto.wire.messages`` for the messages):
+- Until welcomed, the worker sends HELLO (with a new incarnation per process) every
+  ``hello_interval``. A WELCOME answering this incarnation, with an epoch not older than the
+  one known, is accepted: anything left from an older epoch is cancelled first, then the
+  controller definitions and slots of the WELCOME are adopted.
+- Messages carrying another epoch than the current one are ignored (a NACK of a FETCH of an
+  older epoch still fails that fetch). Every message of the current epoch counts as contact.
+- While welcomed, a HEARTBEAT (with load) goes out every ``heartbeat_interval`` given by the
+  coordinator. After ``fence_timeout`` without contact the worker fences itself: it cancels
+  its running reconciles, forgets its queues and slots, recreates its socket and starts
+  joining again. The fence timeout is derived from the coordinator's own timeout
+  (``heartbeat_timeout - 2 * heartbeat_interval``), so a worker has stopped before the
+  coordinator gives its slots to someone else.
+- A BYE from the coordinator fences at once; a NACK(STALE_EPOCH) with request id 0 (the
+  coordinator does not know this worker) makes it join again.
+- REVOKE: the slots stop being owned at once (no new reconcile starts), queued keys of them
+  are dropped, running ones finish, then RELEASED is sent.
+- ``fetch`` sends a FETCH and waits for the SNAPSHOT or NACK with the same request id. It
+  raises ``KeyDropped`` when the key cannot be reconciled here (not owner, unknown key or
+  controller, no coordinator, epoch changed) and ``FetchFailed`` otherwise (timeout, snapshot
+  too large): the runner drops the former and retries the latter with backoff.
+- ``leave()`` (graceful shutdown) stops starting reconciles, lets running ones finish, and
+  says BYE: the coordinator may then hand every slot to others at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from proto.clock import SYSTEM_CLOCK, Clock
+from proto.logs import get_logger
+from proto.wire import (
+    Assign,
+    Bye,
+    ControllerDef,
+    Controllers,
+    Fetch,
+    Heartbeat,
+    Hello,
+    Keys,
+    LinkClosed,
+    Message,
+    Nack,
+    NackReason,
+    ParentKey,
+    Released,
+    Revoke,
+    Snapshot,
+    Welcome,
+    slot_of,
+)
+from proto.wire import Priority as WirePriority
+from workers.link import DealerLink
+from workers.runner import KeyDropped
+from workers.workqueue import Priority
+
+log = get_logger("metashard.membership")
+
+_PRIORITY = {WirePriority.LIVE: Priority.LIVE, WirePriority.LOW: Priority.LOW}
+_DROP = frozenset(
+    {
+        NackReason.NOT_OWNER,
+        NackReason.UNKNOWN_KEY,
+        NackReason.UNKNOWN_CONTROLLER,
+        NackReason.STALE_EPOCH,
+    }
+)
+
+
+class FetchFailed(Exception):
+    """The snapshot could not be had this time (timeout, too large); retry with backoff."""
+
+
+class Work(Protocol):
+    """What membership drives: the runner of this worker's reconciles."""
+
+    def set_controllers(self, definitions: tuple[ControllerDef, ...]) -> None: ...
+    def enqueue(self, key: ParentKey, priority: Priority) -> bool: ...
+    def cancel(self, predicate: Callable[[ParentKey], bool]) -> int: ...
+    async def drain(self, predicate: Callable[[ParentKey], bool]) -> None: ...
+
+    @property
+    def in_flight(self) -> int: ...
+
+    @property
+    def queued(self) -> int: ...
+
+
+class Membership:
+    def __init__(
+        self,
+        link: DealerLink,
+        *,
+        worker_id: str,
+        concurrency: int,
+        clock: Clock = SYSTEM_CLOCK,
+        hello_interval: float = 0.25,
+        fetch_timeout: float = 30.0,
+    ) -> None:
+        self._link = link
+        self._worker_id = worker_id
+        self._concurrency = concurrency
+        self._clock = clock
+        self._hello_interval = hello_interval
+        self._fetch_timeout = fetch_timeout
+        self.incarnation = uuid.uuid4().hex
+        self.work: Work | None = None
+        self.epoch: int | None = None
+        self.welcomed = False
+        self._slots: set[int] = set()
+        self._slot_count = 0
+        self._heartbeat_interval = 1.0
+        self._fence_timeout = 3.0
+        self._last_contact = 0.0
+        self._pending: dict[int, asyncio.Future[Snapshot]] = {}
+        self._request_ids = itertools.count(1)
+        self._leaving = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.joined = asyncio.Event()
+
+    # --- what the runner asks ----------------------------------------------------------------
+
+    def owns(self, key: ParentKey) -> bool:
+        """Whether a reconcile of ``key`` may start here now."""
+        return (
+            self.welcomed
+            and not self._leaving
+            and slot_of(key, slot_count=self._slot_count) in self._slots
+        )
+
+    async def fetch(self, key: ParentKey, barrier: Mapping[str, str]) -> Snapshot:
+        if not self.welcomed or self.epoch is None:
+            raise KeyDropped("not joined to a coordinator")
+        request_id = next(self._request_ids)
+        future: asyncio.Future[Snapshot] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        try:
+            if not await self._link.send(Fetch(self.epoch, request_id, key, dict(barrier))):
+                raise KeyDropped("coordinator unreachable")
+            try:
+                return await asyncio.wait_for(future, self._fetch_timeout)
+            except TimeoutError:
+                raise FetchFailed(f"no snapshot within {self._fetch_timeout:g}s") from None
+        finally:
+            self._pending.pop(request_id, None)
+
+    # --- running ------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Receive and tick until cancelled or the link is closed."""
+        ticker = asyncio.create_task(self._tick(), name="membership-tick")
+        try:
+            async for msg in self._link:
+                self._handle(msg)
+        except LinkClosed:
+            pass
+        finally:
+            ticker.cancel()
+            for task in list(self._tasks):
+                task.cancel()
+
+    async def leave(self, reason: str = "shutting down") -> None:
+        """Graceful exit: finish running reconciles, then BYE."""
+        self._leaving = True
+        if self.work is not None:
+            await self.work.drain(lambda _: True)
+        if self.welcomed:
+            await self._link.send(Bye(reason), wait=1.0)
+        self.welcomed = False
+
+    async def _tick(self) -> None:
+        while True:
+            if self.welcomed:
+                silent = self._clock.now() - self._last_contact
+                if silent > self._fence_timeout:
+                    self._fence(f"no word from the coordinator for {silent:.1f}s")
+                    continue
+                work = self.work
+                await self._link.send(
+                    Heartbeat(
+                        self.epoch or 0,
+                        work.in_flight if work else 0,
+                        work.queued if work else 0,
+                    )
+                )
+                await self._clock.sleep(self._heartbeat_interval)
+            else:
+                if not self._leaving:
+                    await self._link.send(
+                        Hello(self._worker_id, self.incarnation, self._concurrency, os.getpid())
+                    )
+                await self._clock.sleep(self._hello_interval)
+
+    def _fence(self, reason: str) -> None:
+        log.warning("fenced: stopped all reconciles", reason=reason, epoch=self.epoch)
+        self._reset()
+        self._link.reconnect()
+
+    def _reset(self) -> None:
+        """Forget everything of the current epoch: work, slots, pending fetches."""
+        self.welcomed = False
+        self.joined.clear()
+        self._slots.clear()
+        if self.work is not None:
+            self.work.cancel(lambda _: True)
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(KeyDropped("coordinator changed or gone"))
+
+    # --- messages -----------------------------------------------------------------------------
+
+    def _handle(self, msg: Message) -> None:
+        if isinstance(msg, Welcome):
+            self._welcome(msg)
+            return
+        if isinstance(msg, Nack) and msg.request_id == 0:
+            if msg.reason is NackReason.STALE_EPOCH and self.welcomed:
+                log.info("the coordinator does not know this worker: joining again")
+                self._reset()
+            return
+        if isinstance(msg, Bye):
+            if self.welcomed:
+                self._fence(f"the coordinator left: {msg.reason}")
+            return
+        if not self.welcomed or getattr(msg, "epoch", None) != self.epoch:
+            if isinstance(msg, Nack):
+                self._resolve_nack(msg)
+            return
+        self._last_contact = self._clock.now()
+        work = self.work
+        if isinstance(msg, Keys):
+            priority = _PRIORITY[msg.priority]
+            for key in msg.keys:
+                if self.owns(key) and work is not None:
+                    work.enqueue(key, priority)
+        elif isinstance(msg, Snapshot):
+            future = self._pending.get(msg.request_id)
+            if future is not None and not future.done():
+                future.set_result(msg)
+        elif isinstance(msg, Nack):
+            self._resolve_nack(msg)
+        elif isinstance(msg, Assign):
+            self._slots.update(msg.slots)
+            if work is not None:
+                for key in msg.keys:
+                    work.enqueue(key, Priority.LOW)
+            log.info(
+                "slots assigned", slots=len(msg.slots), keys=len(msg.keys), owned=len(self._slots)
+            )
+        elif isinstance(msg, Revoke):
+            self._revoke(msg)
+        elif isinstance(msg, Controllers) and work is not None:
+            work.set_controllers(msg.controllers)
+
+    def _welcome(self, msg: Welcome) -> None:
+        if msg.incarnation != self.incarnation or self._leaving:
+            return
+        if self.epoch is not None and msg.epoch < self.epoch:
+            return
+        if self.welcomed and msg.epoch == self.epoch:
+            return  # a duplicate answer to a repeated HELLO
+        if self.welcomed or self.work is not None:
+            self._reset()
+        self.epoch = msg.epoch
+        self._slot_count = msg.slot_count
+        self._slots = set(msg.slots)
+        self._heartbeat_interval = msg.heartbeat_interval
+        self._fence_timeout = max(
+            msg.heartbeat_timeout - 2 * msg.heartbeat_interval, msg.heartbeat_interval
+        )
+        self._last_contact = self._clock.now()
+        self.welcomed = True
+        self.joined.set()
+        if self.work is not None:
+            self.work.set_controllers(msg.controllers)
+        log.info(
+            "joined",
+            epoch=msg.epoch,
+            coordinator=msg.coordinator_id,
+            controllers=len(msg.controllers),
+        )
+
+    def _resolve_nack(self, msg: Nack) -> None:
+        future = self._pending.get(msg.request_id)
+        if future is None or future.done():
+            return
+        if msg.reason in _DROP:
+            future.set_exception(KeyDropped(f"{msg.reason.value}: {msg.detail}"))
+        else:
+            future.set_exception(FetchFailed(f"{msg.reason.value}: {msg.detail}"))
+
+    def _revoke(self, msg: Revoke) -> None:
+        revoked = frozenset(msg.slots)
+        self._slots.difference_update(revoked)
+        epoch = msg.epoch
+        slot_count = self._slot_count
+
+        def in_revoked(key: ParentKey) -> bool:
+            return slot_of(key, slot_count=slot_count) in revoked
+
+        async def release() -> None:
+            if self.work is not None:
+                await self.work.drain(in_revoked)
+            if self.welcomed and self.epoch == epoch:
+                await self._link.send(Released(epoch, tuple(sorted(revoked))), wait=1.0)
+
+        task = asyncio.create_task(release(), name="release-slots")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

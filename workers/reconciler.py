@@ -1,0 +1,64 @@
+"""The seam between the worker runtime and what a controller does with one parent key.
+
+- A ``Reconciler`` turns one snapshot of a parent (from the coordinator's cache) into API
+  writes. It is level-based: it may run any number of times for the same state and must leave
+  the cluster the same. The runtime guarantees a key is never reconciled twice at once,
+  across all workers.
+- It returns an ``Outcome`` (``requeue_after``: reconcile again after that many seconds, e.g.
+  a hook's ``resyncAfterSeconds``), or raises: ``RequeueAfter`` to be retried after a delay
+  without counting a failure (a hook answering 429), anything else to be retried with
+  per-key exponential backoff and counted as an error.
+- Every successful write is reported through ``ReconcileRequest.wrote`` so the next snapshot
+  of the same key is taken only once the coordinator's cache reflects it (read-your-writes).
+- A ``ReconcilerFactory`` builds one reconciler per controller definition; the runtime calls
+  it again whenever that definition changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from proto.wire import ControllerDef, ParentKey, Snapshot
+
+
+class RequeueAfter(Exception):
+    """Retry the key after ``delay`` seconds; not counted as a failure."""
+
+    def __init__(self, delay: float, reason: str = "") -> None:
+        super().__init__(reason or f"requeue after {delay:g}s")
+        self.delay = delay
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A successful reconcile; ``requeue_after`` asks for another run after that many seconds."""
+
+    requeue_after: float | None = None
+
+
+@dataclass(slots=True)
+class ReconcileRequest:
+    """One reconcile: the key, the snapshot fetched for it, and a log of the writes made."""
+
+    key: ParentKey
+    snapshot: Snapshot
+    writes: dict[str, int] = field(default_factory=dict)
+
+    def wrote(self, group_resource: str, obj: Mapping[str, Any]) -> None:
+        """Record a successful write of ``obj`` (the API server's answer) to ``group_resource``."""
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if isinstance(rv, str) and rv.isdigit():
+            version = int(rv)
+            if version > self.writes.get(group_resource, -1):
+                self.writes[group_resource] = version
+
+
+class Reconciler(Protocol):
+    async def reconcile(self, request: ReconcileRequest) -> Outcome:
+        """Make the cluster match what the controller wants for ``request.key``."""
+        ...
+
+
+ReconcilerFactory = Callable[[ControllerDef], Reconciler]

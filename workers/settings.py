@@ -1,0 +1,89 @@
+"""The worker process's settings: parsed once from flags and environment, then passed down."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    worker_id: str
+    coordinator: str  # the coordinator's ZeroMQ endpoint, tcp://host:port or ipc://path
+    concurrency: int = 16
+    kubeconfig: str | None = None
+    qps: float = 0.0  # client-side API rate limit; 0 = none (rely on API priority and fairness)
+    burst: int = 0
+    metrics_address: str = ":9999"
+    reconciler: str | None = None  # MODULE:CALLABLE replacing the built-in reconcilers
+    log_format: str = "auto"
+    log_level: str = "info"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="metashard worker", description="Run one metashard worker process."
+    )
+    p.add_argument(
+        "--coordinator",
+        help="coordinator endpoint, e.g. tcp://metashard-coordinator:7070 "
+        "(env METASHARD_COORDINATOR)",
+    )
+    p.add_argument(
+        "--id", dest="worker_id", help="stable worker id (default: $POD_NAME, else the host name)"
+    )
+    p.add_argument(
+        "--concurrency", type=int, default=16, help="reconciles run at once (default 16)"
+    )
+    p.add_argument(
+        "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)"
+    )
+    p.add_argument(
+        "--client-go-qps",
+        dest="qps",
+        type=float,
+        default=0.0,
+        help="API requests per second; 0 = unlimited (default)",
+    )
+    p.add_argument("--client-go-burst", dest="burst", type=int, default=0, help="API request burst")
+    p.add_argument(
+        "--metrics-address",
+        default=":9999",
+        help="serve /metrics, /healthz, /readyz here; 0 disables",
+    )
+    p.add_argument(
+        "--reconciler",
+        help="MODULE:CALLABLE returning a reconciler factory (replaces the built-in reconcilers)",
+    )
+    p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
+    p.add_argument("--log-level", default="info")
+    return p
+
+
+def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> WorkerSettings:
+    """Parse flags (and the environment fallbacks); exits with a usage error on bad input."""
+    env = os.environ if environ is None else environ
+    parser = build_parser()
+    args = parser.parse_args(list(argv))
+    coordinator = args.coordinator or env.get("METASHARD_COORDINATOR")
+    if not coordinator:
+        parser.error("--coordinator (or METASHARD_COORDINATOR) is required")
+    if args.concurrency < 1:
+        parser.error("--concurrency must be at least 1")
+    if args.qps < 0 or args.burst < 0:
+        parser.error("--client-go-qps and --client-go-burst must not be negative")
+    return WorkerSettings(
+        worker_id=args.worker_id or env.get("POD_NAME") or socket.gethostname(),
+        coordinator=coordinator,
+        concurrency=args.concurrency,
+        kubeconfig=args.kubeconfig,
+        qps=args.qps,
+        burst=args.burst or (int(args.qps * 2) if args.qps else 0),
+        metrics_address=args.metrics_address,
+        reconciler=args.reconciler,
+        log_format=args.log_format,
+        log_level=args.log_level,
+    )

@@ -1,0 +1,111 @@
+"""The worker process: wires the link, membership, runner, API client and ops endpoint.
+
+``Worker(settings).run(stop)`` runs until ``stop`` is set, then leaves gracefully: running
+reconciles finish, the coordinator gets a BYE, sockets and sessions close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+from prometheus_client import CollectorRegistry
+
+from proto.clock import SYSTEM_CLOCK, Clock
+from proto.kube.client import Client
+from proto.kube.config import load_config
+from proto.kube.session import Session
+from proto.logs import bind, get_logger
+from proto.ops import OpsServer
+from proto.wire import dropped_frames_counter
+from workers.controller_metrics import PrometheusControllerMetrics
+from workers.link import DealerLink
+from workers.membership import Membership
+from workers.reconcilers import FactoryBuilder, WorkerContext, builtin, load
+from workers.runner import Runner
+from workers.settings import WorkerSettings
+from workers.workqueue import PrometheusMetricsProvider
+
+log = get_logger("metashard.worker")
+
+METRICS_TICK = 0.5  # seconds between refreshes of the time-based queue gauges
+
+
+class Worker:
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        *,
+        registry: CollectorRegistry | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.settings = settings
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self._clock = clock
+        self._builder: FactoryBuilder = (
+            load(settings.reconciler) if settings.reconciler else builtin
+        )
+        self.ops = OpsServer(self.registry, ready=self._ready)
+        self.membership: Membership | None = None
+
+    def _ready(self) -> str | None:
+        if self.membership is None or not self.membership.welcomed:
+            return "not joined to a coordinator"
+        return None
+
+    async def run(self, stop: asyncio.Event) -> None:
+        settings = self.settings
+        bind(worker=settings.worker_id)
+        config = load_config(settings.kubeconfig)
+        async with (
+            Session(config, qps=settings.qps, burst=settings.burst) as session,
+            aiohttp.ClientSession() as http,
+        ):
+            context = WorkerContext(settings.worker_id, Client(session), http, self.registry)
+            link = DealerLink(
+                settings.worker_id,
+                settings.coordinator,
+                dropped=dropped_frames_counter(self.registry),
+            )
+            membership = Membership(
+                link,
+                worker_id=settings.worker_id,
+                concurrency=settings.concurrency,
+                clock=self._clock,
+            )
+            runner = Runner(
+                factory=self._builder(context),
+                fetch=membership.fetch,
+                gate=membership.owns,
+                concurrency=settings.concurrency,
+                clock=self._clock,
+                queue_metrics=PrometheusMetricsProvider(registry=self.registry),
+                metrics=PrometheusControllerMetrics(registry=self.registry),
+            )
+            membership.work = runner
+            self.membership = membership
+            await self.ops.start(settings.metrics_address)
+            log.info(
+                "worker started", coordinator=settings.coordinator, concurrency=settings.concurrency
+            )
+            tasks = [
+                asyncio.create_task(membership.run(), name="membership"),
+                asyncio.create_task(self._tick_metrics(runner), name="metrics"),
+            ]
+            try:
+                await stop.wait()
+                log.info("worker stopping: finishing running reconciles")
+                await membership.leave()
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                await runner.close()
+                link.close()
+                await self.ops.stop()
+        log.info("worker stopped")
+
+    async def _tick_metrics(self, runner: Runner) -> None:
+        while True:
+            runner.update_metrics()
+            await self._clock.sleep(METRICS_TICK)
