@@ -12,6 +12,8 @@ T = TypeVar("T")
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 SECRETS = Resource("", "v1", "secrets", "Secret", namespaced=True)
+CLUSTER_OWNED = frozenset({"kube-root-ca.crt"})
+"""ConfigMaps a real cluster puts in every namespace by itself (tests ignore them)."""
 CRDS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
 )

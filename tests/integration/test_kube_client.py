@@ -280,7 +280,7 @@ async def test_list_with_selectors_and_pagination(kube: Kube, namespace: str) ->
         assert await names(label_selector="app=web") == ["a", "b"]
         assert await names(label_selector="app in (db,cache)") == ["c", "d", "e"]
         assert await names(label_selector="app,!tier") == ["c", "d", "e"]
-        assert await names(label_selector="app!=web,app!=db") == ["e"]
+        assert await names(label_selector="app,app!=web,app!=db") == ["e"]
         assert await names(field_selector="metadata.name=c") == ["c"]
         assert await names(label_selector="app=db", field_selector="metadata.name!=c") == ["d"]
         with pytest.raises(errors.BadRequest):
