@@ -27,12 +27,12 @@ Invariants:
   (once per failing streak of that handler) and counted; it never reaches the informer or
   the other handlers. A handler added to a running informer first gets every cached object
   as ADDED with ``initial=True``.
-- **resourceVersions.** Kubernetes resourceVersions are etcd revisions: one counter for the
-  whole cluster, so the events of one resource's watch carry increasing integers. That makes
-  "this informer has seen revision N or later" a valid integer comparison, which
-  ``wait_for`` answers. Per-object versions in a list's items are not in order; only the
-  list's (or initial-events-end bookmark's) version counts. A version that is not an integer
-  cannot be compared: ``wait_for`` returns False at once.
+- **resourceVersions.** Kubernetes resourceVersions are etcd revisions (one counter for the
+  whole cluster), so the events of one resource's watch carry increasing integers and "this
+  informer has seen revision N or later" is an integer comparison, which ``wait_for``
+  answers (``manager.watermark``; a version that is not an integer cannot be compared:
+  False at once). The per-object versions of a list's items are not in order; only the
+  list's (or initial-events-end bookmark's) version counts.
 - **Memory.** The store keeps raw JSON bytes and parsed metadata; decoded dicts are dropped
   as soon as an event is applied. Bulk loads (first list, relists) run inside the process's
   ``GcGuard`` (collector paused, survivors frozen afterwards).
@@ -43,18 +43,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
-import itertools
 import random
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from manager.backoff import Backoff
-from manager.deadline import within
 from manager.gcguard import PROCESS_GC_GUARD, GcGuard
 from manager.informer_metrics import NO_INFORMER_METRICS, InformerMetrics
 from manager.store import Cached, ObjectKey, Store
+from manager.watermark import Watermark
 from proto.clock import SYSTEM_CLOCK, Clock
 from proto.kube.client import ObjectList
 from proto.kube.errors import (
@@ -139,13 +137,6 @@ def resource_label(resource: Resource) -> str:
     return f"{label}.{resource.group}" if resource.group else label
 
 
-def parse_resource_version(value: str) -> int | None:
-    """The revision a resourceVersion denotes, or None when it is not a plain integer."""
-    if value.isascii() and value.isdigit():
-        return int(value)
-    return None
-
-
 class Informer:
     """List+watch of one resource (all namespaces, or only ``namespace``) into ``store``
     (see the module docstring)."""
@@ -188,14 +179,14 @@ class Informer:
         # Where to resume the watch; None when a (re)list is needed.
         self._resume_rv: str | None = None
         self._relist_reason = "initial"
-        self._seen_rv = -1
-        self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
-        self._waiter_seq = itertools.count()
+        self._seen = Watermark(clock=clock)
         self._synced = asyncio.Event()
         self._synced_callbacks: list[Callable[[], None]] = []
         self._failure: str | None = None
         self._failures = 0
-        metrics.observe(objects=self.store.__len__, resource_version=lambda: max(self._seen_rv, 0))
+        metrics.observe(
+            objects=self.store.__len__, resource_version=lambda: max(self._seen.revision, 0)
+        )
 
     # --- observers -----------------------------------------------------------------------
 
@@ -224,7 +215,8 @@ class Informer:
     def last_resource_version(self) -> str:
         """The newest integer resourceVersion seen (events, bookmarks, lists), as a string;
         "" before the first."""
-        return str(self._seen_rv) if self._seen_rv >= 0 else ""
+        revision = self._seen.revision
+        return str(revision) if revision >= 0 else ""
 
     async def wait_for(self, resource_version: str, timeout: float) -> bool:  # noqa: ASYNC109
         """Wait until this informer has seen ``resource_version`` or a later one.
@@ -232,24 +224,7 @@ class Informer:
         True once it has; False after ``timeout`` seconds (on the informer's clock), at once
         for a resourceVersion that is not an integer, and when the informer stops first.
         """
-        target = parse_resource_version(resource_version)
-        if target is None:
-            return False
-        if target <= self._seen_rv:
-            return True
-        if timeout <= 0:
-            return False
-        reached: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        entry = (target, next(self._waiter_seq), reached)
-        heapq.heappush(self._waiters, entry)
-        try:
-            return await within(self._clock, timeout, reached)
-        except TimeoutError:
-            return False
-        finally:
-            if entry in self._waiters:
-                self._waiters.remove(entry)
-                heapq.heapify(self._waiters)
+        return await self._seen.wait_for(resource_version, timeout)
 
     # --- handlers ------------------------------------------------------------------------
 
@@ -294,10 +269,7 @@ class Informer:
                 await self._clock.sleep(self._backoff.next())
         finally:
             self._running = False
-            for _, _, reached in self._waiters:
-                if not reached.done():
-                    reached.set_result(False)
-            self._waiters.clear()
+            self._seen.close()
 
     async def _relist(self) -> None:
         self._metrics.relist(self._relist_reason)
@@ -460,15 +432,7 @@ class Informer:
         if not resource_version:
             return
         self._resume_rv = resource_version
-        value = parse_resource_version(resource_version)
-        if value is None or value <= self._seen_rv:
-            return
-        self._seen_rv = value
-        waiters = self._waiters
-        while waiters and waiters[0][0] <= value:
-            reached = heapq.heappop(waiters)[2]
-            if not reached.done():
-                reached.set_result(True)
+        self._seen.advance(resource_version)
 
     # --- health --------------------------------------------------------------------------
 
