@@ -36,6 +36,9 @@ Invariants:
 - **Memory.** The store keeps raw JSON bytes and parsed metadata; decoded dicts are dropped
   as soon as an event is applied. Bulk loads (first list, relists) run inside the process's
   ``GcGuard`` (collector paused, survivors frozen afterwards).
+- **Shares the loop.** A streaming list is applied chunk by chunk as it arrives; a paginated
+  list, which arrives whole, is applied with a yield to the event loop every
+  ``YIELD_EVERY`` objects, so lease renewals and other informers keep running.
 - The informer belongs to one event loop; ``run()`` runs until cancelled.
 """
 
@@ -73,6 +76,8 @@ _REFUSALS = (BadRequest, Invalid, MethodNotAllowed)
 """What a server without streaming lists answers to ``sendInitialEvents``."""
 
 SHORT_WATCH = 1.0
+YIELD_EVERY = 500
+"""Objects applied between two yields to the event loop when a list arrives in one piece."""
 
 
 class EventHandler(Protocol):
@@ -287,8 +292,10 @@ class Informer:
                 self.resource, namespace=self.namespace, limit=self._options.page_size
             )
             seen: set[ObjectKey] = set()
-            for obj, raw in zip(listed.items, listed.raws, strict=True):
+            for index, (obj, raw) in enumerate(zip(listed.items, listed.raws, strict=True)):
                 self._relisted(seen, obj, raw)
+                if index % YIELD_EVERY == YIELD_EVERY - 1:
+                    await asyncio.sleep(0)  # let the lease renewals and other informers run
             self._end_relist(seen, listed.resource_version)
 
     async def _stream(self) -> None:
