@@ -34,6 +34,16 @@ _LEVELS = {
 }
 
 
+class _CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is at the time of the write (it may be replaced)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def _orjson_dumps(obj: Any, default: Any = None) -> str:
     return orjson.dumps(obj, default=default or str).decode()
 
@@ -66,12 +76,12 @@ def configure(*, fmt: Format = "auto", level: str = "info") -> None:
     structlog.configure(
         processors=[*shared, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.WriteLoggerFactory(file=_CurrentStderr()),
         cache_logger_on_first_use=True,
     )
 
     # Route stdlib logging (aiohttp, kubernetes, asyncio) through the same renderer.
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(_CurrentStderr())  # type: ignore[arg-type]
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[*shared[:1], structlog.stdlib.add_logger_name, *shared[1:]],
@@ -85,12 +95,36 @@ def configure(*, fmt: Format = "auto", level: str = "info") -> None:
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
 
+class _LazyLogger:
+    """A logger that binds its context on first use, and again after a reconfiguration.
+
+    Loggers are often made at import time, before ``configure`` runs; binding then would pin
+    structlog's defaults (and ``structlog.testing.capture_logs`` would not see them).
+    """
+
+    __slots__ = ("_bound", "_context", "_processors")
+
+    def __init__(self, context: dict[str, Any]) -> None:
+        self._context = context
+        self._bound: Any = None
+        self._processors: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        processors = structlog.get_config()["processors"]
+        if self._bound is None or processors is not self._processors:
+            self._processors = processors
+            self._bound = structlog.get_logger().bind(**self._context)
+        return getattr(self._bound, name)
+
+
 def get_logger(name: str | None = None, **context: Any) -> Any:
-    """A structlog logger, optionally with a ``logger`` name and bound context."""
-    log = structlog.get_logger()
+    """A structlog logger, optionally with a ``logger`` name and bound context.
+
+    Safe at import time: it binds on first use, following whatever ``configure`` set.
+    """
     if name is not None:
         context = {"logger": name, **context}
-    return log.bind(**context) if context else log
+    return _LazyLogger(context)
 
 
 def bind(**context: Any) -> None:

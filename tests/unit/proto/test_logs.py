@@ -2,11 +2,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterator
 
 import orjson
 import pytest
+import structlog
 
 from proto import logs
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    yield
+    structlog.reset_defaults()
+    logging.getLogger().handlers.clear()
 
 
 def _lines(capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
@@ -74,3 +83,11 @@ def test_console_format_is_readable(capsys: pytest.CaptureFixture[str]) -> None:
 def test_unknown_level_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="unknown log level 'loud'"):
         logs.configure(level="loud")
+
+
+def test_loggers_made_before_configure_follow_it(capsys: pytest.CaptureFixture[str]) -> None:
+    early = logs.get_logger("early", worker="w-9")
+    logs.configure(fmt="json", level="info")
+    early.info("after configure")
+    (line,) = _lines(capsys)
+    assert line["logger"] == "early" and line["worker"] == "w-9"

@@ -1,0 +1,136 @@
+"""The coordinator process: election (optional), one ``Term`` per leadership, ops endpoint.
+
+- With ``--leader-election`` the process is a candidate for the Lease; each time it wins, a
+  ``Term`` runs for as long as it leads (``manager.election``: release on cancel, epochs from
+  ``leaseTransitions``). Without it, one term runs for the life of the process, its epoch the
+  start time in milliseconds (only one coordinator may run then).
+- ``/readyz`` is ready only while leading with the socket bound; ``/healthz`` always answers.
+- Informers live as long as a term: a standby holds no cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from prometheus_client import CollectorRegistry
+
+from manager.election import ElectionConfig, LeaderElector, default_identity
+from manager.election_metrics import PrometheusLeaderMetrics
+from manager.informer_metrics import PrometheusInformerMetrics
+from manager.informers import Informers
+from manager.leaselock import ClientLeaseLock
+from manager.membership import Timing
+from manager.settings import CoordinatorSettings
+from manager.term import Term, TermSettings
+from manager.term_metrics import TermMetrics
+from proto.api.names import EVENT_COMPONENT
+from proto.clock import SYSTEM_CLOCK, Clock
+from proto.kube.client import Client
+from proto.kube.config import load_config
+from proto.kube.events import EventRecorder
+from proto.kube.session import Session
+from proto.logs import get_logger
+from proto.ops import OpsServer
+from proto.wire import dropped_frames_counter
+
+log = get_logger("metashard.coordinator")
+
+
+class Coordinator:
+    def __init__(
+        self,
+        settings: CoordinatorSettings,
+        *,
+        registry: CollectorRegistry | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        identity: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.identity = identity or default_identity()
+        self._clock = clock
+        self.ops = OpsServer(self.registry, ready=self._ready)
+        self._informer_metrics = PrometheusInformerMetrics(self.registry)
+        self._term_metrics = TermMetrics(self.registry)
+        self._dropped_frames = dropped_frames_counter(self.registry)
+        self.term: Term | None = None
+        self._client: Client | None = None
+        self._recorder: EventRecorder | None = None
+
+    def _ready(self) -> str | None:
+        term = self.term
+        if term is None:
+            return "not leading"
+        if not term.endpoint:
+            return "leading, socket not bound yet"
+        return None
+
+    async def run(self, stop: asyncio.Event) -> None:
+        settings = self.settings
+        config = load_config(settings.kubeconfig)
+        async with Session(config, qps=settings.qps, burst=settings.burst) as session:
+            self._client = Client(session)
+            self._recorder = EventRecorder(
+                self._client, component=EVENT_COMPONENT, instance=self.identity, clock=self._clock
+            )
+            await self.ops.start(settings.metrics_address)
+            if settings.leader_election:
+                namespace = settings.leader_election_namespace or config.namespace
+                elector = LeaderElector(
+                    ClientLeaseLock(
+                        self._client, namespace=namespace, name=settings.leader_election_id
+                    ),
+                    ElectionConfig(identity=self.identity),
+                    on_started_leading=self._lead,
+                    on_stopped_leading=self._unlead,
+                    clock=self._clock,
+                    metrics=PrometheusLeaderMetrics(self.registry).for_lease(
+                        settings.leader_election_id
+                    ),
+                )
+                log.info(
+                    "candidate for leadership", lease=f"{namespace}/{settings.leader_election_id}"
+                )
+                main = asyncio.create_task(elector.run(), name="election")
+            else:
+                main = asyncio.create_task(self._lead(int(time.time() * 1000)), name="term")
+            try:
+                await stop.wait()
+            finally:
+                main.cancel()
+                await asyncio.gather(main, return_exceptions=True)
+                await self._recorder.flush()
+                await self.ops.stop()
+        log.info("coordinator stopped")
+
+    async def _lead(self, epoch: int) -> None:
+        assert self._client is not None and self._recorder is not None
+        settings = self.settings
+        informers = Informers(self._client, clock=self._clock, metrics=self._informer_metrics)
+        term = Term(
+            epoch=epoch,
+            coordinator_id=self.identity,
+            settings=TermSettings(
+                bind=settings.bind,
+                timing=Timing(settings.heartbeat_interval, settings.worker_timeout),
+                grace=settings.worker_timeout - settings.heartbeat_interval,
+                retry_interval=settings.discovery_interval,
+                cache_flush_interval=settings.cache_flush_interval,
+            ),
+            discovery=self._client.discovery,
+            informers=informers,
+            recorder=self._recorder,
+            metrics=self._term_metrics,
+            dropped_frames=self._dropped_frames,
+            clock=self._clock,
+        )
+        self.term = term
+        try:
+            await term.run()
+        finally:
+            self.term = None
+            await informers.close()
+
+    async def _unlead(self) -> None:
+        self.term = None

@@ -1,0 +1,120 @@
+"""The coordinator's settings: parsed once from flags (Metacontroller's names where they
+exist) and environment, then passed down."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from proto.api.duration import parse_seconds
+from proto.api.errors import DurationError
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorSettings:
+    bind: str = "tcp://0.0.0.0:7070"
+    kubeconfig: str | None = None
+    qps: float = 0.0
+    burst: int = 0
+    metrics_address: str = ":9999"
+    leader_election: bool = False
+    leader_election_namespace: str | None = None
+    leader_election_id: str = "metashard"
+    discovery_interval: float = 30.0
+    cache_flush_interval: float = 1800.0
+    heartbeat_interval: float = 1.0
+    worker_timeout: float = 5.0
+    log_format: str = "auto"
+    log_level: str = "info"
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_seconds(text)
+    except DurationError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The coordinator's flags (shared by ``metashard coordinator`` and ``metashard run``)."""
+    p.add_argument(
+        "--bind", default="tcp://0.0.0.0:7070", help="ZeroMQ endpoint workers connect to"
+    )
+    p.add_argument(
+        "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)"
+    )
+    p.add_argument(
+        "--client-go-qps",
+        dest="qps",
+        type=float,
+        default=0.0,
+        help="API requests per second; 0 = unlimited (default)",
+    )
+    p.add_argument("--client-go-burst", dest="burst", type=int, default=0)
+    p.add_argument(
+        "--metrics-address", default=":9999", help="serve /metrics, /healthz, /readyz; 0 disables"
+    )
+    p.add_argument("--leader-election", type=_bool, nargs="?", const=True, default=False)
+    p.add_argument(
+        "--leader-election-namespace",
+        help="namespace of the Lease (default: this pod's, or the kubeconfig context's)",
+    )
+    p.add_argument("--leader-election-id", default="metashard", help="name of the Lease")
+    p.add_argument(
+        "--discovery-interval",
+        type=_duration,
+        default=30.0,
+        help="how often unresolved controllers are retried (Go duration)",
+    )
+    p.add_argument(
+        "--cache-flush-interval",
+        type=_duration,
+        default=1800.0,
+        help="every parent is reconciled again this often, at low priority (Go duration)",
+    )
+    p.add_argument("--heartbeat-interval", type=_duration, default=1.0)
+    p.add_argument(
+        "--worker-timeout",
+        type=_duration,
+        default=5.0,
+        help="a worker silent this long loses its slots",
+    )
+    p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
+    p.add_argument("--log-level", default="info")
+
+
+def from_namespace(args: argparse.Namespace) -> CoordinatorSettings:
+    return CoordinatorSettings(
+        bind=args.bind,
+        kubeconfig=args.kubeconfig,
+        qps=args.qps,
+        burst=args.burst or (int(args.qps * 2) if args.qps else 0),
+        metrics_address=args.metrics_address,
+        leader_election=args.leader_election,
+        leader_election_namespace=args.leader_election_namespace,
+        leader_election_id=args.leader_election_id,
+        discovery_interval=args.discovery_interval,
+        cache_flush_interval=args.cache_flush_interval,
+        heartbeat_interval=args.heartbeat_interval,
+        worker_timeout=args.worker_timeout,
+        log_format=args.log_format,
+        log_level=args.log_level,
+    )
+
+
+def from_args(argv: Sequence[str]) -> CoordinatorSettings:
+    parser = argparse.ArgumentParser(prog="metashard coordinator")
+    add_arguments(parser)
+    args = parser.parse_args(list(argv))
+    if args.worker_timeout < 3 * args.heartbeat_interval:
+        parser.error("--worker-timeout must be at least 3 x --heartbeat-interval")
+    return from_namespace(args)

@@ -1,0 +1,52 @@
+"""The coordinator's own metrics (``metashard_coordinator_*``); no-op without a registry."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from proto.wire import Priority
+
+
+class TermMetrics:
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self._enabled = registry is not None
+        if registry is None:
+            return
+        self._workers = Gauge(
+            "metashard_coordinator_workers", "Workers that are members now.", registry=registry
+        )
+        self._keys = Counter(
+            "metashard_coordinator_keys_pushed_total",
+            "Parent keys pushed to workers, by priority.",
+            ["priority"],
+            registry=registry,
+        )
+        self._fetches = Counter(
+            "metashard_coordinator_fetches_total",
+            "Snapshot requests answered, by result (snapshot or the NACK reason).",
+            ["result"],
+            registry=registry,
+        )
+        self._barrier_timeouts = Counter(
+            "metashard_coordinator_barrier_timeouts_total",
+            "Snapshots sent before the cache had seen a worker's own writes (wait timed out).",
+            registry=registry,
+        )
+        for priority in Priority:
+            self._keys.labels(priority.name.lower())
+
+    def workers(self, count: int) -> None:
+        if self._enabled:
+            self._workers.set(count)
+
+    def keys_pushed(self, priority: Priority) -> None:
+        if self._enabled:
+            self._keys.labels(priority.name.lower()).inc()
+
+    def fetch(self, result: str) -> None:
+        if self._enabled:
+            self._fetches.labels(result).inc()
+
+    def barrier_timeout(self) -> None:
+        if self._enabled:
+            self._barrier_timeouts.inc()
