@@ -76,12 +76,12 @@ def configure(*, fmt: Format = "auto", level: str = "info") -> None:
     structlog.configure(
         processors=[*shared, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.WriteLoggerFactory(file=_CurrentStderr()),
+        logger_factory=structlog.WriteLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
 
     # Route stdlib logging (aiohttp, kubernetes, asyncio) through the same renderer.
-    handler = logging.StreamHandler(_CurrentStderr())  # type: ignore[arg-type]
+    handler = logging.StreamHandler(_CurrentStderr())
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[*shared[:1], structlog.stdlib.add_logger_name, *shared[1:]],
