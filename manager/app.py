@@ -81,7 +81,12 @@ class Coordinator:
                     ClientLeaseLock(
                         self._client, namespace=namespace, name=settings.leader_election_id
                     ),
-                    ElectionConfig(identity=self.identity),
+                    ElectionConfig(
+                        identity=self.identity,
+                        lease_duration=settings.lease_duration,
+                        renew_deadline=settings.renew_deadline,
+                        retry_period=settings.retry_period,
+                    ),
                     on_started_leading=self._lead,
                     on_stopped_leading=self._unlead,
                     clock=self._clock,

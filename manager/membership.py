@@ -102,6 +102,13 @@ class Membership:
     def slots_of(self, worker_id: str) -> list[int]:
         return sorted(s for s, w in self._owner.items() if w == worker_id)
 
+    def owned_counts(self) -> dict[str, int]:
+        """How many slots each member owns."""
+        counts = dict.fromkeys(self.workers, 0)
+        for worker in self._owner.values():
+            counts[worker] = counts.get(worker, 0) + 1
+        return counts
+
     def knows(self, worker_id: str) -> bool:
         return worker_id in self.workers
 

@@ -21,6 +21,9 @@ class CoordinatorSettings:
     leader_election: bool = False
     leader_election_namespace: str | None = None
     leader_election_id: str = "metashard"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
     discovery_interval: float = 30.0
     cache_flush_interval: float = 1800.0
     heartbeat_interval: float = 1.0
@@ -70,6 +73,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--leader-election-id", default="metashard", help="name of the Lease")
     p.add_argument(
+        "--leader-election-lease-duration", dest="lease_duration", type=_duration, default=15.0
+    )
+    p.add_argument(
+        "--leader-election-renew-deadline", dest="renew_deadline", type=_duration, default=10.0
+    )
+    p.add_argument(
+        "--leader-election-retry-period", dest="retry_period", type=_duration, default=2.0
+    )
+    p.add_argument(
         "--discovery-interval",
         type=_duration,
         default=30.0,
@@ -102,6 +114,9 @@ def from_namespace(args: argparse.Namespace) -> CoordinatorSettings:
         leader_election=args.leader_election,
         leader_election_namespace=args.leader_election_namespace,
         leader_election_id=args.leader_election_id,
+        lease_duration=args.lease_duration,
+        renew_deadline=args.renew_deadline,
+        retry_period=args.retry_period,
         discovery_interval=args.discovery_interval,
         cache_flush_interval=args.cache_flush_interval,
         heartbeat_interval=args.heartbeat_interval,

@@ -57,6 +57,7 @@ from proto.wire import (
     ParentKey,
     Priority,
     Released,
+    Revoke,
     Snapshot,
     slot_of,
 )
@@ -228,6 +229,8 @@ class Term:
 
     def _emit(self, out: list[tuple[str, Message]]) -> None:
         for item in out:
+            if isinstance(item[1], Revoke):
+                self._metrics.revoked(len(item[1].slots))
             self._outbox.put_nowait(item)
 
     async def _receive(self) -> None:
@@ -288,6 +291,7 @@ class Term:
                 next_heartbeat = now + self.settings.timing.heartbeat_interval
                 for worker in membership.workers:
                     self._outbox.put_nowait((worker, Heartbeat(self.epoch)))
+                self._metrics.slots(membership.owned_counts())
             self._metrics.workers(len(membership.workers))
             await self._clock.sleep(TICK)
 

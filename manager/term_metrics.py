@@ -32,6 +32,17 @@ class TermMetrics:
             "Snapshots sent before the cache had seen a worker's own writes (wait timed out).",
             registry=registry,
         )
+        self._revoked = Counter(
+            "metashard_coordinator_slots_revoked_total",
+            "Slots taken from a live worker to move them to another one.",
+            registry=registry,
+        )
+        self._slots = Gauge(
+            "metashard_coordinator_worker_slots",
+            "Slots each member worker owns.",
+            ["worker"],
+            registry=registry,
+        )
         for priority in Priority:
             self._keys.labels(priority.name.lower())
 
@@ -50,3 +61,14 @@ class TermMetrics:
     def barrier_timeout(self) -> None:
         if self._enabled:
             self._barrier_timeouts.inc()
+
+    def revoked(self, slots: int) -> None:
+        if self._enabled:
+            self._revoked.inc(slots)
+
+    def slots(self, counts: dict[str, int]) -> None:
+        if not self._enabled:
+            return
+        self._slots.clear()
+        for worker, count in counts.items():
+            self._slots.labels(worker).set(count)

@@ -1,0 +1,137 @@
+"""End-to-end fixtures: real metashard processes on the embedded cluster, or on a real one.
+
+- ``cluster``: the kubeconfig of an embedded cluster started once per session as its own
+  process, or of the real cluster named by ``METASHARD_E2E_KUBECONFIG``. The
+  ``metacontroller.k8s.io`` CRDs and the test CRD ``things.e2e.metashard.io`` (namespaced,
+  status subresource) are installed once.
+- ``kube``: an open client; ``namespace``: a fresh namespace per test, deleted afterwards.
+- ``procs``: a ``harness.Processes`` for the test's processes, all stopped at the end (their
+  logs are printed when the test fails).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from loadtest.apiserver.background import ClusterProcess
+from proto.api.crds import load_crds
+from proto.kube import errors
+from proto.kube.client import Client
+from proto.kube.config import load_config
+from proto.kube.resources import Resource
+from proto.kube.session import Session
+from tests.e2e.harness import Processes
+
+KUBECONFIG_ENV = "METASHARD_E2E_KUBECONFIG"
+CRDS = Resource(
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    "CustomResourceDefinition",
+    namespaced=False,
+)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+THINGS_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "things.e2e.metashard.io"},
+    "spec": {
+        "group": "e2e.metashard.io",
+        "scope": "Namespaced",
+        "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+async def _install(kubeconfig: str) -> None:
+    async with Session(load_config(kubeconfig), qps=0) as session:
+        client = Client(session)
+        for crd in [*load_crds(), THINGS_CRD]:
+            with contextlib.suppress(errors.AlreadyExists):
+                await client.create(CRDS, crd)
+        for _ in range(100):
+            await client.discovery.refresh()
+            try:
+                await client.resource("e2e.metashard.io/v1", resource="things")
+                await client.resource(
+                    "metacontroller.k8s.io/v1alpha1", resource="compositecontrollers"
+                )
+                return
+            except errors.ResourceNotFound:
+                await asyncio.sleep(0.1)
+        raise RuntimeError("the CRDs were not served in time")
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[str]:
+    real = os.environ.get(KUBECONFIG_ENV)
+    if real:
+        asyncio.run(_install(real))
+        yield real
+        return
+    process = ClusterProcess().start()
+    try:
+        asyncio.run(_install(str(process.kubeconfig)))
+        yield str(process.kubeconfig)
+    finally:
+        process.stop()
+
+
+@pytest_asyncio.fixture
+async def kube(cluster: str) -> AsyncIterator[Client]:
+    async with Session(load_config(cluster), qps=0) as session:
+        yield Client(session)
+
+
+@pytest_asyncio.fixture
+async def namespace(kube: Client) -> AsyncIterator[str]:
+    name = f"e2e-{secrets.token_hex(4)}"
+    await kube.create(
+        NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    yield name
+    with contextlib.suppress(errors.NotFound):
+        await kube.delete(NAMESPACES, name)
+
+
+@pytest.fixture
+def procs(cluster: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Processes]:
+    processes = Processes(kubeconfig=cluster, workdir=tmp_path)
+    yield processes
+    processes.close()
+    report = request.node.stash.get(_REPORT, None)
+    if report is not None and report.failed:
+        print(processes.logs())
+
+
+_REPORT = pytest.StashKey[pytest.TestReport]()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    report = yield
+    if report.when == "call":  # type: ignore[attr-defined]
+        item.stash[_REPORT] = report  # type: ignore[assignment]
+    return report
