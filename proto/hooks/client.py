@@ -9,10 +9,10 @@ to the endpoint's webhook as Metacontroller does:
 - Only 200 is success. 429 raises ``HookRetryAfter`` with the ``Retry-After`` delay (integer
   seconds or an RFC 1123 date; unparsable or past: 0). Other statuses raise
   ``HookStatusError`` with an excerpt of the body; timeouts and connection failures raise
-  ``HookTransportError`` (tree in ``workers.hook_errors``). ``asyncio.CancelledError`` passes.
+  ``HookTransportError`` (tree in ``proto.hooks.errors``). ``asyncio.CancelledError`` passes.
 - One ``aiohttp.ClientSession`` per process is injected and shared by every controller; the
   client never closes it.
-- Metrics go to an injected ``HookMetrics`` (``workers.hook_metrics``), with the endpoint's
+- Metrics go to an injected ``HookMetrics`` (``proto.hooks.metrics``), with the endpoint's
   ``url``, ``controller_name`` and ``controller_type``.
 
 Connection settings that are parsed but not applied yet (``proto.api.controllers.Webhook``):
@@ -35,8 +35,8 @@ from typing import Any
 import aiohttp
 
 from proto.api.controllers import HookName, Webhook
-from workers.hook_errors import HookRetryAfter, HookStatusError, HookTransportError
-from workers.hook_metrics import HookMetrics, NoHookMetrics
+from proto.hooks.errors import HookRetryAfter, HookStatusError, HookTransportError
+from proto.hooks.metrics import HookMetrics, NoHookMetrics
 
 BODY_EXCERPT_BYTES = 1024
 _HEADERS = {"Content-Type": "application/json"}

@@ -17,9 +17,9 @@ from prometheus_client import CollectorRegistry
 from proto.api.controllers import HookName, Webhook, parse_webhook
 from proto.api.errors import InvalidControllerError
 from proto.api.fields import Fields
-from workers.hook_errors import HookError, HookRetryAfter, HookStatusError, HookTransportError
-from workers.hook_metrics import PrometheusHookMetrics
-from workers.hooks import BODY_EXCERPT_BYTES, HookClient, HookEndpoint, parse_retry_after
+from proto.hooks.client import BODY_EXCERPT_BYTES, HookClient, HookEndpoint, parse_retry_after
+from proto.hooks.errors import HookError, HookRetryAfter, HookStatusError, HookTransportError
+from proto.hooks.metrics import PrometheusHookMetrics
 
 NOW = float(calendar.timegm((2015, 10, 21, 7, 28, 0)))  # Wed, 21 Oct 2015 07:28:00 GMT
 
