@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import aiohttp
 from prometheus_client import CollectorRegistry
 
 from manager.election import ElectionConfig, LeaderElector, default_identity
@@ -26,6 +27,8 @@ from manager.term import Term, TermSettings
 from manager.term_metrics import TermMetrics
 from proto.api.names import EVENT_COMPONENT
 from proto.clock import SYSTEM_CLOCK, Clock
+from proto.hooks.client import HookClient
+from proto.hooks.metrics import PrometheusHookMetrics
 from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.events import EventRecorder
@@ -54,6 +57,8 @@ class Coordinator:
         self._informer_metrics = PrometheusInformerMetrics(self.registry)
         self._term_metrics = TermMetrics(self.registry)
         self._dropped_frames = dropped_frames_counter(self.registry)
+        self._hook_metrics = PrometheusHookMetrics(self.registry)
+        self._hooks: HookClient | None = None
         self.term: Term | None = None
         self._client: Client | None = None
         self._recorder: EventRecorder | None = None
@@ -69,8 +74,12 @@ class Coordinator:
     async def run(self, stop: asyncio.Event) -> None:
         settings = self.settings
         config = load_config(settings.kubeconfig)
-        async with Session(config, qps=settings.qps, burst=settings.burst) as session:
+        async with (
+            Session(config, qps=settings.qps, burst=settings.burst) as session,
+            aiohttp.ClientSession() as http,
+        ):
             self._client = Client(session)
+            self._hooks = HookClient(http, metrics=self._hook_metrics)
             self._recorder = EventRecorder(
                 self._client, component=EVENT_COMPONENT, instance=self.identity, clock=self._clock
             )
@@ -111,6 +120,7 @@ class Coordinator:
 
     async def _lead(self, epoch: int) -> None:
         assert self._client is not None and self._recorder is not None
+        assert self._hooks is not None
         settings = self.settings
         informers = Informers(self._client, clock=self._clock, metrics=self._informer_metrics)
         term = Term(
@@ -126,6 +136,7 @@ class Coordinator:
             discovery=self._client.discovery,
             informers=informers,
             recorder=self._recorder,
+            hooks=self._hooks,
             metrics=self._term_metrics,
             dropped_frames=self._dropped_frames,
             clock=self._clock,

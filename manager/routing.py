@@ -11,6 +11,8 @@ Rules (Metacontroller's, minus its O(parents) scans where an index does better):
   a namespaced parent type, all parents for a cluster-scoped one.
 - Deleted objects are routed by their last known state.
 - Live events are pushed at LIVE priority, initial lists and relists at LOW.
+- ``on_parent(view, new, old)`` hears of every change of a selected parent (``new`` is None
+  once it is gone or no longer selected); customize hooks hang on it.
 - ``keys_of(slots)`` lists every parent key selected by a controller, by slot: what ASSIGN
   carries and what a new leader enqueues once.
 """
@@ -41,10 +43,14 @@ class _Interest:
     children: list[ControllerView] = field(default_factory=list)
 
 
+ParentHook = Callable[[ControllerView, "Cached | None", "Cached | None"], None]
+
+
 class Router:
-    def __init__(self, *, push: Push, stores: Stores) -> None:
+    def __init__(self, *, push: Push, stores: Stores, on_parent: ParentHook | None = None) -> None:
         self._push = push
         self._stores = stores
+        self._on_parent = on_parent
         self._views: dict[str, ControllerView] = {}
         self._interest: dict[str, _Interest] = {}
         self._by_slot: dict[int, set[ParentKey]] = {}
@@ -65,6 +71,8 @@ class Router:
         for view in self._views.values():
             for parent in self.parents(view):
                 self._index(view.key(parent.namespace, parent.name))
+                if self._on_parent is not None:
+                    self._on_parent(view, parent, None)
 
     def parents(self, view: ControllerView) -> list[Cached]:
         """The cached parents ``view`` handles."""
@@ -118,6 +126,8 @@ class Router:
             return
         key = view.key(current.namespace, current.name)
         selected_now = new is not None and view.handles(new)
+        if self._on_parent is not None:
+            self._on_parent(view, new if selected_now else None, old)
         if selected_now:
             self._index(key)
         else:

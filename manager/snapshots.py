@@ -7,6 +7,8 @@
   parent's namespace when the parent is namespaced) followed by the orphans in scope that the
   parent's children selector matches: the candidates Metacontroller claims, adopts and
   releases from. Each object appears once; order is stable (namespace, name).
+- ``related`` is what ``manager.related`` selected for the parent (controllers with a
+  customize hook), empty otherwise.
 - Payloads are the bytes the API server sent; nothing is decoded or re-encoded here except
   the parent, once per version, to read its selector (cached by the router).
 """
@@ -22,6 +24,7 @@ from proto.kube.resources import Resource
 from proto.wire import ParentKey
 
 Children = dict[str, tuple[bytes, ...]]
+RelatedOf = Callable[[ControllerView, Cached], Children]
 
 
 def parent_of(view: ControllerView, key: ParentKey, store: Store | None) -> Cached | None:
@@ -37,10 +40,12 @@ def snapshot_of(
     *,
     stores: Callable[[Resource], Store | None],
     router: Router,
-) -> tuple[bytes | None, Children]:
+    related: RelatedOf | None = None,
+) -> tuple[bytes | None, Children, Children]:
+    """(parent, children, related) for ``key``."""
     parent = parent_of(view, key, stores(view.parent))
     if parent is None:
-        return None, {}
+        return None, {}, {}
     selector = router.children_selector(view, parent)
     namespace = parent.namespace if view.parent.namespaced else None
     children: Children = {}
@@ -54,4 +59,4 @@ def snapshot_of(
             owned = [c for c in owned if c.namespace == namespace]
         orphans = [c for c in store.select(selector, namespace=namespace) if c.owner is None]
         children[group_key(resource)] = tuple(c.raw for c in owned) + tuple(c.raw for c in orphans)
-    return parent.raw, children
+    return parent.raw, children, related(view, parent) if related is not None else {}

@@ -11,8 +11,9 @@ election):
   ``grace`` has passed since the term began (workers of a previous term have fenced by then).
   The first assignment carries every parent key: each parent is reconciled once per term.
 - It answers FETCH with a SNAPSHOT from the caches, only to the slot's owner and only once the
-  caches have seen the worker's own writes named in the FETCH barrier (waiting at most
-  ``barrier_timeout``).
+  caches have seen the worker's own writes named in the FETCH barrier and, for controllers
+  with a customize hook, once the parent's related objects are known (``manager.related``),
+  waiting at most ``barrier_timeout`` (then NOT_READY if the related objects are still not).
 - A message that cannot be delivered to a worker ends its membership (it fences itself and
   joins again): no key notification is silently lost to a live member.
 - When the term ends (cancelled), every worker gets BYE before the socket closes, so they
@@ -35,13 +36,15 @@ from manager.controllers import Controllers
 from manager.informers import Informers
 from manager.link import RouterLink, SendResult
 from manager.membership import Membership, Timing
+from manager.related import Related
 from manager.routing import Router
-from manager.snapshots import snapshot_of
+from manager.snapshots import parent_of, snapshot_of
 from manager.store import Store
 from manager.term_metrics import TermMetrics
 from manager.views import ControllerView, group_resource
 from manager.watermark import parse_resource_version
 from proto.clock import SYSTEM_CLOCK, Clock
+from proto.hooks.client import HookClient
 from proto.kube.events import EventRecorder
 from proto.kube.resources import Discovery, Resource
 from proto.logs import get_logger
@@ -91,6 +94,7 @@ class Term:
         discovery: Discovery,
         informers: Informers,
         recorder: EventRecorder,
+        hooks: HookClient,
         metrics: TermMetrics | None = None,
         dropped_frames: Counter | None = None,
         clock: Clock = SYSTEM_CLOCK,
@@ -104,7 +108,17 @@ class Term:
         self._metrics = metrics if metrics is not None else TermMetrics(None)
         self.link = RouterLink(dropped=dropped_frames)
         self.endpoint = ""
-        self.router = Router(push=self._push, stores=self._store)
+        self.related = Related(
+            hooks=hooks,
+            discovery=discovery,
+            informers=informers,
+            recorder=recorder,
+            push=self._push,
+            clock=clock,
+        )
+        self.router = Router(
+            push=self._push, stores=self._store, on_parent=self.related.parent_changed
+        )
         self.controllers = Controllers(
             discovery=discovery,
             informers=informers,
@@ -143,6 +157,7 @@ class Term:
             asyncio.create_task(self._send(), name="send"),
             asyncio.create_task(self._tick(started), name="tick"),
             asyncio.create_task(self._resync(), name="resync"),
+            asyncio.create_task(self.related.run(), name="related"),
         ]
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
@@ -187,6 +202,7 @@ class Term:
                     self._outbox.put_nowait((worker, Keys(self.epoch, priority, batch)))
 
     async def _controllers_changed(self, views: dict[str, ControllerView], added: set[str]) -> None:
+        self.related.set_controllers(views.values())
         self.router.set_controllers(views.values())
         definitions = tuple(v.definition for v in views.values())
         for worker in self.membership.workers:
@@ -343,6 +359,13 @@ class Term:
         if key.resource != view.parent_group_resource:
             return refuse(NackReason.UNKNOWN_KEY, f"{key.resource} is not this controller's parent")
         waits = self._barrier_waits(view, msg.barrier)
+        parent = parent_of(view, key, self._store(view.parent))
+        if parent is not None and Related.applies(view) and not self.related.ready(view, parent):
+            waits.append(
+                asyncio.ensure_future(
+                    self.related.wait_ready(view, parent, self.settings.barrier_timeout)
+                )
+            )
         if waits:
             self._spawn(self._answer_later(worker, msg, view, waits))
         else:
@@ -379,11 +402,22 @@ class Term:
             self._answer(worker, msg, view)
 
     def _answer(self, worker: str, msg: Fetch, view: ControllerView) -> None:
-        parent, children = snapshot_of(view, msg.key, stores=self._store, router=self.router)
-        self._metrics.fetch("snapshot")
-        self._outbox.put_nowait(
-            (worker, Snapshot(self.epoch, msg.request_id, msg.key, parent, children, (), {}))
+        related = None
+        if Related.applies(view):
+            parent = parent_of(view, msg.key, self._store(view.parent))
+            if parent is not None and not self.related.ready(view, parent):
+                self._metrics.fetch(NackReason.NOT_READY.value)
+                detail = "the customize hook has not answered for this parent yet"
+                reply = Nack(self.epoch, msg.request_id, NackReason.NOT_READY, detail)
+                self._outbox.put_nowait((worker, reply))
+                return
+            related = self.related.related_of
+        raw, children, objects = snapshot_of(
+            view, msg.key, stores=self._store, router=self.router, related=related
         )
+        self._metrics.fetch("snapshot")
+        snapshot = Snapshot(self.epoch, msg.request_id, msg.key, raw, children, (), objects)
+        self._outbox.put_nowait((worker, snapshot))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(coro)

@@ -70,6 +70,7 @@ class NackReason(StrEnum):
     UNKNOWN_KEY = "unknown_key"  # no such parent resource for this controller (drop the key)
     UNKNOWN_CONTROLLER = "unknown_controller"  # no such controller (drop the key)
     TOO_LARGE = "too_large"  # the snapshot exceeds the frame size limit (retry with backoff)
+    NOT_READY = "not_ready"  # the related objects are not known yet (retry with backoff)
 
 
 class ControllerKind(StrEnum):

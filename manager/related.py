@@ -1,0 +1,357 @@
+"""Customize hooks and the related objects they select, on the coordinator.
+
+Contract:
+- For every parent of a controller that has a customize hook, the hook is called once per
+  parent version that matters (uid and ``metadata.generation``), by a bounded pool of tasks:
+  never from an informer event handler (``parent_changed`` only schedules). The answer's rules
+  are kept until the generation changes or the parent goes away.
+- The resources the rules name are resolved through discovery and watched by shared informers
+  (a namespace informer too when a rule has a ``namespaceSelector``); an informer is released
+  when no rule names its resource any more.
+- A change of a related object is routed to every parent with a rule matching the object's old
+  or new state (``proto.api.related.matches``), at the event's priority.
+- ``related_of(view, parent)`` is the snapshot's ``related``: one group per rule's resource
+  (``<Kind>.<apiVersion>``, present even when empty) with the matching objects' raw JSON.
+- A customize call that fails (transport, non-200, malformed answer) is reported as a
+  ``SyncError`` Warning event on the parent and a log line and retried with backoff (1 s
+  doubling to 5 min); until it succeeds the parent's snapshots cannot be served (NOT_READY).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import orjson
+
+from manager.informer import EventHandler, Informer
+from manager.informers import Informers
+from manager.store import Cached
+from manager.views import ControllerView, group_key, group_resource
+from proto.api.controllers import HookName
+from proto.api.errors import HookResponseError
+from proto.api.hooks import customize_request, decode_customize_response
+from proto.api.names import COMPOSITE_CONTROLLER, REASON_SYNC_ERROR
+from proto.api.related import RelatedRule, matches, namespace_scope
+from proto.clock import SYSTEM_CLOCK, Clock
+from proto.hooks.client import HookClient, HookEndpoint
+from proto.hooks.errors import HookError
+from proto.kube.errors import KubeError
+from proto.kube.events import WARNING, EventRecorder
+from proto.kube.resources import Discovery, Resource
+from proto.logs import get_logger
+from proto.wire import ParentKey, Priority
+
+log = get_logger("metashard.related")
+
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+Push = Callable[[ParentKey, Priority], None]
+EntryKey = tuple[str, str]  # (controller name, parent uid)
+_MAX_BACKOFF = 300.0
+
+
+@dataclass(slots=True)
+class _Entry:
+    view: ControllerView
+    parent: Cached
+    rules: tuple[RelatedRule, ...] | None = None
+    resources: tuple[Resource, ...] = ()
+    error: str | None = None
+    failures: int = 0
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass(slots=True)
+class _Watched:
+    resource: Resource
+    informer: Informer
+    handler: EventHandler
+    users: int = 0
+
+
+class Related:
+    def __init__(
+        self,
+        *,
+        hooks: HookClient,
+        discovery: Discovery,
+        informers: Informers,
+        recorder: EventRecorder,
+        push: Push,
+        clock: Clock = SYSTEM_CLOCK,
+        concurrency: int = 8,
+    ) -> None:
+        self._hooks = hooks
+        self._discovery = discovery
+        self._informers = informers
+        self._recorder = recorder
+        self._push = push
+        self._clock = clock
+        self._concurrency = concurrency
+        self._entries: dict[EntryKey, _Entry] = {}
+        self._calls: asyncio.Queue[EntryKey] = asyncio.Queue()
+        self._queued: set[EntryKey] = set()
+        self._watched: dict[str, _Watched] = {}
+        self._namespaces: Informer | None = None
+        self._releases: set[asyncio.Future[None]] = set()
+
+    # --- what the router and the term ask -----------------------------------------------------
+
+    @staticmethod
+    def applies(view: ControllerView) -> bool:
+        return view.spec.hooks.customize is not None
+
+    def parent_changed(
+        self, view: ControllerView, parent: Cached | None, old: Cached | None
+    ) -> None:
+        """A parent appeared, changed or went away (cheap: schedules a call when needed)."""
+        if not self.applies(view):
+            return
+        if parent is None:
+            if old is not None:
+                self._forget((view.name, old.uid))
+            return
+        key = (view.name, parent.uid)
+        entry = self._entries.get(key)
+        if (
+            entry is not None
+            and entry.view is view
+            and entry.parent.generation == parent.generation
+        ):
+            entry.parent = parent
+            return
+        if entry is not None:
+            self._release(entry)
+        self._entries[key] = _Entry(view, parent)
+        self._schedule(key)
+
+    def set_controllers(self, views: Iterable[ControllerView]) -> None:
+        """Forget the parents of controllers that are gone or no longer have a customize hook."""
+        live = {v.name: v for v in views if self.applies(v)}
+        for key, entry in list(self._entries.items()):
+            if live.get(entry.view.name) is not entry.view:
+                self._forget(key)
+
+    def state(self, view: ControllerView, parent: Cached) -> _Entry | None:
+        entry = self._entries.get((view.name, parent.uid))
+        if entry is None:
+            self.parent_changed(view, parent, None)
+            entry = self._entries.get((view.name, parent.uid))
+        return entry
+
+    async def wait_ready(self, view: ControllerView, parent: Cached, timeout: float) -> bool:  # noqa: ASYNC109
+        entry = self.state(view, parent)
+        if entry is None:
+            return False
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(entry.ready.wait(), timeout)
+        return entry.rules is not None
+
+    def ready(self, view: ControllerView, parent: Cached) -> bool:
+        entry = self.state(view, parent)
+        return entry is not None and entry.rules is not None
+
+    def related_of(self, view: ControllerView, parent: Cached) -> dict[str, tuple[bytes, ...]]:
+        entry = self._entries.get((view.name, parent.uid))
+        if entry is None or entry.rules is None:
+            return {}
+        version = view.spec.hooks.customize.version  # type: ignore[union-attr]
+        out: dict[str, tuple[bytes, ...]] = {}
+        for rule, resource in zip(entry.rules, entry.resources, strict=True):
+            objects = out.get(group_key(resource), ())
+            seen = set(objects)
+            for obj in self._candidates(resource, rule, view, parent):
+                if obj.raw in seen:
+                    continue
+                if matches(
+                    rule,
+                    version=version,
+                    parent_namespace=parent.namespace,
+                    namespace=obj.namespace,
+                    name=obj.name,
+                    labels=obj.labels,
+                    namespace_labels=self._namespace_labels(obj.namespace),
+                ):
+                    seen.add(obj.raw)
+                    objects += (obj.raw,)
+            out[group_key(resource)] = objects
+        return out
+
+    # --- calls --------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Call customize hooks until cancelled; releases every informer on the way out."""
+        callers = [asyncio.create_task(self._caller()) for _ in range(self._concurrency)]
+        try:
+            await asyncio.gather(*callers)
+        finally:
+            for task in callers:
+                task.cancel()
+            await asyncio.gather(*callers, return_exceptions=True)
+            for watched in list(self._watched.values()):
+                watched.informer.remove_handler(watched.handler)
+                await self._informers.release(watched.resource)
+            self._watched.clear()
+            if self._namespaces is not None:
+                await self._informers.release(NAMESPACES)
+
+    def _schedule(self, key: EntryKey, delay: float = 0.0) -> None:
+        if key in self._queued:
+            return
+        self._queued.add(key)
+        if delay <= 0:
+            self._calls.put_nowait(key)
+        else:
+            asyncio.get_running_loop().call_later(delay, self._calls.put_nowait, key)
+
+    async def _caller(self) -> None:
+        while True:
+            key = await self._calls.get()
+            self._queued.discard(key)
+            entry = self._entries.get(key)
+            if entry is None or entry.rules is not None:
+                continue
+            try:
+                await self._call(entry)
+            except (HookError, HookResponseError, KubeError) as e:
+                self._failed(key, entry, str(e))
+
+    async def _call(self, entry: _Entry) -> None:
+        view = entry.view
+        hook = view.spec.hooks.customize
+        assert hook is not None
+        parent = entry.parent
+        body = orjson.dumps(
+            customize_request(controller=view.spec.raw, parent=orjson.loads(parent.raw))
+        )
+        endpoint = HookEndpoint(HookName.CUSTOMIZE, hook.webhook, COMPOSITE_CONTROLLER, view.name)
+        answer = await self._hooks.call(endpoint, body)
+        response = decode_customize_response(
+            answer, mode=hook.response_mode, version=hook.version, parent_namespace=parent.namespace
+        )
+        resources = tuple(
+            [
+                await self._discovery.resolve(rule.api_version, resource=rule.resource)
+                for rule in response.related_rules
+            ]
+        )
+        if self._entries.get((view.name, parent.uid)) is not entry:
+            return  # the parent changed or went away meanwhile
+        entry.resources = resources
+        for resource in resources:
+            self._watch(resource)
+        if any(r.namespace_selector is not None for r in response.related_rules):
+            self._watch_namespaces()
+        entry.rules = response.related_rules
+        entry.error = None
+        entry.failures = 0
+        entry.ready.set()
+        self._push(view.key(parent.namespace, parent.name), Priority.LIVE)
+
+    def _failed(self, key: EntryKey, entry: _Entry, error: str) -> None:
+        entry.error = error
+        entry.failures += 1
+        delay = min(2.0 ** (entry.failures - 1), _MAX_BACKOFF)
+        entry.ready.set()  # waiters learn it failed
+        entry.ready = asyncio.Event()
+        log.warning(
+            "customize hook failed",
+            controller=entry.view.name,
+            parent=entry.parent.name,
+            error=error,
+            retry_in=delay,
+        )
+        self._recorder.emit(
+            orjson.loads(entry.parent.raw), WARNING, REASON_SYNC_ERROR, f"customize hook: {error}"
+        )
+        self._schedule(key, delay)
+
+    def _forget(self, key: EntryKey) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._release(entry)
+
+    # --- informers and routing ----------------------------------------------------------------
+
+    def _watch(self, resource: Resource) -> None:
+        name = group_resource(resource)
+        watched = self._watched.get(name)
+        if watched is None:
+            informer = self._informers.acquire(resource)
+            handler = self._handler(name)
+            informer.add_handler(handler)
+            watched = self._watched[name] = _Watched(resource, informer, handler)
+        watched.users += 1
+
+    def _release(self, entry: _Entry) -> None:
+        for resource in entry.resources:
+            watched = self._watched.get(group_resource(resource))
+            if watched is None:
+                continue
+            watched.users -= 1
+            if watched.users == 0:
+                del self._watched[group_resource(resource)]
+                watched.informer.remove_handler(watched.handler)
+                task = asyncio.ensure_future(self._informers.release(watched.resource))
+                self._releases.add(task)
+                task.add_done_callback(self._releases.discard)
+        entry.resources = ()
+
+    def _watch_namespaces(self) -> None:
+        if self._namespaces is None:
+            self._namespaces = self._informers.acquire(NAMESPACES)
+
+    def _namespace_labels(self, namespace: str) -> dict[str, str] | None:
+        if self._namespaces is None or not namespace:
+            return None
+        ns = self._namespaces.store.get("", namespace)
+        return dict(ns.labels) if ns is not None else None
+
+    def _candidates(
+        self, resource: Resource, rule: RelatedRule, view: ControllerView, parent: Cached
+    ) -> list[Cached]:
+        watched = self._watched.get(group_resource(resource))
+        if watched is None:
+            return []
+        store = watched.informer.store
+        version = view.spec.hooks.customize.version  # type: ignore[union-attr]
+        scope = namespace_scope(rule, version=version, parent_namespace=parent.namespace)
+        if scope is not None and resource.namespaced:
+            return store.in_namespace(scope)
+        return list(store)
+
+    def _handler(self, name: str) -> EventHandler:
+        def on_event(type: str, old: Cached | None, new: Cached | None, initial: bool) -> None:
+            priority = Priority.LOW if initial else Priority.LIVE
+            for key in self._affected(name, old, new):
+                self._push(key, priority)
+
+        return on_event
+
+    def _affected(self, name: str, old: Cached | None, new: Cached | None) -> set[ParentKey]:
+        keys: set[ParentKey] = set()
+        for entry in self._entries.values():
+            if entry.rules is not None and self._affects(entry, name, old, new):
+                keys.add(entry.view.key(entry.parent.namespace, entry.parent.name))
+        return keys
+
+    def _affects(self, entry: _Entry, name: str, old: Cached | None, new: Cached | None) -> bool:
+        version = entry.view.spec.hooks.customize.version  # type: ignore[union-attr]
+        assert entry.rules is not None
+        for rule, resource in zip(entry.rules, entry.resources, strict=True):
+            if group_resource(resource) != name:
+                continue
+            for obj in (old, new):
+                if obj is not None and matches(
+                    rule,
+                    version=version,
+                    parent_namespace=entry.parent.namespace,
+                    namespace=obj.namespace,
+                    name=obj.name,
+                    labels=obj.labels,
+                    namespace_labels=self._namespace_labels(obj.namespace),
+                ):
+                    return True
+        return False
