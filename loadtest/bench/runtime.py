@@ -144,15 +144,16 @@ async def _in_process(parents: int, events: int) -> tuple[float, float]:
             child_store.upsert(_obj("ConfigMap", f"p{i}-{k}", f"uid-p{i}", i + 1, 900))
     informers = _Informers({"things": parent_store, "configmaps": child_store})
     endpoint = f"ipc://{tempfile.mkdtemp()}/bench.sock"
+    unused: Any = None  # the term is driven directly: no discovery, events or hooks
     term = Term(
         epoch=1,
         coordinator_id="bench",
         settings=TermSettings(bind=endpoint, timing=Timing()),
-        discovery=None,
+        discovery=unused,
         informers=informers,  # type: ignore[arg-type]
-        recorder=None,
-        hooks=None,
-    )  # type: ignore[arg-type]
+        recorder=unused,
+        hooks=unused,
+    )
     view = ControllerView(
         parse_composite_controller(CC), orjson.dumps(CC), "1", THINGS, (CONFIGMAPS,)
     )
