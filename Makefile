@@ -25,6 +25,9 @@ unit: $(STAMP)
 test: lint
 	$(PY) -m pytest
 
+demo: $(STAMP)
+	$(PY) -m loadtest.demo
+
 bench: $(STAMP)
 	$(PY) -m loadtest.bench $(BENCH)
 
