@@ -24,7 +24,9 @@ from typing import IO, Any
 
 from aiohttp import web
 
+from loadtest import crds
 from loadtest.apiserver.background import ClusterProcess
+from loadtest.crds import simple_crd
 from loadtest.processes import REPO, free_port
 from proto.api.crds import load_crds
 from proto.kube import errors
@@ -37,51 +39,29 @@ GREETINGS = Resource(
     "demo.metashard.io", "v1", "greetings", "Greeting", True, subresources=("status",)
 )
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
-CRDS = Resource(
-    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
-)
 CCS = Resource(
     "metacontroller.k8s.io", "v1alpha1", "compositecontrollers", "CompositeController", False
 )
 NAMESPACE = "default"
 PARENTS = ["hello", "bonjour", "hola", "ciao", "hallo"]
 
-GREETING_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "greetings.demo.metashard.io"},
-    "spec": {
-        "group": "demo.metashard.io",
-        "scope": "Namespaced",
-        "names": {"plural": "greetings", "singular": "greeting", "kind": "Greeting"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "properties": {
-                                    "message": {"type": "string"},
-                                    "replicas": {"type": "integer", "minimum": 0, "maximum": 20},
-                                },
-                            },
-                            "status": {
-                                "type": "object",
-                                "x-kubernetes-preserve-unknown-fields": True,
-                            },
-                        },
-                    }
+GREETING_CRD = simple_crd(
+    "demo.metashard.io",
+    "Greeting",
+    schema={
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string"},
+                    "replicas": {"type": "integer", "minimum": 0, "maximum": 20},
                 },
-            }
-        ],
+            },
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        },
     },
-}
+)
 
 
 async def sync_hook(request: web.Request) -> web.Response:
@@ -114,16 +94,7 @@ async def serve_hook(port: int) -> web.AppRunner:
 
 
 async def install(client: Client, hook_url: str) -> None:
-    for crd in [*load_crds(), GREETING_CRD]:
-        with contextlib.suppress(errors.AlreadyExists):
-            await client.create(CRDS, crd)
-    for _ in range(100):
-        await client.discovery.refresh()
-        try:
-            await client.resource("demo.metashard.io/v1", resource="greetings")
-            break
-        except errors.ResourceNotFound:
-            await asyncio.sleep(0.1)
+    await crds.install(client, [*load_crds(), GREETING_CRD])
     with contextlib.suppress(errors.AlreadyExists):
         await client.create(
             CCS,

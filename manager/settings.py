@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from proto.api.duration import parse_seconds
 from proto.api.errors import DurationError
+from proto.flags import add_common, burst
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,20 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--bind", default="tcp://0.0.0.0:7070", help="ZeroMQ endpoint workers connect to"
     )
-    p.add_argument(
-        "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)"
-    )
-    p.add_argument(
-        "--client-go-qps",
-        dest="qps",
-        type=float,
-        default=0.0,
-        help="API requests per second; 0 = unlimited (default)",
-    )
-    p.add_argument("--client-go-burst", dest="burst", type=int, default=0)
-    p.add_argument(
-        "--metrics-address", default=":9999", help="serve /metrics, /healthz, /readyz; 0 disables"
-    )
+    add_common(p)
     p.add_argument("--leader-election", type=_bool, nargs="?", const=True, default=False)
     p.add_argument(
         "--leader-election-namespace",
@@ -100,8 +88,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=5.0,
         help="a worker silent this long loses its slots",
     )
-    p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
-    p.add_argument("--log-level", default="info")
 
 
 def from_namespace(args: argparse.Namespace) -> CoordinatorSettings:
@@ -109,7 +95,7 @@ def from_namespace(args: argparse.Namespace) -> CoordinatorSettings:
         bind=args.bind,
         kubeconfig=args.kubeconfig,
         qps=args.qps,
-        burst=args.burst or (int(args.qps * 2) if args.qps else 0),
+        burst=burst(args),
         metrics_address=args.metrics_address,
         leader_election=args.leader_election,
         leader_election_namespace=args.leader_election_namespace,

@@ -8,6 +8,8 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from proto.flags import add_common, burst
+
 
 @dataclass(frozen=True, slots=True)
 class WorkerSettings:
@@ -38,28 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--concurrency", type=int, default=16, help="reconciles run at once (default 16)"
     )
-    p.add_argument(
-        "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)"
-    )
-    p.add_argument(
-        "--client-go-qps",
-        dest="qps",
-        type=float,
-        default=0.0,
-        help="API requests per second; 0 = unlimited (default)",
-    )
-    p.add_argument("--client-go-burst", dest="burst", type=int, default=0, help="API request burst")
-    p.add_argument(
-        "--metrics-address",
-        default=":9999",
-        help="serve /metrics, /healthz, /readyz here; 0 disables",
-    )
+    add_common(p)
     p.add_argument(
         "--reconciler",
         help="MODULE:CALLABLE returning a reconciler factory (replaces the built-in reconcilers)",
     )
-    p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
-    p.add_argument("--log-level", default="info")
     return p
 
 
@@ -73,15 +58,13 @@ def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
         parser.error("--coordinator (or METASHARD_COORDINATOR) is required")
     if args.concurrency < 1:
         parser.error("--concurrency must be at least 1")
-    if args.qps < 0 or args.burst < 0:
-        parser.error("--client-go-qps and --client-go-burst must not be negative")
     return WorkerSettings(
         worker_id=args.worker_id or env.get("POD_NAME") or socket.gethostname(),
         coordinator=coordinator,
         concurrency=args.concurrency,
         kubeconfig=args.kubeconfig,
         qps=args.qps,
-        burst=args.burst or (int(args.qps * 2) if args.qps else 0),
+        burst=burst(args),
         metrics_address=args.metrics_address,
         reconciler=args.reconciler,
         log_format=args.log_format,

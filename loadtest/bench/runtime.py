@@ -26,6 +26,7 @@ import zmq.asyncio
 
 from loadtest.apiserver.background import ClusterProcess
 from loadtest.bench._report import header, row
+from loadtest.crds import install, simple_crd
 from loadtest.processes import Proc, Processes
 from manager.membership import Timing
 from manager.store import Cached, Store
@@ -42,9 +43,6 @@ from workers.link import DealerLink
 
 THINGS = Resource("bench.metashard.io", "v1", "things", "Thing", True, subresources=("status",))
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
-CRDS = Resource(
-    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
-)
 CCS = Resource(
     "metacontroller.k8s.io", "v1alpha1", "compositecontrollers", "CompositeController", False
 )
@@ -59,30 +57,7 @@ CC = {
         "hooks": {"sync": {"webhook": {"url": "http://127.0.0.1:9/unused"}}},
     },
 }
-THING_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "things.bench.metashard.io"},
-    "spec": {
-        "group": "bench.metashard.io",
-        "scope": "Namespaced",
-        "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
+THING_CRD = simple_crd("bench.metashard.io", "Thing")
 
 
 # --- 1. in process ----------------------------------------------------------------------------
@@ -263,15 +238,7 @@ async def _raw_zmq(size: int, total: int, *, round_trip: bool) -> float:
 async def _install(kubeconfig: str, parents: int) -> None:
     async with Session(load_config(kubeconfig), qps=0) as session:
         client = Client(session)
-        for crd in [*load_crds(), THING_CRD]:
-            await client.create(CRDS, crd)
-        for _ in range(100):
-            await client.discovery.refresh()
-            try:
-                await client.resource("bench.metashard.io/v1", resource="things")
-                break
-            except Exception:
-                await asyncio.sleep(0.1)
+        await install(client, [*load_crds(), THING_CRD])
         await client.create(
             Resource("", "v1", "namespaces", "Namespace", False),
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}},

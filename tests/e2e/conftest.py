@@ -22,6 +22,7 @@ import pytest
 import pytest_asyncio
 
 from loadtest.apiserver.background import ClusterProcess
+from loadtest.crds import install, simple_crd
 from proto.api.crds import load_crds
 from proto.kube import errors
 from proto.kube.client import Client
@@ -31,57 +32,13 @@ from proto.kube.session import Session
 from tests.e2e.harness import Processes
 
 KUBECONFIG_ENV = "METASHARD_E2E_KUBECONFIG"
-CRDS = Resource(
-    "apiextensions.k8s.io",
-    "v1",
-    "customresourcedefinitions",
-    "CustomResourceDefinition",
-    namespaced=False,
-)
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-THINGS_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "things.e2e.metashard.io"},
-    "spec": {
-        "group": "e2e.metashard.io",
-        "scope": "Namespaced",
-        "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
+THINGS_CRD = simple_crd("e2e.metashard.io", "Thing")
 
 
 async def _install(kubeconfig: str) -> None:
     async with Session(load_config(kubeconfig), qps=0) as session:
-        client = Client(session)
-        for crd in [*load_crds(), THINGS_CRD]:
-            with contextlib.suppress(errors.AlreadyExists):
-                await client.create(CRDS, crd)
-        for _ in range(100):
-            await client.discovery.refresh()
-            try:
-                await client.resource("e2e.metashard.io/v1", resource="things")
-                await client.resource(
-                    "metacontroller.k8s.io/v1alpha1", resource="compositecontrollers"
-                )
-                return
-            except errors.ResourceNotFound:
-                await asyncio.sleep(0.1)
-        raise RuntimeError("the CRDs were not served in time")
+        await install(Client(session), [*load_crds(), THINGS_CRD])
 
 
 @pytest.fixture(scope="session")
