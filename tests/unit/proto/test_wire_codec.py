@@ -253,6 +253,7 @@ def test_enum_values_on_the_wire() -> None:
         "unknown_key",
         "unknown_controller",
         "too_large",
+        "not_ready",
     }
 
 
