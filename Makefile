@@ -28,7 +28,13 @@ test: lint
 demo: $(STAMP)
 	$(PY) -m loadtest.demo
 
-bench: $(STAMP)
+BENCH_STAMP := $(VENV)/.installed-bench
+
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(PY) -m loadtest.bench $(BENCH)
 
 clean:
