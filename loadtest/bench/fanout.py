@@ -29,7 +29,7 @@ import orjson
 
 from loadtest.apiserver.background import ClusterProcess
 from loadtest.bench._report import header, row
-from loadtest.processes import REPO
+from loadtest.processes import REPO, free_port
 
 SHARED_BENCH = REPO.parent / "shared" / "bench"
 WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
@@ -157,15 +157,15 @@ def main(quick: bool) -> None:
             for _ in range(runs):
                 _harness(["raw", *common, "--concurrency", "128", "--label", "raw"], env=env)
                 for w in (1, 2):
-                    label = ["--label", f"metashard-{w}w", "--controller-cmd"]
+                    flags = ["--label", f"metashard-{w}w", "--controller-cmd"]
                     port = free_port()
                     with Scraper([port + 1 + i for i in range(w)]) as scraper:
                         _harness(
-                            ["controller", *common, "--hook", *label, _metashard_cmd(w, port)],
+                            ["controller", *common, "--hook", *flags, _metashard_cmd(w, port)],
                             env=env,
                         )
                     reconciles[w].append(scraper.reconciles())
-                    cold = ["controller", *common, "--hook", "--coldstart", *label]
+                    cold = ["controller", *common, "--hook", "--coldstart", *flags]
                     _harness([*cold, _metashard_cmd(w, free_port())], env=env)
                 if not quick:
                     _harness(["controller", *common, "--kopf", "--label", "kopf"], env=env)
