@@ -65,6 +65,7 @@ __all__ = [
     "deep_equal",
     "last_applied",
     "merge",
+    "revert_system_fields",
 ]
 
 LAST_APPLIED_ANNOTATION = "metacontroller.k8s.io/last-applied-configuration"
@@ -443,9 +444,10 @@ def _parse_last_applied(text: str) -> dict[str, Any] | None:
     )
 
 
-def _revert_system_fields(merged: dict[str, Any], observed: dict[str, Any]) -> dict[str, Any]:
-    """Force metadata system fields and ``status`` to their observed values; remove those
-    observed lacks (``revertObjectMetaSystemFields`` and ``revertField``)."""
+def revert_system_fields(merged: dict[str, Any], observed: dict[str, Any]) -> dict[str, Any]:
+    """merged with the metadata system fields and ``status`` forced to their observed values,
+    or removed where observed has none (``revertObjectMetaSystemFields`` and ``revertField``).
+    Raises ``InvalidObjectError`` if observed metadata is not an object."""
     original = observed.get("metadata")
     if original is not None and not isinstance(original, dict):
         raise InvalidObjectError(f"observed metadata is a {type(original).__name__}, not an object")
@@ -507,7 +509,7 @@ def apply_update(
             merged = None
     if merged is None:
         merged = merge(observed, _parse_last_applied(recorded), desired)
-    merged = _revert_system_fields(merged, observed)
+    merged = revert_system_fields(merged, observed)
     merged = _with_annotation(merged, annotation)
     if merged is observed:
         return merged, False
