@@ -46,7 +46,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from operator import itemgetter
+from itertools import chain, repeat
+from operator import is_, itemgetter
 from typing import Any
 
 import orjson
@@ -201,7 +202,7 @@ def _merge_object(
             if kind is dict:
                 if type(want) is not dict:
                     want = None
-                elif len(have) == len(want) and _identical_flat(have, want):
+                elif len(have) == len(want) and have == want and _flat_identical(have, want):
                     continue
                 if last is _ROUND_TRIP:
                     prior: Any = last
@@ -239,16 +240,19 @@ def _same(a: float, b: float) -> bool:
     return a != 0.0 or math.copysign(1.0, a) == math.copysign(1.0, b)
 
 
-def _identical_flat(have: Any, want: Any) -> bool:
-    """True if have and want are identical values with no list below their top level.
+def _flat_identical(have: Any, want: Any) -> bool:
+    """Given ``have == want`` (objects, or lists of objects): True if they are identical,
+    types included, and hold no list below the top level.
 
     Then merging want into have changes nothing, whatever last-applied says: no key can be
     deleted (the key sets are equal at every level), every scalar is kept, and only list-maps
-    can rearrange items (by collapsing duplicate keys), so nested lists are excluded. Python's
-    ``==`` rejects most pairs quickly; orjson's bytes then tell 1, 1.0 and true apart.
+    can rearrange items (by collapsing duplicate keys), so nested lists are excluded. Values
+    that are all strings or null are identical as soon as they are equal; otherwise orjson's
+    bytes tell 1, 1.0 and true apart.
     """
-    if have != want:
-        return False
+    values = have.values() if type(have) is dict else chain.from_iterable(map(dict.values, have))
+    if _STRING_KINDS.issuperset(map(type, values)):
+        return True
     try:
         text = orjson.dumps(have)
         return text == orjson.dumps(want) and text.find(b"[", 1) < 0
@@ -259,94 +263,101 @@ def _identical_flat(have: Any, want: Any) -> bool:
 def _merge_list(
     observed: list[Any], last: list[Any] | _Desired | None, desired: list[Any] | None
 ) -> list[Any] | None:
-    key = _list_map_key(observed, last if isinstance(last, list) else None, desired)
-    if key is not None:
+    last_items = last if type(last) is list else None
+    if desired is not None and len(observed) == len(desired) and observed == desired:
+        # Equal lists have items of the same kinds and keys: desired adds nothing to
+        # the list-map key detection.
+        key = _list_map_key(observed, last_items, None)
+        if key is None:
+            return observed if _identical_items(observed, desired) else desired
+        value_of = itemgetter(key)
+        values = list(map(value_of, observed))
+        observed_keys = _key_texts(values, {*map(type, values)})
         # Identical items holding no lists: only duplicate keys could change the list (the
         # merged item of a key replaces each of its occurrences).
-        if (
-            desired is not None
-            and len(observed) == len(desired)
-            and _identical_flat(observed, desired)
-            and len(set(_key_texts(list(map(itemgetter(key), observed))))) == len(observed)
-        ):
+        if len(set(observed_keys)) == len(observed) and _flat_identical(observed, desired):
             return observed
-        return _merge_list_map(key, observed, last, desired)
-    if desired is not None and observed == desired and _equal(observed, desired, True):
-        return observed
-    return desired
+    else:
+        key = _list_map_key(observed, last_items, desired)
+        if key is None:
+            return desired
+        value_of = itemgetter(key)
+        values = list(map(value_of, observed))
+        observed_keys = _key_texts(values, {*map(type, values)})
+    return _merge_list_map(value_of, observed, observed_keys, last, desired)
 
 
-def _list_map_key(*lists: list[Any] | None) -> str | None:
-    """The conventional key every item of the lists has, or None if any item is not an
-    object or no such key exists (all lists empty included)."""
-    candidates: list[str] | None = None
-    for items in lists:
-        if not items:
-            continue
-        for item in items:
-            if type(item) is not dict:
-                return None
-            if candidates is None:
-                candidates = list(filter(item.__contains__, _MERGE_KEYS))
-            else:
-                for k in candidates:
-                    if k not in item:
-                        candidates = list(filter(item.__contains__, candidates))
-                        break
-            if not candidates:
-                return None
-    return candidates[0] if candidates else None
+def _identical_items(observed: list[Any], desired: list[Any]) -> bool:
+    """Equal lists (``==``) that also agree on every type and on the sign of zeros."""
+    kinds = list(map(type, observed))
+    if kinds != list(map(type, desired)):
+        return False
+    return _EXACT_KINDS.issuperset(kinds) or all(map(_equal, observed, desired, repeat(True)))
+
+
+def _list_map_key(
+    observed: list[Any], last: list[Any] | None, desired: list[Any] | None
+) -> str | None:
+    """The first conventional key that every item of the lists has, or None if an item is
+    not an object or no key is shared (all lists empty included). Go intersects the key sets
+    of all items and then takes the first conventional key left: the same key."""
+    items = [*observed, *(last or ()), *(desired or ())] if last or desired else observed
+    if not items or {*map(type, items)} != _JUST_DICT:
+        return None
+    first = items[0]
+    for key in _MERGE_KEYS:
+        if key in first and all(map(dict.__contains__, items, repeat(key))):
+            return key
+    return None
 
 
 def _key_text(value: Any) -> str:
     """Metacontroller's ``stringMergeKey``: strings as they are, anything else as ``%v``."""
-    kind = type(value)
-    if kind is str:
-        return value  # type: ignore[no-any-return]
-    if kind is int:
-        return str(value)
-    return gojson.sprint(value)
+    return value if type(value) is str else gojson.sprint(value)
 
 
-def _key_texts(values: list[Any]) -> list[str]:
-    """``_key_text`` of each value; the list itself when all are strings."""
-    if {*map(type, values)} == _JUST_STR:
+def _key_texts(values: list[Any], kinds: set[type]) -> list[str]:
+    """``_key_text`` of each of values, whose types are kinds."""
+    if kinds == _JUST_STR:
         return values
+    if kinds == _JUST_INT:
+        return list(map(str, values))
     return list(map(_key_text, values))
 
 
+def _round_trip_stable(values: list[Any], kinds: set[type]) -> bool:
+    """True if ``%v`` of each value equals ``%v`` of ``loads(dumps(value))``: strings,
+    booleans, null and integers within int64."""
+    if _STABLE_KINDS.issuperset(kinds):
+        return True
+    if not _STABLE_KINDS.union(_JUST_INT).issuperset(kinds):
+        return False
+    numbers = [value for value in values if type(value) is int]
+    return min(numbers) >= _INT64_MIN and max(numbers) <= _INT64_MAX
+
+
+_JUST_DICT = {dict}
 _JUST_STR = {str}
-
-
-def _round_trip_stable(value: Any) -> bool:
-    """True if ``%v`` of value equals ``%v`` of ``loads(dumps(value))``."""
-    kind = type(value)
-    return (
-        kind is str
-        or kind is bool
-        or value is None
-        or (kind is int and _INT64_MIN <= value <= _INT64_MAX)
-    )
+_JUST_INT = {int}
+_STABLE_KINDS = frozenset((str, bool, type(None)))
+_EXACT_KINDS = frozenset((str, int, bool, type(None)))  # == on these is Go's equality
+_STRING_KINDS = frozenset((str, type(None)))  # equal to nothing of another type
 
 
 def _merge_list_map(
-    key: str,
+    value_of: itemgetter[str],
     observed: list[Any],
+    observed_keys: list[str],
     last: list[Any] | _Desired | None,
     desired: list[Any] | None,
 ) -> list[Any]:
-    value_of = itemgetter(key)
-    observed_keys = _key_texts(list(map(value_of, observed)))
     observed_map = dict(zip(observed_keys, observed, strict=True))  # the last duplicate wins
     if desired:
         values = list(map(value_of, desired))
-        desired_keys = _key_texts(values)
-        if (
-            last is _ROUND_TRIP
-            and desired_keys is not values
-            and not all(map(_round_trip_stable, values))
-        ):
-            raise _UnstableKey(key)
+        kinds = {*map(type, values)}
+        if last is _ROUND_TRIP and not _round_trip_stable(values, kinds):
+            raise _UnstableKey(value_of)
+        desired_keys = _key_texts(values, kinds)
         desired_map = dict(zip(desired_keys, desired, strict=True))
     else:
         desired_keys, desired_map = [], {}
@@ -354,7 +365,8 @@ def _merge_list_map(
     if last is _ROUND_TRIP:
         last_map = last
     elif type(last) is list and last:
-        last_map = dict(zip(_key_texts(list(map(value_of, last))), last, strict=True))
+        values = list(map(value_of, last))
+        last_map = dict(zip(_key_texts(values, {*map(type, values)}), last, strict=True))
     else:
         last_map = None
     merged = _merge_object(observed_map, last_map, desired_map)
@@ -368,7 +380,7 @@ def _merge_list_map(
         if k not in added:
             added.add(k)
             out.append(merged[k])
-    if len(out) == len(observed) and all(a is b for a, b in zip(out, observed, strict=True)):
+    if len(out) == len(observed) and all(map(is_, out, observed)):
         return observed
     return out
 

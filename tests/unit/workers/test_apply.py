@@ -349,6 +349,8 @@ _DUPLICATES = {"l": [{"name": "a", "v": 1}, {"name": "a", "v": 2}]}
 @example({"s": _DUPLICATES}, None, {"s": copy.deepcopy(_DUPLICATES)})
 @example({"a": 0.0, "b": [0.0]}, None, {"a": -0.0, "b": [-0.0]})  # Go keeps desired's -0
 @example({"a": 1, "b": [1], "c": 0}, None, {"a": 1.0, "b": [True], "c": False})
+@example({"s": {"a": 1, "b": "x"}}, None, {"s": {"a": True, "b": "x"}})  # equal under ==
+@example({"l": [{"name": "n", "v": 1}]}, None, {"l": [{"name": "n", "v": 1.0}]})
 def test_merge_matches_metacontrollers_algorithm(observed: Any, last: Any, desired: Any) -> None:
     expected = reference_merge(observed, copy.deepcopy(last), copy.deepcopy(desired))
     assert strict(apply.merge(observed, last, desired)) == strict(expected)
