@@ -225,28 +225,29 @@ def _flat_identical(have: Any, want: Any) -> bool:
 def _merge_list(
     observed: list[Any], last: list[Any] | _Desired | None, desired: list[Any] | None
 ) -> list[Any] | None:
-    last_items = last if type(last) is list else None
+    prior = last if type(last) is list else None
     if desired is not None and len(observed) == len(desired) and observed == desired:
-        # Equal lists have items of the same kinds and keys: desired adds nothing to
-        # the list-map key detection.
-        key = _list_map_key(observed, last_items, None)
-        if key is None:
+        # Equal lists have items of the same kinds and keys: desired adds nothing to the
+        # detection, and the list is kept if its items are identical, hold no lists and
+        # repeat no key (the merged item of a key replaces each of its occurrences).
+        found = _list_map_key(observed, prior, None)
+        if found is None:
             return observed if _identical_items(observed, desired) else desired
-        value_of = itemgetter(key)
-        values = list(map(value_of, observed))
-        observed_keys = _key_texts(values, {*map(type, values)})
-        # Identical items holding no lists: only duplicate keys could change the list (the
-        # merged item of a key replaces each of its occurrences).
+        value_of, values = found
+        del values[len(observed) :]
+        observed_keys = _key_texts(values)
         if len(set(observed_keys)) == len(observed) and _flat_identical(observed, desired):
             return observed
-    else:
-        key = _list_map_key(observed, last_items, desired)
-        if key is None:
-            return desired
-        value_of = itemgetter(key)
-        values = list(map(value_of, observed))
-        observed_keys = _key_texts(values, {*map(type, values)})
-    return _merge_list_map(value_of, observed, observed_keys, last, desired)
+        return _merge_list_map(
+            value_of, observed, observed_keys, last, desired, list(map(value_of, desired))
+        )
+    found = _list_map_key(observed, prior, desired)
+    if found is None:
+        return desired
+    value_of, values = found
+    desired_values = values[len(values) - len(desired) :] if desired else []
+    del values[len(observed) :]
+    return _merge_list_map(value_of, observed, _key_texts(values), last, desired, desired_values)
 
 
 def _identical_items(observed: list[Any], desired: list[Any]) -> bool:
@@ -259,17 +260,22 @@ def _identical_items(observed: list[Any], desired: list[Any]) -> bool:
 
 def _list_map_key(
     observed: list[Any], last: list[Any] | None, desired: list[Any] | None
-) -> str | None:
-    """The first conventional key that every item of the lists has, or None if an item is
-    not an object or no key is shared (all lists empty included). Go intersects the key sets
-    of all items and then takes the first conventional key left: the same key."""
+) -> tuple[itemgetter[str], list[Any]] | None:
+    """The first conventional key every item of the lists has, with its values (observed's,
+    then last's, then desired's); None if an item is not an object or no key is shared (all
+    lists empty included). Go intersects the key sets of all items, then takes the first
+    conventional key left: the same key."""
     items = [*observed, *(last or ()), *(desired or ())] if last or desired else observed
     if not items or {*map(type, items)} != _JUST_DICT:
         return None
     first = items[0]
     for key in _MERGE_KEYS:
-        if key in first and all(map(dict.__contains__, items, repeat(key))):
-            return key
+        if key in first:
+            value_of = itemgetter(key)
+            try:
+                return value_of, list(map(value_of, items))
+            except KeyError:
+                continue  # some item lacks it
     return None
 
 
@@ -278,8 +284,9 @@ def _key_text(value: Any) -> str:
     return value if type(value) is str else gojson.sprint(value)
 
 
-def _key_texts(values: list[Any], kinds: set[type]) -> list[str]:
-    """``_key_text`` of each of values, whose types are kinds."""
+def _key_texts(values: list[Any]) -> list[str]:
+    """``_key_text`` of each value."""
+    kinds = {*map(type, values)}
     if kinds == _JUST_STR:
         return values
     if kinds == _JUST_INT:
@@ -287,21 +294,26 @@ def _key_texts(values: list[Any], kinds: set[type]) -> list[str]:
     return list(map(_key_text, values))
 
 
-def _round_trip_stable(values: list[Any], kinds: set[type]) -> bool:
+def _round_trip_stable(values: list[Any]) -> bool:
     """True if ``%v`` of each value equals ``%v`` of ``loads(dumps(value))``: strings,
     booleans, null and integers within int64."""
+    kinds = {*map(type, values)}
     if _STABLE_KINDS.issuperset(kinds):
         return True
-    if not _STABLE_KINDS.union(_JUST_INT).issuperset(kinds):
+    if kinds == _JUST_INT:
+        numbers = values
+    elif _STABLE_OR_INT.issuperset(kinds):
+        numbers = [value for value in values if type(value) is int]
+    else:
         return False
-    numbers = [value for value in values if type(value) is int]
-    return min(numbers) >= _INT64_MIN and max(numbers) <= _INT64_MAX
+    return bool(min(numbers) >= _INT64_MIN and max(numbers) <= _INT64_MAX)
 
 
 _JUST_DICT = {dict}
 _JUST_STR = {str}
 _JUST_INT = {int}
 _STABLE_KINDS = frozenset((str, bool, type(None)))
+_STABLE_OR_INT = _STABLE_KINDS | {int}
 _EXACT_KINDS = frozenset((str, int, bool, type(None)))  # == on these is Go's equality
 _STRING_KINDS = frozenset((str, type(None)))  # equal to nothing of another type
 
@@ -312,23 +324,27 @@ def _merge_list_map(
     observed_keys: list[str],
     last: list[Any] | _Desired | None,
     desired: list[Any] | None,
+    desired_values: list[Any],
 ) -> list[Any]:
+    if last is _ROUND_TRIP and desired_values and not _round_trip_stable(desired_values):
+        raise _UnstableKey(value_of)
+    desired_keys = _key_texts(desired_values)
+    desired = desired or []
+    if (
+        last is _ROUND_TRIP
+        and observed_keys[: len(desired_keys)] == desired_keys
+        and len(set(observed_keys)) == len(observed)
+    ):
+        # The steady state: desired items lead observed, in the same order, and nothing can
+        # be deleted. Each observed item is merged with the desired item at its position.
+        return _merge_aligned(observed, desired)
     observed_map = dict(zip(observed_keys, observed, strict=True))  # the last duplicate wins
-    if desired:
-        values = list(map(value_of, desired))
-        kinds = {*map(type, values)}
-        if last is _ROUND_TRIP and not _round_trip_stable(values, kinds):
-            raise _UnstableKey(value_of)
-        desired_keys = _key_texts(values, kinds)
-        desired_map = dict(zip(desired_keys, desired, strict=True))
-    else:
-        desired_keys, desired_map = [], {}
+    desired_map = dict(zip(desired_keys, desired, strict=True))
     last_map: dict[str, Any] | _Desired | None
     if last is _ROUND_TRIP:
         last_map = last
     elif type(last) is list and last:
-        values = list(map(value_of, last))
-        last_map = dict(zip(_key_texts(values, {*map(type, values)}), last, strict=True))
+        last_map = dict(zip(_key_texts(list(map(value_of, last))), last, strict=True))
     else:
         last_map = None
     merged = _merge_object(observed_map, last_map, desired_map)
@@ -345,3 +361,16 @@ def _merge_list_map(
     if len(out) == len(observed) and all(map(is_, out, observed)):
         return observed
     return out
+
+
+def _merge_aligned(observed: list[Any], desired: list[Any]) -> list[Any]:
+    out: list[Any] | None = None
+    for index, (have, want) in enumerate(zip(observed, desired, strict=False)):  # desired leads
+        if len(have) == len(want) and have == want and _flat_identical(have, want):
+            continue
+        new = _merge_object(have, _ROUND_TRIP, want)
+        if new is not have:
+            if out is None:
+                out = list(observed)
+            out[index] = new
+    return observed if out is None else out
