@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from itertools import chain, repeat
+from itertools import repeat
 from operator import is_, itemgetter
 from typing import Any
 
@@ -208,16 +208,15 @@ def _flat_identical(have: Any, want: Any) -> bool:
 
     Then merging want into have changes nothing, whatever last-applied says: no key can be
     deleted (the key sets are equal at every level), every scalar is kept, and only list-maps
-    can rearrange items (by collapsing duplicate keys), so nested lists are excluded. Values
-    that are all strings or null are identical as soon as they are equal; otherwise orjson's
-    bytes tell 1, 1.0 and true apart.
+    can rearrange items (by collapsing duplicate keys), so nested lists are excluded. An
+    object whose values are all strings or null is identical as soon as it is equal;
+    otherwise orjson's bytes tell 1, 1.0 and true apart.
     """
-    values = have.values() if type(have) is dict else chain.from_iterable(map(dict.values, have))
-    if _STRING_KINDS.issuperset(map(type, values)):
+    if type(have) is dict and _STRING_KINDS.issuperset(map(type, have.values())):
         return True
     try:
-        text = orjson.dumps(have)
-        return text == orjson.dumps(want) and text.find(b"[", 1) < 0
+        text = orjson.dumps(have, option=orjson.OPT_SORT_KEYS)  # key order does not count
+        return text == orjson.dumps(want, option=orjson.OPT_SORT_KEYS) and text.find(b"[", 1) < 0
     except orjson.JSONEncodeError:
         return False
 
@@ -226,28 +225,74 @@ def _merge_list(
     observed: list[Any], last: list[Any] | _Desired | None, desired: list[Any] | None
 ) -> list[Any] | None:
     prior = last if type(last) is list else None
-    if desired is not None and len(observed) == len(desired) and observed == desired:
-        # Equal lists have items of the same kinds and keys: desired adds nothing to the
-        # detection, and the list is kept if its items are identical, hold no lists and
-        # repeat no key (the merged item of a key replaces each of its occurrences).
-        found = _list_map_key(observed, prior, None)
-        if found is None:
-            return observed if _identical_items(observed, desired) else desired
-        value_of, values = found
-        del values[len(observed) :]
-        observed_keys = _key_texts(values)
-        if len(set(observed_keys)) == len(observed) and _flat_identical(observed, desired):
-            return observed
-        return _merge_list_map(
-            value_of, observed, observed_keys, last, desired, list(map(value_of, desired))
-        )
-    found = _list_map_key(observed, prior, desired)
+    # Equal lists have items of the same kinds and keys: desired adds nothing to the key
+    # detection then, and the list is kept if its items are identical, hold no lists and
+    # repeat no key (the merged item of a key replaces each of its occurrences).
+    equal = desired is not None and len(observed) == len(desired) and observed == desired
+    more = desired if desired and not equal else None
+    found = _list_map_key([*observed, *(prior or ()), *(more or ())] if prior or more else observed)
     if found is None:
+        if equal:
+            return observed if _identical_items(observed, desired) else desired  # type: ignore[arg-type]
         return desired
     value_of, values = found
-    desired_values = values[len(values) - len(desired) :] if desired else []
-    del values[len(observed) :]
-    return _merge_list_map(value_of, observed, _key_texts(values), last, desired, desired_values)
+    # The key texts of the observed, last-applied and desired items, in that order.
+    kinds = {*map(type, values)}
+    texts = _key_texts(values, kinds)
+    count = len(observed)
+    observed_keys = texts[:count]
+    unique = len(set(observed_keys)) == count
+    if equal:
+        if unique and _flat_identical(observed, desired):
+            return observed
+        more = list(map(value_of, desired))  # type: ignore[arg-type]
+        values, kinds = values + more, kinds | {*map(type, more)}
+        texts = texts + _key_texts(more, kinds)
+    desired_keys = texts[count + (len(prior) if prior else 0) :]
+    desired = desired or []
+    if last is _ROUND_TRIP:
+        if not _round_trip_stable(values, kinds):
+            raise _UnstableKey(value_of)
+        if unique and observed_keys[: len(desired_keys)] == desired_keys:
+            # The steady state: desired items lead observed, in the same order, and nothing
+            # can be deleted. Each observed item is merged with the desired item in its place.
+            return _merge_aligned(observed, desired)
+    observed_map = dict(zip(observed_keys, observed, strict=True))  # the last duplicate wins
+    desired_map = dict(zip(desired_keys, desired, strict=True))
+    last_map: dict[str, Any] | _Desired | None
+    if last is _ROUND_TRIP:
+        last_map = last
+    elif prior:
+        last_map = dict(zip(texts[count : count + len(prior)], prior, strict=True))
+    else:
+        last_map = None
+    merged = _merge_object(observed_map, last_map, desired_map)
+    if merged is observed_map and len(observed_map) == count:
+        return observed  # nothing changed, added or removed, and no duplicates to collapse
+    # Rebuild: surviving observed items in observed order (merging never changes an item's
+    # key text), then desired items not seen yet, in desired order.
+    out = [merged[k] for k in observed_keys if k in merged]
+    added = set(observed_keys)
+    for k in desired_keys:
+        if k not in added:
+            added.add(k)
+            out.append(merged[k])
+    if len(out) == count and all(map(is_, out, observed)):
+        return observed
+    return out
+
+
+def _merge_aligned(observed: list[Any], desired: list[Any]) -> list[Any]:
+    out: list[Any] | None = None
+    for index, (have, want) in enumerate(zip(observed, desired, strict=False)):  # desired leads
+        if len(have) == len(want) and have == want and _flat_identical(have, want):
+            continue
+        new = _merge_object(have, _ROUND_TRIP, want)
+        if new is not have:
+            if out is None:
+                out = list(observed)
+            out[index] = new
+    return observed if out is None else out
 
 
 def _identical_items(observed: list[Any], desired: list[Any]) -> bool:
@@ -258,14 +303,10 @@ def _identical_items(observed: list[Any], desired: list[Any]) -> bool:
     return _EXACT_KINDS.issuperset(kinds) or all(map(_equal, observed, desired, repeat(True)))
 
 
-def _list_map_key(
-    observed: list[Any], last: list[Any] | None, desired: list[Any] | None
-) -> tuple[itemgetter[str], list[Any]] | None:
-    """The first conventional key every item of the lists has, with its values (observed's,
-    then last's, then desired's); None if an item is not an object or no key is shared (all
-    lists empty included). Go intersects the key sets of all items, then takes the first
-    conventional key left: the same key."""
-    items = [*observed, *(last or ()), *(desired or ())] if last or desired else observed
+def _list_map_key(items: list[Any]) -> tuple[itemgetter[str], list[Any]] | None:
+    """The first conventional key every item has, with the items' values for it; None if an
+    item is not an object or no key is shared (no items included). Go intersects the key
+    sets of all items, then takes the first conventional key left: the same key."""
     if not items or {*map(type, items)} != _JUST_DICT:
         return None
     first = items[0]
@@ -284,9 +325,8 @@ def _key_text(value: Any) -> str:
     return value if type(value) is str else gojson.sprint(value)
 
 
-def _key_texts(values: list[Any]) -> list[str]:
-    """``_key_text`` of each value."""
-    kinds = {*map(type, values)}
+def _key_texts(values: list[Any], kinds: set[type]) -> list[str]:
+    """``_key_text`` of each value; kinds holds the types of values (and maybe more)."""
     if kinds == _JUST_STR:
         return values
     if kinds == _JUST_INT:
@@ -294,10 +334,9 @@ def _key_texts(values: list[Any]) -> list[str]:
     return list(map(_key_text, values))
 
 
-def _round_trip_stable(values: list[Any]) -> bool:
-    """True if ``%v`` of each value equals ``%v`` of ``loads(dumps(value))``: strings,
-    booleans, null and integers within int64."""
-    kinds = {*map(type, values)}
+def _round_trip_stable(values: list[Any], kinds: set[type]) -> bool:
+    """True if ``%v`` of each value (of types kinds) is also ``%v`` of its JSON round trip:
+    strings, booleans, null and integers within int64."""
     if _STABLE_KINDS.issuperset(kinds):
         return True
     if kinds == _JUST_INT:
@@ -316,61 +355,3 @@ _STABLE_KINDS = frozenset((str, bool, type(None)))
 _STABLE_OR_INT = _STABLE_KINDS | {int}
 _EXACT_KINDS = frozenset((str, int, bool, type(None)))  # == on these is Go's equality
 _STRING_KINDS = frozenset((str, type(None)))  # equal to nothing of another type
-
-
-def _merge_list_map(
-    value_of: itemgetter[str],
-    observed: list[Any],
-    observed_keys: list[str],
-    last: list[Any] | _Desired | None,
-    desired: list[Any] | None,
-    desired_values: list[Any],
-) -> list[Any]:
-    if last is _ROUND_TRIP and desired_values and not _round_trip_stable(desired_values):
-        raise _UnstableKey(value_of)
-    desired_keys = _key_texts(desired_values)
-    desired = desired or []
-    if (
-        last is _ROUND_TRIP
-        and observed_keys[: len(desired_keys)] == desired_keys
-        and len(set(observed_keys)) == len(observed)
-    ):
-        # The steady state: desired items lead observed, in the same order, and nothing can
-        # be deleted. Each observed item is merged with the desired item at its position.
-        return _merge_aligned(observed, desired)
-    observed_map = dict(zip(observed_keys, observed, strict=True))  # the last duplicate wins
-    desired_map = dict(zip(desired_keys, desired, strict=True))
-    last_map: dict[str, Any] | _Desired | None
-    if last is _ROUND_TRIP:
-        last_map = last
-    elif type(last) is list and last:
-        last_map = dict(zip(_key_texts(list(map(value_of, last))), last, strict=True))
-    else:
-        last_map = None
-    merged = _merge_object(observed_map, last_map, desired_map)
-    if merged is observed_map and len(observed_map) == len(observed):
-        return observed  # nothing changed, added or removed, and no duplicates to collapse
-    # Rebuild: surviving observed items in observed order (merging never changes an item's
-    # key text), then desired items not seen yet, in desired order.
-    out = [merged[k] for k in observed_keys if k in merged]
-    added = set(observed_keys)
-    for k in desired_keys:
-        if k not in added:
-            added.add(k)
-            out.append(merged[k])
-    if len(out) == len(observed) and all(map(is_, out, observed)):
-        return observed
-    return out
-
-
-def _merge_aligned(observed: list[Any], desired: list[Any]) -> list[Any]:
-    out: list[Any] | None = None
-    for index, (have, want) in enumerate(zip(observed, desired, strict=False)):  # desired leads
-        if len(have) == len(want) and have == want and _flat_identical(have, want):
-            continue
-        new = _merge_object(have, _ROUND_TRIP, want)
-        if new is not have:
-            if out is None:
-                out = list(observed)
-            out[index] = new
-    return observed if out is None else out
