@@ -73,6 +73,7 @@ class _Missing:
 
 
 _MISSING: Any = _Missing()
+_JUST_STR = frozenset((str,))
 
 
 def _annotations(obj: Mapping[str, Any]) -> dict[str, str] | None:
@@ -84,10 +85,7 @@ def _annotations(obj: Mapping[str, Any]) -> dict[str, str] | None:
     annotations = metadata.get("annotations")
     if not isinstance(annotations, dict):
         return None
-    for value in annotations.values():
-        if type(value) is not str:
-            return None
-    return annotations
+    return annotations if _JUST_STR.issuperset(map(type, annotations.values())) else None
 
 
 def _with_annotation(obj: dict[str, Any], value: str) -> dict[str, Any]:

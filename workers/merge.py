@@ -229,6 +229,8 @@ def _merge_list(
     # detection then, and the list is kept if its items are identical, hold no lists and
     # repeat no key (the merged item of a key replaces each of its occurrences).
     equal = desired is not None and len(observed) == len(desired) and observed == desired
+    if equal and observed and type(observed[0]) is not dict:  # atomic: an item is no object
+        return observed if _identical_items(observed, desired) else desired  # type: ignore[arg-type]
     more = desired if desired and not equal else None
     found = _list_map_key([*observed, *(prior or ()), *(more or ())] if prior or more else observed)
     if found is None:
@@ -297,6 +299,8 @@ def _merge_aligned(observed: list[Any], desired: list[Any]) -> list[Any]:
 
 def _identical_items(observed: list[Any], desired: list[Any]) -> bool:
     """Equal lists (``==``) that also agree on every type and on the sign of zeros."""
+    if _STRING_KINDS.issuperset(map(type, observed)):
+        return True
     kinds = list(map(type, observed))
     if kinds != list(map(type, desired)):
         return False
