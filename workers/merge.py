@@ -27,8 +27,8 @@ Invariants:
 - ``merge_recorded(observed, desired)`` merges with last-applied being the JSON round trip of
   desired (the annotation records exactly ``gojson.dumps(desired)``) without parsing it: that
   value differs from desired at most in the Go types of numbers, which only the ``%v`` keys of
-  list-maps could tell apart; a list-map key that is not a string, bool, null or int64 makes it
-  return None, and the caller parses the annotation instead.
+  list-maps could tell apart; a list-map key (observed or desired) that is not a string, bool,
+  null or int64 makes it return None, and the caller parses the annotation instead.
 - ``deep_equal`` is Go's ``reflect.DeepEqual`` on decoded values: 3 is not 3.0, false is not 0,
   null is not absent, -0.0 equals 0.0.
 """
