@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proto.api import gojson
+from proto.api.names import LAST_APPLIED_ANNOTATION
 from workers.apply_errors import ApplyError, InvalidObjectError, LastAppliedError
 from workers.merge import deep_equal, merge, merge_recorded
 
@@ -54,7 +55,6 @@ __all__ = [
     "revert_system_fields",
 ]
 
-LAST_APPLIED_ANNOTATION = "metacontroller.k8s.io/last-applied-configuration"
 
 SYSTEM_FIELDS = (
     "selfLink",
