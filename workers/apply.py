@@ -1,0 +1,262 @@
+"""Metacontroller's dynamic apply of children: the update check and the create body.
+
+A hook returns partial children. To update one, Metacontroller merges the desired object into
+the observed one (``workers.merge``), using the previously applied desired object, kept as Go
+JSON in the ``metacontroller.k8s.io/last-applied-configuration`` annotation, to know which
+fields it owns. This module reproduces ``ApplyUpdate`` and the create path of Metacontroller
+v4.17 as pure functions over JSON-decoded values.
+
+- ``apply_update(observed, desired) -> (merged, changed)``: parse last-applied from the
+  observed annotation (``LastAppliedError`` if malformed; absent, empty or ``null`` means none),
+  blank the annotation in desired if the hook echoed it (Go sets it to ``""``, it does not
+  remove it, so the empty value is part of the recorded JSON), merge, force the ObjectMeta
+  system fields and ``status`` back to their observed values (or remove them where observed
+  has none), record ``gojson.dumps(desired)`` in the annotation, and report a change exactly
+  when Go's ``reflect.DeepEqual`` would: 3 is not 3.0 (a hook emitting 3.0 updates its child
+  on every sync, as in Go), false is not 0, -0.0 equals 0.0.
+- ``create_body(desired, controller)``: the annotation records ``gojson.dumps(desired)`` as the
+  hook left it (no blanking on create), taken before the controller ownerReference is
+  appended; the reference is not appended twice.
+
+Invariants:
+
+- Inputs are never mutated; results share unchanged subtrees with them (copy on write). An
+  unchanged child is returned as the observed object itself. Treat results as read-only.
+- The shortcut (``shortcut=True``, the default): when the observed annotation already equals
+  the Go JSON of desired, last-applied is desired's JSON round trip and is not parsed
+  (``merge_recorded``). ``shortcut=False`` always parses; both give equal results.
+- Annotations are read as ``Unstructured.GetAnnotations`` reads them: an annotations map with
+  a non-string value counts as none, and writing the annotation then replaces that map.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from proto.api import gojson
+from workers.apply_errors import ApplyError, InvalidObjectError, LastAppliedError
+from workers.merge import deep_equal, merge, merge_recorded
+
+__all__ = [
+    "LAST_APPLIED_ANNOTATION",
+    "SYSTEM_FIELDS",
+    "ApplyError",
+    "ControllerRef",
+    "InvalidObjectError",
+    "LastAppliedError",
+    "apply_update",
+    "create_body",
+    "deep_equal",
+    "last_applied",
+    "merge",
+    "revert_system_fields",
+]
+
+LAST_APPLIED_ANNOTATION = "metacontroller.k8s.io/last-applied-configuration"
+
+SYSTEM_FIELDS = (
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+)
+
+
+class _Missing:
+    __slots__ = ()
+
+
+_MISSING: Any = _Missing()
+
+
+def _annotations(obj: Mapping[str, Any]) -> dict[str, str] | None:
+    """``Unstructured.GetAnnotations``: None unless metadata.annotations is an object whose
+    values are all strings."""
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        return None
+    annotations = metadata.get("annotations")
+    if not isinstance(annotations, dict):
+        return None
+    for value in annotations.values():
+        if type(value) is not str:
+            return None
+    return annotations
+
+
+def _with_annotation(obj: dict[str, Any], value: str) -> dict[str, Any]:
+    """``SetLastApplied``: obj with the annotation set, copying only what changes. Like
+    ``SetAnnotations``, annotations that are not all strings are replaced, and a non-object
+    metadata is left alone."""
+    metadata = obj.get("metadata", _MISSING)
+    if metadata is _MISSING:
+        metadata = {}
+    elif not isinstance(metadata, dict):
+        return obj
+    annotations = _annotations(obj)
+    if annotations is not None and annotations.get(LAST_APPLIED_ANNOTATION) == value:
+        return obj
+    new_annotations = dict(annotations) if annotations is not None else {}
+    new_annotations[LAST_APPLIED_ANNOTATION] = value
+    return {**obj, "metadata": {**metadata, "annotations": new_annotations}}
+
+
+def _blank_annotation(desired: dict[str, Any]) -> dict[str, Any]:
+    """``nullifyLastAppliedAnnotation``: a desired object echoing the annotation gets it
+    set to the empty string (Go blanks it, so it stays in the recorded JSON)."""
+    annotations = _annotations(desired)
+    if annotations is None or annotations.get(LAST_APPLIED_ANNOTATION, "") == "":
+        return desired
+    return _with_annotation(desired, "")
+
+
+def last_applied(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``GetLastApplied``: the parsed annotation, None when absent, empty or JSON null.
+
+    Raises ``LastAppliedError`` when it is not JSON or not a JSON object.
+    """
+    annotations = _annotations(obj)
+    text = annotations.get(LAST_APPLIED_ANNOTATION, "") if annotations is not None else ""
+    return _parse_last_applied(text)
+
+
+def _parse_last_applied(text: str) -> dict[str, Any] | None:
+    if text == "":
+        return None
+    try:
+        value = gojson.loads(text)
+    except ValueError as exc:
+        raise LastAppliedError(
+            f"can't unmarshal {LAST_APPLIED_ANNOTATION!r} annotation: {exc}"
+        ) from None
+    if value is None or isinstance(value, dict):
+        return value
+    raise LastAppliedError(
+        f"can't unmarshal {LAST_APPLIED_ANNOTATION!r} annotation: "
+        f"a JSON {type(value).__name__} is not an object"
+    )
+
+
+def revert_system_fields(merged: dict[str, Any], observed: dict[str, Any]) -> dict[str, Any]:
+    """merged with the metadata system fields and ``status`` forced to their observed values,
+    or removed where observed has none (``revertObjectMetaSystemFields`` and ``revertField``).
+    Raises ``InvalidObjectError`` if observed metadata is not an object."""
+    original = observed.get("metadata")
+    if original is not None and not isinstance(original, dict):
+        raise InvalidObjectError(f"observed metadata is a {type(original).__name__}, not an object")
+    current = merged.get("metadata", _MISSING)
+    if current is not original and (original is not None or isinstance(current, dict)):
+        # Go creates metadata when a field must be restored; otherwise removal only
+        # reaches into an object.
+        meta = current if isinstance(current, dict) else {}
+        patched: dict[str, Any] | None = None
+        for name in SYSTEM_FIELDS:
+            want = original.get(name, _MISSING) if original is not None else _MISSING
+            have = meta.get(name, _MISSING)
+            if want is have:
+                continue
+            if patched is None:
+                patched = dict(meta)
+            if want is _MISSING:
+                del patched[name]
+            else:
+                patched[name] = want
+        if patched is not None:
+            if current is not _MISSING and not isinstance(current, dict):
+                raise InvalidObjectError(
+                    f"merged metadata is a {type(current).__name__}, not an object"
+                )
+            merged = {**merged, "metadata": patched}
+    status = observed.get("status", _MISSING)
+    if merged.get("status", _MISSING) is not status:
+        if status is _MISSING:
+            merged = {k: v for k, v in merged.items() if k != "status"}
+        else:
+            merged = {**merged, "status": status}
+    return merged
+
+
+# --- the update check and the create body --------------------------------------------------
+
+
+def apply_update(
+    observed: Mapping[str, Any], desired: Mapping[str, Any], *, shortcut: bool = True
+) -> tuple[dict[str, Any], bool]:
+    """Metacontroller's ``ApplyUpdate`` plus its no-op check: ``(merged, changed)``.
+
+    ``merged`` is what an in-place update would write; it is ``observed`` itself when
+    nothing changed. Raises ``LastAppliedError`` for a malformed annotation and
+    ``InvalidObjectError`` for objects without object metadata.
+    """
+    if not isinstance(observed, dict) or not isinstance(desired, dict):
+        raise InvalidObjectError("observed and desired children must be JSON objects")
+    desired = _blank_annotation(desired)
+    annotation = gojson.dumps(desired).decode()
+    annotations = _annotations(observed)
+    recorded = annotations.get(LAST_APPLIED_ANNOTATION, "") if annotations is not None else ""
+    merged = merge_recorded(observed, desired) if shortcut and recorded == annotation else None
+    if merged is None:
+        merged = merge(observed, _parse_last_applied(recorded), desired)
+    merged = revert_system_fields(merged, observed)
+    merged = _with_annotation(merged, annotation)
+    if merged is observed:
+        return merged, False
+    return merged, not deep_equal(merged, observed)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerRef:
+    """The parent, as the controller ownerReference Metacontroller puts on children."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+
+    @classmethod
+    def of(cls, parent: Mapping[str, Any]) -> ControllerRef:
+        metadata = parent.get("metadata")
+        if not isinstance(metadata, dict):
+            raise InvalidObjectError("parent metadata is not an object")
+        return cls(
+            api_version=str(parent.get("apiVersion", "")),
+            kind=str(parent.get("kind", "")),
+            name=str(metadata.get("name", "")),
+            uid=str(metadata.get("uid", "")),
+        )
+
+    def as_owner_reference(self) -> dict[str, Any]:
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+
+def create_body(desired: Mapping[str, Any], controller: ControllerRef) -> dict[str, Any]:
+    """The object to POST for a new child: the annotation records ``gojson.dumps(desired)``
+    taken before the controller ownerReference is appended (unless desired already has an
+    ownerReference with the parent's UID). ``desired`` is used as the hook's final child,
+    after namespace defaulting and any controller-uid label or decorator annotation."""
+    if not isinstance(desired, dict):
+        raise InvalidObjectError("a desired child must be a JSON object")
+    body = _with_annotation(desired, gojson.dumps(desired).decode())
+    metadata = body.get("metadata")
+    if not isinstance(metadata, dict):
+        raise InvalidObjectError("desired child metadata is not an object")
+    refs = metadata.get("ownerReferences")
+    if not isinstance(refs, list) or not all(isinstance(ref, dict) for ref in refs):
+        refs = []  # GetOwnerReferences reads anything else as none
+    if any(ref.get("uid") == controller.uid for ref in refs):
+        return body
+    owned = [*refs, controller.as_owner_reference()]
+    return {**body, "metadata": {**metadata, "ownerReferences": owned}}
