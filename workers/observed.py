@@ -5,20 +5,20 @@
   stay: a hook request embeds them as they are (``orjson.Fragment``), without re-encoding.
 - ``obj`` is the decoded object, shared and read-only: steps that change an object build a
   new one (copy on write), they never mutate it.
+- It is a ``NamedTuple``: immutable like a frozen dataclass, at a fraction of the cost to
+  build (one per child per reconcile).
 - Malformed objects (not a JSON object, metadata not an object) raise ``ValueError``: the
   coordinator only forwards what the API server sent, so this means a broken cache.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
 
-@dataclass(frozen=True, slots=True)
-class Observed:
+class Observed(NamedTuple):
     raw: bytes
     obj: dict[str, Any]
     namespace: str
