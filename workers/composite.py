@@ -286,15 +286,14 @@ class CompositeReconciler:
             found = claimed[type_key] = list(decision.owned)
             for child in decision.release:
                 what = f"release {type_key.kind} {child.namespace}/{child.name}"
-                await self._guarded(
-                    request, target, child, release_patch(child, claimant.uid), what, problems
-                )
+                patch = release_patch(child, claimant.uid)
+                await self._guarded(request, target, child, patch, what, problems)
             for child in decision.adopt:
                 what = f"adopt {type_key.kind} {child.namespace}/{child.name}"
-                if await self._guarded(
-                    request, target, child, adoption_patch(child, owner), what, problems
-                ):
-                    found.append(child)
+                patch = adoption_patch(child, owner)
+                adopted = await self._guarded(request, target, child, patch, what, problems)
+                if adopted is not None:  # as written: its resourceVersion is current
+                    found.append(Observed.of(orjson.dumps(adopted), adopted))
         if problems:
             raise SyncFailure(
                 f"can't claim children of {self._describe(parent)}: " + "; ".join(problems)
@@ -309,22 +308,22 @@ class CompositeReconciler:
         patch: dict[str, Any],
         what: str,
         problems: list[str],
-    ) -> bool:
-        """Patch ``child`` under its resourceVersion; whether it was written."""
+    ) -> dict[str, Any] | None:
+        """Patch ``child`` under its resourceVersion; the answer, ``None`` if not written."""
         try:
             answer = await self._writer.patch(
                 target.resource, child.name, patch, namespace=child.namespace or None
             )
         except errors.NotFound:
-            return False
+            return None
         except errors.Conflict as err:
             raise StaleSnapshot(f"can't {what}: {err}") from None
         except errors.KubeError as err:
             problems.append(f"can't {what}: {err}")
-            return False
+            return None
         log.info(what, controller=self._spec.name)
         request.wrote(target.group_resource, answer)
-        return True
+        return answer
 
     def _owner(self, parent: dict[str, Any], uid: str) -> ControllerRef:
         return ControllerRef(
