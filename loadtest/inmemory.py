@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from loadtest.apiserver.patch import merge_patch
 from proto.hooks.client import HookEndpoint
 from proto.kube import errors
 from proto.kube.resources import Resource
@@ -37,19 +38,6 @@ Call = tuple[str, str, str, str, str]  # (verb, resource, subresource, namespace
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
     return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason,
             "message": message, "code": code}  # fmt: skip
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch, without mutating ``target``."""
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 @dataclass

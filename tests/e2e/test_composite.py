@@ -187,6 +187,9 @@ async def sync_errors(kube: Client, namespace: str) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for event in (await kube.list(EVENTS, namespace=namespace)).items:
         if event.get("reason") == "SyncError":
+            assert event["type"] == "Warning"
+            assert event["source"]["component"] == "metacontroller"
+            assert event["involvedObject"]["kind"] == "Thing"
             found.setdefault(event["involvedObject"]["name"], []).append(event["message"])
     return found
 
@@ -312,6 +315,11 @@ async def test_fanout_writes_exactly_what_is_needed_and_updates_in_place(
 
     await eventually(cascaded, within=30, message=stack.logs)
     assert await sync_errors(kube, namespace) == {}
+
+    # the workers count hook calls under Metacontroller's metric names
+    labels = {"controller_name": name, "controller_type": "CompositeController", "code": "200"}
+    samples = [await p.metric("metacontroller_sync_requests_total", labels) for p in stack.procs]
+    assert sum(s or 0 for s in samples) >= len(names)
 
 
 async def _has_root_ca(kube: Client, namespace: str) -> bool:
