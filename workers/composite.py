@@ -30,6 +30,9 @@ connection or answers an error status fails before anything is written. A 429 ra
 ``RequeueAfter`` with the hook's ``Retry-After`` delay. Every successful write is reported to
 ``request.wrote`` (the read-your-writes barrier of the next snapshot).
 
+In ``loose`` mode, unknown or duplicate fields in hook answers are logged once per distinct
+problem and controller, not on every sync.
+
 Differences from Metacontroller, on purpose:
 
 - No GET: not of the parent before a status update or an adoption, not of a child before an
@@ -74,6 +77,8 @@ from workers.sync_errors import StaleSnapshot, SyncFailure
 from workers.writer import Writer
 
 log = get_logger("metashard.composite")
+
+_MAX_WARNED = 100  # distinct loose-decoding problems logged per controller
 
 
 class Hooks(Protocol):
@@ -130,6 +135,7 @@ class CompositeReconciler:
             self._child_types.append(ChildType(info.api_version, info.kind, info.namespaced))
         self._targets = targets
         self._child_writer = children.ChildWriter(writer, targets)
+        self._warned: set[str] = set()
         self._endpoints = {
             name: HookEndpoint(name, hook.webhook, names.COMPOSITE_CONTROLLER, spec.name)
             for name in (HookName.SYNC, HookName.FINALIZE)
@@ -371,7 +377,11 @@ class CompositeReconciler:
         except (HookError, HookResponseError) as err:
             raise SyncFailure(f"{failed}: {err}") from None
         for warning in response.warnings:
-            log.info("hook response", controller=self._spec.name, hook=name.value, problem=warning)
+            if warning not in self._warned and len(self._warned) < _MAX_WARNED:
+                self._warned.add(warning)
+                log.warning(
+                    "loose decoding of a hook answer", controller=self._spec.name, problem=warning
+                )
         return response
 
     async def _manage(

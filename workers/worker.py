@@ -1,5 +1,8 @@
 """The worker process: wires the link, membership, runner, API client and ops endpoint.
 
+Reconcilers share one API client, one webhook client (hook metrics on the worker's registry)
+and one event recorder (component ``metacontroller``); pending events are flushed on exit.
+
 ``Worker(settings).run(stop)`` runs until ``stop`` is set, then leaves gracefully: running
 reconciles finish, the coordinator gets a BYE, sockets and sessions close.
 """

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
+import structlog
 
 from proto.api.errors import InvalidControllerError
 from proto.hooks.errors import HookRetryAfter, HookStatusError, HookTransportError
@@ -559,3 +560,20 @@ async def test_secrets_group_is_a_declared_type() -> None:
     }
     await world.sync()
     assert world.cluster.get(SECRETS, NS, "s") is not None
+
+
+async def test_unknown_fields_fail_strict_hooks_and_are_logged_once_for_loose_ones() -> None:
+    strict = World(version="v2")
+    await strict.parent(spec={"children": 0})
+    strict.answer = lambda _: {"status": {}, "Children": []}
+    with pytest.raises(SyncFailure, match='unknown field "Children"'):
+        await strict.sync()
+
+    loose = World(version="v1")
+    await loose.parent(spec={"children": 0})
+    loose.answer = lambda _: {"status": {}, "Children": []}
+    with structlog.testing.capture_logs() as logs:
+        assert await loose.sync() == Outcome()
+        await loose.sync()
+    warned = [entry for entry in logs if entry["event"] == "loose decoding of a hook answer"]
+    assert [entry["problem"] for entry in warned] == ['unknown field "Children"']
