@@ -84,9 +84,6 @@ class Plan:
     errors: tuple[str, ...]
 
 
-Identity = tuple[TypeKey, str, str]
-
-
 def plan(
     *,
     observed: Mapping[TypeKey, Iterable[Observed]],
@@ -94,21 +91,16 @@ def plan(
     methods: Mapping[TypeKey, UpdateMethod],
     owner: ControllerRef,
 ) -> Plan:
-    index: dict[Identity, Observed] = {
-        (type_key, child.namespace, child.name): child
+    unmatched: dict[TypeKey, dict[tuple[str, str], Observed]] = {
+        type_key: {(child.namespace, child.name): child for child in children}
         for type_key, children in observed.items()
-        for child in children
     }
-    wanted = {(child.type, child.namespace, child.name) for child in desired}
-    writes = [
-        Write(Action.DELETE, *ident, uid=child.uid)
-        for ident, child in index.items()
-        if ident not in wanted and not child.deleting
-    ]
+    writes: list[Write] = []
     problems: list[str] = []
     for child in desired:
+        group = unmatched.get(child.type)
+        current = group.pop((child.namespace, child.name), None) if group else None
         ident = (child.type, child.namespace, child.name)
-        current = index.get(ident)
         try:
             if current is None:
                 writes.append(Write(Action.CREATE, *ident, body=create_body(child.object, owner)))
@@ -124,7 +116,13 @@ def plan(
             writes.append(Write(Action.RECREATE, *ident, uid=current.uid))
         elif method in _IN_PLACE:
             writes.append(Write(Action.UPDATE, *ident, body=merged))
-    return Plan(tuple(writes), tuple(problems))
+    deletes = [
+        Write(Action.DELETE, type_key, child.namespace, child.name, uid=child.uid)
+        for type_key, group in unmatched.items()
+        for child in group.values()
+        if not child.deleting
+    ]
+    return Plan((*deletes, *writes), tuple(problems))
 
 
 # --- the writes ---------------------------------------------------------------------------

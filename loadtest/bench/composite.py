@@ -274,13 +274,13 @@ async def _run(quick: bool) -> None:
     base = us["baseline"]
 
     header(f"CompositeController reconcile of a fanout parent (K={K}), CPU per reconcile")
-    row("baseline: orjson snapshot decode + request encode + answer decode", base, "us")
-    row("steady state: no change, 0 writes", us["steady"], "us", baseline=base, target="<= 10x")
-    row(f"create: {K} children + status, {K + 1} writes", us["create"], "us", baseline=base)
+    row("baseline: orjson decode snapshot, encode request", base, "us")
+    row("steady: no change, 0 writes", us["steady"], "us", baseline=base, target="<= 10x")
+    row(f"create: {K} children and status, {K + 1} writes", us["create"], "us", baseline=base)
     header("parts of the steady reconcile")
-    row("hook answer decoding and checks (decode_sync_response)", us["decode"], "us", baseline=base)
-    row("hook request from raw JSON (decode children, encode)", us["request"], "us", baseline=base)
-    row(f"dynamic apply no-op check x{K} (apply_update)", us["apply"], "us", baseline=base)
+    row("decode_sync_response of the answer", us["decode"], "us", baseline=base)
+    row("request from raw JSON (decode children, encode)", us["request"], "us", baseline=base)
+    row(f"apply_update no-op check x{K}", us["apply"], "us", baseline=base)
 
 
 def main(quick: bool) -> None:
