@@ -74,8 +74,12 @@ class Write:
     """The delete precondition."""
 
     def describe(self) -> str:
-        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.type.kind} {where}"
+        return describe(self.type, self.namespace, self.name)
+
+
+def describe(type_key: TypeKey, namespace: str, name: str) -> str:
+    """``ConfigMap ns/name`` (``Kind name`` when cluster-scoped), for messages."""
+    return f"{type_key.kind} {namespace}/{name}" if namespace else f"{type_key.kind} {name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +111,7 @@ def plan(
                 continue
             merged, different = apply_update(current.obj, child.object)
         except ApplyError as err:
-            problems.append(f"can't apply {Write(Action.CREATE, *ident).describe()}: {err}")
+            problems.append(f"can't apply {describe(*ident)}: {err}")
             continue
         if not different or current.deleting:
             continue
