@@ -291,11 +291,11 @@ class CompositeReconciler:
             decision = claim(candidates, claimant)
             found = claimed[type_key] = list(decision.owned)
             for child in decision.release:
-                what = f"release {type_key.kind} {child.namespace}/{child.name}"
+                what = "release " + children.describe(type_key, child.namespace, child.name)
                 patch = release_patch(child, claimant.uid)
                 await self._guarded(request, target, child, patch, what, problems)
             for child in decision.adopt:
-                what = f"adopt {type_key.kind} {child.namespace}/{child.name}"
+                what = "adopt " + children.describe(type_key, child.namespace, child.name)
                 patch = adoption_patch(child, owner)
                 adopted = await self._guarded(request, target, child, patch, what, problems)
                 if adopted is not None:  # as written: its resourceVersion is current
