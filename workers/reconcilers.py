@@ -1,9 +1,10 @@
 """Which reconciler runs each kind of controller, and how to replace them.
 
-``builtin(context)`` maps controller kinds to metashard's own reconcilers. ``load(spec)``
-imports a ``MODULE:CALLABLE`` given with ``--reconciler``; the callable receives the same
-``WorkerContext`` and returns a ``ReconcilerFactory`` (the test suite uses this to record
-reconciles; it is also the way to run a custom reconciler under metashard's runtime).
+``builtin(context)`` maps controller kinds to metashard's own reconcilers: CompositeControllers
+run ``workers.composite.CompositeReconciler``; other kinds raise ``UnsupportedController``.
+``load(spec)`` imports a ``MODULE:CALLABLE`` given with ``--reconciler``; the callable receives
+the same ``WorkerContext`` and returns a ``ReconcilerFactory`` (the test suite uses this to
+record reconciles; it is also the way to run a custom reconciler under metashard's runtime).
 """
 
 from __future__ import annotations
@@ -15,19 +16,26 @@ from dataclasses import dataclass
 import aiohttp
 from prometheus_client import CollectorRegistry
 
+from proto.hooks.client import HookClient
 from proto.kube.client import Client
-from proto.wire import ControllerDef
+from proto.kube.events import EventRecorder
+from proto.wire import ControllerDef, ControllerKind
+from workers.composite import CompositeReconciler
 from workers.reconciler import Reconciler, ReconcilerFactory
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerContext:
-    """What a reconciler may use: the worker's identity, API client, hook session, metrics."""
+    """What a reconciler may use: the worker's identity, API client, hook session, metrics,
+    the webhook client (hook metrics on ``registry``) and the event recorder (component
+    ``metacontroller``), all shared by every controller of the process."""
 
     worker_id: str
     client: Client
     http: aiohttp.ClientSession
     registry: CollectorRegistry
+    hooks: HookClient
+    events: EventRecorder
 
 
 FactoryBuilder = Callable[[WorkerContext], ReconcilerFactory]
@@ -39,6 +47,10 @@ class UnsupportedController(Exception):
 
 def builtin(context: WorkerContext) -> ReconcilerFactory:
     def factory(definition: ControllerDef) -> Reconciler:
+        if definition.kind == ControllerKind.COMPOSITE:
+            return CompositeReconciler(
+                definition, writer=context.client, hooks=context.hooks, events=context.events
+            )
         raise UnsupportedController(f"no built-in reconciler for {definition.kind.value}")
 
     return factory

@@ -1,5 +1,8 @@
 """The worker process: wires the link, membership, runner, API client and ops endpoint.
 
+Reconcilers share one API client, one webhook client (hook metrics on the worker's registry)
+and one event recorder (component ``metacontroller``); pending events are flushed on exit.
+
 ``Worker(settings).run(stop)`` runs until ``stop`` is set, then leaves gracefully: running
 reconciles finish, the coordinator gets a BYE, sockets and sessions close.
 """
@@ -11,9 +14,13 @@ import asyncio
 import aiohttp
 from prometheus_client import CollectorRegistry
 
+from proto.api import names
 from proto.clock import SYSTEM_CLOCK, Clock
+from proto.hooks.client import HookClient
+from proto.hooks.metrics import PrometheusHookMetrics
 from proto.kube.client import Client
 from proto.kube.config import load_config
+from proto.kube.events import EventRecorder
 from proto.kube.session import Session
 from proto.logs import bind, get_logger
 from proto.ops import OpsServer
@@ -61,7 +68,18 @@ class Worker:
             Session(config, qps=settings.qps, burst=settings.burst) as session,
             aiohttp.ClientSession() as http,
         ):
-            context = WorkerContext(settings.worker_id, Client(session), http, self.registry)
+            client = Client(session)
+            events = EventRecorder(
+                client, component=names.EVENT_COMPONENT, instance=settings.worker_id
+            )
+            context = WorkerContext(
+                worker_id=settings.worker_id,
+                client=client,
+                http=http,
+                registry=self.registry,
+                hooks=HookClient(http, metrics=PrometheusHookMetrics(self.registry)),
+                events=events,
+            )
             link = DealerLink(
                 settings.worker_id,
                 settings.coordinator,
@@ -101,6 +119,7 @@ class Worker:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
                 await runner.close()
+                await events.flush()
                 link.close()
                 await self.ops.stop()
         log.info("worker stopped")

@@ -1,0 +1,106 @@
+"""A programmable Metacontroller hook server for end-to-end tests.
+
+``HookServer().start()`` serves ``POST /<controller>/<hook>`` on 127.0.0.1 (a free port) from
+its own thread and event loop, so it outlives any one test's event loop and can be shared by a
+module. ``program(controller, handler)`` sets how one controller's hooks answer:
+``handler(hook, request)`` gets the hook name (``sync``, ``finalize``) and the decoded request,
+and returns a ``Reply`` or, for a plain 200, the JSON answer itself. ``calls(controller)``
+lists what was received, ``(time, hook, request)``. ``url(controller, hook)`` is what the
+CompositeController's webhook points at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes = b"{}"
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds to wait before answering (a slow or hung hook)
+
+    @classmethod
+    def json(cls, answer: Any, **kwargs: Any) -> Reply:
+        return cls(body=orjson.dumps(answer), **kwargs)
+
+
+Handler = Callable[[str, dict[str, Any]], "Reply | dict[str, Any]"]
+
+
+class HookServer:
+    def __init__(self) -> None:
+        self._handlers: dict[str, Handler] = {}
+        self._calls: dict[str, list[tuple[float, str, dict[str, Any]]]] = {}
+        self._lock = threading.Lock()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    def start(self) -> HookServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(10)
+        return self
+
+    def stop(self) -> None:
+        if self._runner is not None:
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    def url(self, controller: str, hook: str = "sync") -> str:
+        return f"http://127.0.0.1:{self.port}/{controller}/{hook}"
+
+    def program(self, controller: str, handler: Handler) -> None:
+        with self._lock:
+            self._handlers[controller] = handler
+
+    def calls(
+        self, controller: str, hook: str | None = None
+    ) -> list[tuple[float, str, dict[str, Any]]]:
+        with self._lock:
+            found = list(self._calls.get(controller, ()))
+        return [c for c in found if hook is None or c[1] == hook]
+
+    async def _serve(self) -> None:
+        app = web.Application(client_max_size=64 << 20)
+        app.router.add_post("/{controller}/{hook}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        controller, hook = request.match_info["controller"], request.match_info["hook"]
+        body = orjson.loads(await request.read())
+        with self._lock:
+            self._calls.setdefault(controller, []).append((time.monotonic(), hook, body))
+            handler = self._handlers.get(controller)
+        if handler is None:
+            return web.Response(status=404, text=f"no handler for {controller}")
+        try:
+            answer = handler(hook, body)
+        except Exception as err:  # a broken test handler answers 500 and says why
+            return web.Response(status=500, text=f"handler failed: {err!r}")
+        reply = answer if isinstance(answer, Reply) else Reply.json(answer)
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        return web.Response(
+            status=reply.status,
+            body=reply.body,
+            headers=reply.headers,
+            content_type="application/json",
+        )

@@ -1,0 +1,425 @@
+"""The CompositeController reconciler: one sync of one parent, as Metacontroller does it.
+
+``CompositeReconciler(definition, writer=..., hooks=..., events=...)`` runs one controller.
+Each ``reconcile`` follows Metacontroller's ``syncParentObject``; the decisions are pure
+functions in their own modules, the writes happen here:
+
+1. No parent in the snapshot (deleted, or not selected by ``parentResource.labelSelector``),
+   or a parent that is not selected and does not carry our finalizer: nothing to do.
+2. Our finalizer is added or removed (``workers.finalizer``).
+3. The children selector: ``controller-uid=<parent uid>`` under ``generateSelector``, else
+   the parent's ``spec.selector``, which must not be empty.
+4. Children are claimed, adopted and released (``workers.claims``).
+5. The sync hook is called, or the finalize hook (``finalizing: true``) for a parent being
+   deleted or unselected. The request embeds the snapshot's raw JSON
+   (``workers.syncrequest``).
+6. The response is decoded and its children checked (``proto.api.hooks``): namespaces
+   defaulted, ``controller-uid`` added, types declared, labels matched by the selector.
+7. ``finalized: true`` from the finalize hook removes our finalizer.
+8. Children are created, updated and deleted (``workers.children``) while the parent is alive,
+   or being deleted under our finalizer without a garbage-collector finalizer.
+9. The status (``workers.status``) is PUT to ``/status`` only when it differs, with the
+   snapshot's resourceVersion as the precondition; NotFound and Conflict are let go (the
+   parent is gone, or changed and will be synced again).
+10. Child write errors fail the sync after the status write; ``resyncAfterSeconds`` becomes
+    ``Outcome.requeue_after``.
+
+Failures raise ``workers.sync_errors`` errors: a ``SyncFailure`` also emits a ``SyncError``
+Warning event on the parent. A malformed hook response, a hook that times out, refuses the
+connection or answers an error status fails before anything is written. A 429 raises
+``RequeueAfter`` with the hook's ``Retry-After`` delay. Every successful write is reported to
+``request.wrote`` (the read-your-writes barrier of the next snapshot).
+
+In ``loose`` mode, unknown or duplicate fields in hook answers are logged once per distinct
+problem and controller, not on every sync.
+
+Differences from Metacontroller, on purpose:
+
+- No GET: not of the parent before a status update or an adoption, not of a child before an
+  adoption or release. The snapshot is as fresh as the coordinator's cache, and every such
+  write carries a resourceVersion precondition; a conflict raises ``StaleSnapshot``.
+- The hook's children are all checked before any write; Metacontroller removes the finalizer
+  of a ``finalized`` parent before it finds a bad child.
+- ``finalized`` counts only in an answer of the finalize hook. Metacontroller also honours it
+  from sync, removing the finalizer only to add it back on the next sync.
+- A parent that the finalizer removal let go (deleting, no finalizer left) gets no status
+  write: it no longer exists.
+- ``RollingRecreate`` and ``RollingInPlace`` act like ``Recreate`` and ``InPlace``: all
+  children are updated at once, and no ControllerRevisions are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import orjson
+
+from proto.api import names
+from proto.api.controllers import HookName, UpdateMethod, parse_composite_controller
+from proto.api.errors import HookResponseError
+from proto.api.hooks import ChildType, DesiredChild, SyncResponse, decode_sync_response
+from proto.api.hooks import desired_children as check_children
+from proto.api.objectmap import TypeKey
+from proto.api.selectors import Selector, SelectorError, from_label_selector, from_match_labels
+from proto.hooks.client import HookEndpoint
+from proto.hooks.errors import HookError, HookRetryAfter
+from proto.kube import errors
+from proto.kube.resources import Resource, split_api_version
+from proto.logs import get_logger
+from proto.wire import ControllerDef, ResourceInfo
+from workers import children, finalizer, status, syncrequest
+from workers.apply import ControllerRef
+from workers.claims import Claimant, adoption_patch, claim, release_patch
+from workers.observed import Observed
+from workers.reconciler import Outcome, ReconcileRequest, RequeueAfter
+from workers.sync_errors import StaleSnapshot, SyncFailure
+from workers.writer import Writer
+
+log = get_logger("metashard.composite")
+
+_MAX_WARNED = 100  # distinct loose-decoding problems logged per controller
+
+
+class Hooks(Protocol):
+    """``proto.hooks.client.HookClient`` conforms."""
+
+    async def call(self, endpoint: HookEndpoint, body: bytes) -> bytes: ...
+
+
+class Events(Protocol):
+    """``proto.kube.events.EventRecorder`` conforms."""
+
+    def emit(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None: ...
+
+
+def resource_of(info: ResourceInfo) -> Resource:
+    group, version = split_api_version(info.api_version)
+    return Resource(
+        group, version, info.resource, info.kind, info.namespaced, subresources=info.subresources
+    )
+
+
+class CompositeReconciler:
+    """Reconciles the parents of one CompositeController (see the module docstring)."""
+
+    def __init__(
+        self, definition: ControllerDef, *, writer: Writer, hooks: Hooks, events: Events
+    ) -> None:
+        spec = parse_composite_controller(orjson.loads(definition.object))
+        if len(definition.resources) != 1 + len(spec.children):
+            raise ValueError(
+                f"{spec.name}: {len(definition.resources)} resources for 1 parent and "
+                f"{len(spec.children)} child types"
+            )
+        parent, *child_infos = definition.resources
+        if "status" not in parent.subresources:
+            raise ValueError(
+                f"{spec.name}: parent resource {parent.group_resource} has no status "
+                "subresource (a CompositeController parent must be a custom resource with it)"
+            )
+        self._spec = spec
+        self._writer = writer
+        self._hooks = hooks
+        self._events = events
+        self._controller = definition.object
+        self._parent = resource_of(parent)
+        self._parent_group_resource = parent.group_resource
+        targets: dict[TypeKey, children.Target] = {}
+        self._methods: dict[TypeKey, UpdateMethod] = {}
+        self._child_types: list[ChildType] = []
+        for info, child in zip(child_infos, spec.children, strict=True):
+            type_key = TypeKey(info.api_version, info.kind)
+            targets[type_key] = children.Target(resource_of(info), info.group_resource)
+            self._methods[type_key] = child.update_strategy.method
+            self._child_types.append(ChildType(info.api_version, info.kind, info.namespaced))
+        self._targets = targets
+        self._child_writer = children.ChildWriter(writer, targets)
+        self._warned: set[str] = set()
+        self._endpoints = {
+            name: HookEndpoint(name, hook.webhook, names.COMPOSITE_CONTROLLER, spec.name)
+            for name in (HookName.SYNC, HookName.FINALIZE)
+            if (hook := spec.hooks.get(name)) is not None
+        }
+        if spec.rolling:
+            log.warning(
+                "rolling update methods act like Recreate and InPlace here: children are "
+                "updated all at once, without ControllerRevisions",
+                controller=spec.name,
+            )
+
+    async def reconcile(self, request: ReconcileRequest) -> Outcome:
+        raw = request.snapshot.parent
+        if raw is None:
+            return Outcome()
+        parent: dict[str, Any] = orjson.loads(raw)
+        try:
+            return await self._sync(request, raw, parent)
+        except SyncFailure as err:
+            self._events.emit(
+                parent, names.EVENT_TYPE_WARNING, names.REASON_SYNC_ERROR, f"Sync error: {err}"
+            )
+            raise
+
+    async def _sync(self, request: ReconcileRequest, raw: bytes, parent: dict[str, Any]) -> Outcome:
+        spec = self._spec
+        ours = spec.finalizer
+        metadata = parent["metadata"]
+        deleting = metadata.get("deletionTimestamp") is not None
+        finalizers = finalizer.finalizers_of(metadata)
+        selected = spec.parent.label_selector.matches(metadata.get("labels"))
+        if not selected and ours not in finalizers:
+            return Outcome()
+        has_finalize = spec.hooks.finalize is not None
+        step = finalizer.change(wanted=has_finalize, present=ours in finalizers, deleting=deleting)
+        if step is not finalizer.Change.NONE:
+            updated = await self._set_finalizers(
+                request, parent, finalizer.updated(finalizers, ours, step)
+            )
+            if updated is None:
+                return Outcome()
+            parent, raw = updated, orjson.dumps(updated)
+            finalizers = finalizer.finalizers_of(parent["metadata"])
+            if not selected and ours not in finalizers:
+                return Outcome()
+
+        uid = metadata.get("uid") or ""
+        namespace = (metadata.get("namespace") or "") if self._parent.namespaced else ""
+        selector = self._selector(parent, uid)
+        observed = await self._claim(request, Claimant(uid, namespace, deleting, selector), parent)
+
+        finalizing = finalizer.finalizing(
+            has_finalize_hook=has_finalize, deleting=deleting, selected=selected
+        )
+        response = await self._call(request, parent, raw, observed, namespace, finalizing)
+        try:
+            desired = check_children(
+                list(response.children),
+                parent_namespace=namespace,
+                parent_uid=uid,
+                child_types=self._child_types,
+                selector=selector,
+                generate_selector=spec.generate_selector,
+            )
+        except HookResponseError as err:
+            raise SyncFailure(str(err)) from None
+
+        gone = False
+        if finalizing and response.finalized and ours in finalizers:
+            updated = await self._set_finalizers(
+                request, parent, finalizer.updated(finalizers, ours, finalizer.Change.REMOVE)
+            )
+            if updated is None:
+                return Outcome(requeue_after=response.resync_after_seconds)
+            parent = updated
+            finalizers = finalizer.finalizers_of(parent["metadata"])
+            gone = deleting and not finalizers
+
+        problems: list[str] = []
+        if finalizer.manages_children(
+            deleting=deleting, finalizers=finalizers, name=ours, has_finalize_hook=has_finalize
+        ):
+            problems = await self._manage(request, parent, uid, observed, desired)
+        if not gone:
+            await self._write_status(request, parent, response.status)
+        if problems:
+            raise SyncFailure(
+                f"can't reconcile children for {self._describe(parent)}: " + "; ".join(problems)
+            )
+        return Outcome(requeue_after=response.resync_after_seconds)
+
+    # --- steps --------------------------------------------------------------------------
+
+    def _describe(self, parent: dict[str, Any]) -> str:
+        metadata = parent["metadata"]
+        namespace = metadata.get("namespace")
+        where = f"{namespace}/{metadata.get('name')}" if namespace else metadata.get("name")
+        return f"{self._parent.kind} {where}"
+
+    def _selector(self, parent: dict[str, Any], uid: str) -> Selector:
+        if self._spec.generate_selector:
+            return from_match_labels({names.CONTROLLER_UID_LABEL: uid})
+        parent_spec = parent.get("spec")
+        found = parent_spec.get("selector") if isinstance(parent_spec, dict) else None
+        if not isinstance(found, dict) or not (
+            found.get("matchLabels") or found.get("matchExpressions")
+        ):
+            raise SyncFailure(
+                f"can't get label selector of {self._describe(parent)}: .spec.selector must "
+                "have either matchLabels, matchExpressions, or both"
+            )
+        try:
+            return from_label_selector(found)
+        except SelectorError as err:
+            raise SyncFailure(
+                f"can't convert label selector of {self._describe(parent)}: {err}"
+            ) from None
+
+    async def _set_finalizers(
+        self, request: ReconcileRequest, parent: dict[str, Any], wanted: list[str]
+    ) -> dict[str, Any] | None:
+        """The parent with ``wanted`` as its finalizers; ``None`` when it is gone."""
+        metadata = parent["metadata"]
+        try:
+            answer = await self._writer.patch(
+                self._parent,
+                metadata["name"],
+                finalizer.finalizers_patch(metadata, wanted),
+                namespace=metadata.get("namespace") or None,
+            )
+        except errors.NotFound:
+            return None
+        except errors.Conflict as err:
+            raise StaleSnapshot(
+                f"can't sync finalizer for {self._describe(parent)}: {err}"
+            ) from None
+        except errors.KubeError as err:
+            raise SyncFailure(f"can't sync finalizer for {self._describe(parent)}: {err}") from None
+        request.wrote(self._parent_group_resource, answer)
+        return answer
+
+    async def _claim(
+        self, request: ReconcileRequest, claimant: Claimant, parent: dict[str, Any]
+    ) -> dict[TypeKey, list[Observed]]:
+        """The claimed children of each declared type, after adoptions and releases."""
+        snapshot = request.snapshot.children
+        owner = self._owner(parent, claimant.uid).as_owner_reference()
+        claimed: dict[TypeKey, list[Observed]] = {}
+        problems: list[str] = []
+        for type_key, target in self._targets.items():
+            candidates = [Observed.decode(raw) for raw in snapshot.get(type_key.group_key, ())]
+            decision = claim(candidates, claimant)
+            found = claimed[type_key] = list(decision.owned)
+            for child in decision.release:
+                what = "release " + children.describe(type_key, child.namespace, child.name)
+                patch = release_patch(child, claimant.uid)
+                await self._guarded(request, target, child, patch, what, problems)
+            for child in decision.adopt:
+                what = "adopt " + children.describe(type_key, child.namespace, child.name)
+                patch = adoption_patch(child, owner)
+                adopted = await self._guarded(request, target, child, patch, what, problems)
+                if adopted is not None:  # as written: its resourceVersion is current
+                    found.append(Observed.of(orjson.dumps(adopted), adopted))
+        if problems:
+            raise SyncFailure(
+                f"can't claim children of {self._describe(parent)}: " + "; ".join(problems)
+            )
+        return claimed
+
+    async def _guarded(
+        self,
+        request: ReconcileRequest,
+        target: children.Target,
+        child: Observed,
+        patch: dict[str, Any],
+        what: str,
+        problems: list[str],
+    ) -> dict[str, Any] | None:
+        """Patch ``child`` under its resourceVersion; the answer, ``None`` if not written."""
+        try:
+            answer = await self._writer.patch(
+                target.resource, child.name, patch, namespace=child.namespace or None
+            )
+        except errors.NotFound:
+            return None
+        except errors.Conflict as err:
+            raise StaleSnapshot(f"can't {what}: {err}") from None
+        except errors.KubeError as err:
+            problems.append(f"can't {what}: {err}")
+            return None
+        log.info(what, controller=self._spec.name)
+        request.wrote(target.group_resource, answer)
+        return answer
+
+    def _owner(self, parent: dict[str, Any], uid: str) -> ControllerRef:
+        return ControllerRef(
+            api_version=self._parent.api_version,
+            kind=self._parent.kind,
+            name=parent["metadata"]["name"],
+            uid=uid,
+        )
+
+    async def _call(
+        self,
+        request: ReconcileRequest,
+        parent: dict[str, Any],
+        raw: bytes,
+        observed: dict[TypeKey, list[Observed]],
+        namespace: str,
+        finalizing: bool,
+    ) -> SyncResponse:
+        name = HookName.FINALIZE if finalizing else HookName.SYNC
+        endpoint = self._endpoints[name]
+        hook = self._spec.hooks.get(name)
+        assert hook is not None
+        version = hook.version
+        related = {
+            group: [Observed.decode(r) for r in raws]
+            for group, raws in request.snapshot.related.items()
+        }
+        body = syncrequest.encode(
+            controller=self._controller,
+            parent=raw,
+            children=syncrequest.object_map(
+                version,
+                parent_namespace=namespace,
+                groups={t.group_key: found for t, found in observed.items()},
+            ),
+            related=syncrequest.object_map(version, parent_namespace=namespace, groups=related),
+            finalizing=finalizing,
+        )
+        failed = f"{name.value} hook failed for {self._describe(parent)}"
+        try:
+            answer = await self._hooks.call(endpoint, body)
+            response = decode_sync_response(answer, mode=hook.response_mode)
+        except HookRetryAfter as err:
+            raise RequeueAfter(err.delay, str(err)) from None
+        except (HookError, HookResponseError) as err:
+            raise SyncFailure(f"{failed}: {err}") from None
+        for warning in response.warnings:
+            if warning not in self._warned and len(self._warned) < _MAX_WARNED:
+                self._warned.add(warning)
+                log.warning(
+                    "loose decoding of a hook answer", controller=self._spec.name, problem=warning
+                )
+        return response
+
+    async def _manage(
+        self,
+        request: ReconcileRequest,
+        parent: dict[str, Any],
+        uid: str,
+        observed: dict[TypeKey, list[Observed]],
+        desired: tuple[DesiredChild, ...],
+    ) -> list[str]:
+        plan = children.plan(
+            observed=observed,
+            desired=desired,
+            methods=self._methods,
+            owner=self._owner(parent, uid),
+        )
+        problems = list(plan.errors)
+        problems += await self._child_writer.run(plan.writes, request.wrote)
+        return problems
+
+    async def _write_status(
+        self, request: ReconcileRequest, parent: dict[str, Any], hook_status: dict[str, Any] | None
+    ) -> None:
+        metadata = parent["metadata"]
+        wanted = status.desired(hook_status, metadata.get("generation"))
+        if not status.changed(parent, wanted):
+            return
+        try:
+            answer = await self._writer.replace(
+                self._parent,
+                status.body(parent, wanted),
+                namespace=metadata.get("namespace") or None,
+                name=metadata["name"],
+                subresource="status",
+            )
+        except (errors.NotFound, errors.Conflict) as err:
+            log.debug("status not written", parent=self._describe(parent), reason=err.reason)
+            return
+        except errors.KubeError as err:
+            raise SyncFailure(f"can't update status for {self._describe(parent)}: {err}") from None
+        request.wrote(self._parent_group_resource, answer)
