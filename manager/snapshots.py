@@ -1,7 +1,7 @@
 """What a worker gets for one parent key: the parent and its claimable children, as raw JSON.
 
-- ``parent`` is the cached parent, or None when it is gone (or not selected any more by the
-  controller's ``parentResource.labelSelector``).
+- ``parent`` is the cached parent, or None when it is gone or no longer the controller's (not
+  selected by ``parentResource.labelSelector`` and not carrying the controller's finalizer).
 - ``children`` has one group per declared child type (``<Kind>.<apiVersion>``, present even
   when empty): the objects whose controller ownerReference is the parent's uid (in the
   parent's namespace when the parent is namespaced) followed by the orphans in scope that the

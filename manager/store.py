@@ -4,7 +4,7 @@ One ``Store`` per informer (per resource). Invariants:
 
 - Each object is kept as the API server's raw JSON bytes (``Cached.raw``) and a few parsed
   fields (namespace, name, uid, resourceVersion, generation, labels, controller ownerRef,
-  whether it is being deleted). Decoded dicts are never kept: a dict cache costs 3-7x the
+  finalizers, whether it is being deleted). Decoded dicts are never kept: a dict cache costs 3-7x the
   JSON size, this about 1.4x for 3 KB Pods, indexes included (``loadtest/bench/informer.py``).
 - Strings that repeat across objects (namespaces, label keys and values, and the owner's
   kind, API version, name and uid) are interned, so a thousand objects in one namespace share
@@ -53,6 +53,7 @@ class Cached:
     labels: Mapping[str, str]
     owner: OwnerRef | None
     deleting: bool
+    finalizers: tuple[str, ...]
     raw: bytes
 
     @property
@@ -64,6 +65,7 @@ class Cached:
         """Parse the routing metadata out of a decoded object whose JSON bytes are ``raw``."""
         meta = obj.get("metadata") or {}
         labels = meta.get("labels")
+        finalizers = meta.get("finalizers")
         return cls(
             namespace=sys.intern(meta.get("namespace") or ""),
             name=meta.get("name") or "",
@@ -77,6 +79,7 @@ class Cached:
             ),
             owner=_controller_ref(meta.get("ownerReferences")),
             deleting=meta.get("deletionTimestamp") is not None,
+            finalizers=tuple(map(sys.intern, finalizers)) if finalizers else (),
             raw=raw,
         )
 

@@ -78,8 +78,12 @@ class ControllerView:
         )
 
     def handles(self, parent: Cached) -> bool:
-        """Whether ``parentResource.labelSelector`` selects this parent."""
-        return self.spec.parent.label_selector.matches(parent.labels)
+        """Whether this controller handles ``parent``: ``parentResource.labelSelector`` selects
+        it, or it still carries this controller's finalizer (it must be finalized)."""
+        return (
+            self.spec.parent.label_selector.matches(parent.labels)
+            or self.spec.finalizer in parent.finalizers
+        )
 
     def owns(self, child: Cached) -> bool:
         """Whether ``child``'s controller ownerReference points at this controller's parent type."""

@@ -12,6 +12,8 @@ Invariants:
   ``add_after``; ``RequeueAfter`` -> ``add_after`` (not a failure); a refused or failed fetch
   for a reason that is not the key's fault -> dropped; any other error -> ``add_rate_limited``
   and counted.
+- A controller that goes away has its queue shut down, its running reconciles cancelled and its
+  metric series removed (``on_stop`` removes what the runner does not own, e.g. hook metrics).
 - ``cancel(predicate)`` stops the running reconciles of matching keys at their next await
   (fencing: the coordinator is gone) and drops their queued keys; ``drain(predicate)`` drops
   queued keys and waits for running ones to finish (a slot is being revoked).
@@ -76,6 +78,7 @@ class Runner:
         clock: Clock = SYSTEM_CLOCK,
         queue_metrics: MetricsProvider | None = None,
         metrics: ControllerMetrics | None = None,
+        on_stop: Callable[[ControllerDef], None] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -87,6 +90,7 @@ class Runner:
         self._clock = clock
         self._queue_metrics = queue_metrics or NoMetricsProvider()
         self._metrics = metrics or NoControllerMetrics()
+        self._on_stop = on_stop
         self._controllers: dict[str, _Controller] = {}
         self._running: dict[ParentKey, asyncio.Task[Outcome]] = {}
         self._barriers: dict[ParentKey, dict[str, int]] = {}
@@ -142,6 +146,8 @@ class Runner:
                 running.cancel()
         self._metrics.forget_controller(name)
         self._queue_metrics.forget_controller(name)
+        if self._on_stop is not None:
+            self._on_stop(definition)
         log.info("controller stopped", controller=name)
 
     async def close(self) -> None:

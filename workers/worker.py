@@ -64,6 +64,7 @@ class Worker:
         settings = self.settings
         bind(worker=settings.worker_id)
         config = load_config(settings.kubeconfig)
+        hook_metrics = PrometheusHookMetrics(self.registry)
         async with (
             Session(config, qps=settings.qps, burst=settings.burst) as session,
             aiohttp.ClientSession() as http,
@@ -77,7 +78,7 @@ class Worker:
                 client=client,
                 http=http,
                 registry=self.registry,
-                hooks=HookClient(http, metrics=PrometheusHookMetrics(self.registry)),
+                hooks=HookClient(http, metrics=hook_metrics),
                 events=events,
             )
             link = DealerLink(
@@ -99,6 +100,9 @@ class Worker:
                 clock=self._clock,
                 queue_metrics=PrometheusMetricsProvider(registry=self.registry),
                 metrics=PrometheusControllerMetrics(registry=self.registry),
+                on_stop=lambda d: hook_metrics.forget(
+                    controller_type=d.kind.value, controller_name=d.name
+                ),
             )
             membership.work = runner
             self.membership = membership

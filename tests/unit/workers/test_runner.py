@@ -200,3 +200,21 @@ async def test_controllers_come_and_go_and_a_bad_one_is_isolated() -> None:
     await settle()
     assert [name for name, _ in script.calls] == ["x", "y"]
     await r.close()
+
+
+@pytest.mark.asyncio
+async def test_a_removed_controller_is_reported_to_on_stop() -> None:
+    script = Script()
+    stopped: list[str] = []
+    r = Runner(
+        factory=lambda _: script,
+        fetch=script.fetch,
+        gate=lambda _: True,
+        concurrency=1,
+        on_stop=lambda d: stopped.append(d.name),
+    )
+    r.set_controllers((definition("a"), definition("b")))
+    r.set_controllers((definition("b"),))
+    assert stopped == ["a"]
+    await r.close()
+    assert stopped == ["a", "b"]

@@ -1,0 +1,249 @@
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from manager.routing import Router
+from manager.snapshots import snapshot_of
+from manager.store import Cached, Store
+from manager.views import ControllerView
+from proto.api.controllers import parse_composite_controller
+from proto.kube.resources import Resource
+from proto.wire import ParentKey, Priority, slot_of
+
+THINGS = Resource("example.com", "v1", "things", "Thing", True, subresources=("status",))
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
+
+
+def controller(**spec: Any) -> ControllerView:
+    obj = {
+        "apiVersion": "metacontroller.k8s.io/v1alpha1",
+        "kind": "CompositeController",
+        "metadata": {"name": "cc", "uid": "cc-uid"},
+        "spec": {
+            "parentResource": {"apiVersion": "example.com/v1", "resource": "things"},
+            "childResources": [{"apiVersion": "v1", "resource": "configmaps"}],
+            "hooks": {"sync": {"webhook": {"url": "http://hook/sync"}}},
+            **spec,
+        },
+    }
+    return ControllerView(
+        parse_composite_controller(obj), orjson.dumps(obj), "1", THINGS, (CONFIGMAPS,)
+    )
+
+
+def cached(
+    name: str,
+    *,
+    ns: str = "ns",
+    labels: dict[str, str] | None = None,
+    owner: str | None = None,
+    generation: int = 1,
+    rv: int = 1,
+    **extra: Any,
+) -> Cached:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": ns,
+        "uid": f"uid-{name}",
+        "resourceVersion": str(rv),
+        "generation": generation,
+        "labels": labels or {},
+    }
+    if owner:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "example.com/v1",
+                "kind": "Thing",
+                "name": owner,
+                "uid": f"uid-{owner}",
+                "controller": True,
+            }
+        ]
+    meta.update(extra.pop("meta", {}))
+    obj = {"apiVersion": "v1", "kind": "X", "metadata": meta, **extra}
+    return Cached.from_object(obj, orjson.dumps(obj))
+
+
+def key(name: str, ns: str = "ns") -> ParentKey:
+    return ParentKey("CompositeController", "cc", "things.example.com", ns, name)
+
+
+class World:
+    def __init__(self, view: ControllerView) -> None:
+        self.view = view
+        self.stores = {"things": Store(), "configmaps": Store()}
+        self.pushed: list[tuple[ParentKey, Priority]] = []
+        self.router = Router(
+            push=lambda k, p: self.pushed.append((k, p)), stores=lambda r: self.stores.get(r.name)
+        )
+        self.router.set_controllers([view])
+
+    def parent(self, obj: Cached, *, initial: bool = False) -> None:
+        old = self.stores["things"].upsert(obj)
+        self.router.handler(THINGS)("MODIFIED" if old else "ADDED", old, obj, initial)
+
+    def child(self, obj: Cached | None, old: Cached | None = None) -> None:
+        if obj is not None:
+            old = self.stores["configmaps"].upsert(obj)
+        elif old is not None:
+            self.stores["configmaps"].delete(old.namespace, old.name)
+        self.router.handler(CONFIGMAPS)("MODIFIED", old, obj, False)
+
+
+SELECTOR = {"selector": {"matchLabels": {"app": "a"}}}
+
+
+def test_parents_children_and_orphans_are_routed_to_parent_keys() -> None:
+    w = World(controller())
+    w.parent(cached("p1", spec=SELECTOR), initial=True)
+    w.parent(cached("p2", spec={"selector": {"matchLabels": {"app": "b"}}}))
+    assert w.pushed == [(key("p1"), Priority.LOW), (key("p2"), Priority.LIVE)]
+    assert w.router.keys_of(range(1024)) == (key("p1"), key("p2"))
+    w.pushed.clear()
+    w.child(cached("c1", owner="p1"))  # owned
+    w.child(cached("c2", labels={"app": "b"}))  # orphan selected by p2
+    w.child(cached("c3", labels={"app": "z"}))  # orphan nobody selects
+    w.child(cached("c4", ns="other", labels={"app": "a"}))  # another namespace
+    assert w.pushed == [(key("p1"), Priority.LIVE), (key("p2"), Priority.LIVE)]
+
+
+def test_adoption_and_release_notify_both_states_and_deletes_use_the_last_state() -> None:
+    w = World(controller())
+    w.parent(cached("p1", spec=SELECTOR))
+    w.parent(cached("p2", spec={"selector": {"matchLabels": {"app": "b"}}}))
+    orphan = cached("c", labels={"app": "a"})
+    w.child(orphan)
+    w.pushed.clear()
+    w.child(cached("c", labels={"app": "a"}, owner="p2"))  # p2 adopted it
+    assert {k for k, _ in w.pushed} == {key("p1"), key("p2")}
+    w.pushed.clear()
+    w.child(None, old=cached("c", labels={"app": "a"}, owner="p2"))
+    assert [k for k, _ in w.pushed] == [key("p2")]
+
+
+def test_children_of_other_owner_kinds_are_not_ours() -> None:
+    w = World(controller())
+    w.parent(cached("p1", spec=SELECTOR))
+    w.pushed.clear()
+    other = cached("c", labels={"app": "a"})
+    obj = orjson.loads(other.raw)
+    obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "Thing", "name": "p1", "uid": "x", "controller": True}
+    ]
+    w.child(Cached.from_object(obj, orjson.dumps(obj)))
+    assert w.pushed == []
+
+
+def test_label_selector_and_finalizer_decide_which_parents_are_handled() -> None:
+    view = controller(
+        parentResource={
+            "apiVersion": "example.com/v1",
+            "resource": "things",
+            "labelSelector": {"matchLabels": {"tier": "gold"}},
+        }
+    )
+    w = World(view)
+    w.parent(cached("p", labels={"tier": "gold"}, spec=SELECTOR))
+    w.parent(cached("p", labels={"tier": "tin"}, spec=SELECTOR))  # leaves: still notified
+    w.parent(cached("p", labels={"tier": "tin"}, spec={"x": 1}, generation=2))  # not ours
+    assert [k for k, _ in w.pushed] == [key("p"), key("p")]
+    assert w.router.keys_of(range(1024)) == ()
+    kept = cached(
+        "p",
+        labels={"tier": "tin"},
+        meta={"finalizers": ["metacontroller.io/compositecontroller-cc"]},
+    )
+    w.parent(kept)  # carries our finalizer: must still be finalized
+    assert w.router.keys_of(range(1024)) == (key("p"),)
+    parent, _, _ = snapshot_of(
+        view, key("p"), stores=lambda r: w.stores.get(r.name), router=w.router
+    )
+    assert parent == kept.raw
+
+
+def test_ignore_status_changes() -> None:
+    w = World(
+        controller(
+            parentResource={
+                "apiVersion": "example.com/v1",
+                "resource": "things",
+                "ignoreStatusChanges": True,
+            }
+        )
+    )
+    w.parent(cached("p", rv=1, spec=SELECTOR))
+    w.parent(cached("p", rv=2, spec=SELECTOR, status={"x": 1}))  # status only: ignored
+    w.parent(cached("p", rv=3, generation=2, spec=SELECTOR))
+    w.parent(cached("p", rv=4, generation=2, labels={"new": "1"}, spec=SELECTOR))
+    assert len(w.pushed) == 3
+
+
+def test_generate_selector_claims_by_controller_uid() -> None:
+    w = World(controller(generateSelector=True))
+    w.parent(cached("p1"))
+    w.pushed.clear()
+    w.child(cached("c", labels={"controller-uid": "uid-p1"}))
+    w.child(cached("d", labels={"controller-uid": "uid-other"}))
+    assert w.pushed == [(key("p1"), Priority.LIVE)]
+
+
+def test_snapshot_has_owned_children_and_matching_orphans_only() -> None:
+    view = controller()
+    w = World(view)
+    w.parent(cached("p1", spec=SELECTOR))
+    w.parent(cached("p2", spec=SELECTOR))
+    for obj in (
+        cached("owned", owner="p1"),
+        cached("orphan", labels={"app": "a"}),
+        cached("theirs", owner="p2", labels={"app": "a"}),
+        cached("stranger", labels={"app": "x"}),
+        cached("elsewhere", ns="other", labels={"app": "a"}),
+    ):
+        w.stores["configmaps"].upsert(obj)
+    parent, children, related = snapshot_of(
+        view, key("p1"), stores=lambda r: w.stores.get(r.name), router=w.router
+    )
+    assert parent is not None and related == {}
+    names = [orjson.loads(raw)["metadata"]["name"] for raw in children["ConfigMap.v1"]]
+    assert names == ["owned", "orphan"]
+    assert snapshot_of(
+        view, key("gone"), stores=lambda r: w.stores.get(r.name), router=w.router
+    ) == (None, {}, {})
+
+
+def test_a_parent_without_a_usable_selector_claims_no_orphans() -> None:
+    view = controller()
+    w = World(view)
+    w.parent(
+        cached("p1", spec={"selector": {"matchExpressions": [{"key": "a", "operator": "Bogus"}]}})
+    )
+    w.stores["configmaps"].upsert(cached("orphan", labels={"app": "a"}))
+    w.stores["configmaps"].upsert(cached("owned", owner="p1"))
+    _, children, _ = snapshot_of(
+        view, key("p1"), stores=lambda r: w.stores.get(r.name), router=w.router
+    )
+    assert [orjson.loads(r)["metadata"]["name"] for r in children["ConfigMap.v1"]] == ["owned"]
+
+
+@pytest.mark.parametrize("scope", ["namespaced", "cluster"])
+def test_keys_carry_the_namespace_only_for_namespaced_parents(scope: str) -> None:
+    view = controller()
+    if scope == "cluster":
+        view = ControllerView(
+            view.spec,
+            view.raw,
+            "1",
+            Resource("example.com", "v1", "things", "Thing", False),
+            (CONFIGMAPS,),
+        )
+    assert view.key("ns", "p") == ParentKey(
+        "CompositeController",
+        "cc",
+        "things.example.com",
+        "ns" if scope == "namespaced" else "",
+        "p",
+    )
+    assert 0 <= slot_of(view.key("ns", "p")) < 1024
