@@ -4,8 +4,9 @@ One ``Store`` per informer (per resource). Invariants:
 
 - Each object is kept as the API server's raw JSON bytes (``Cached.raw``) and a few parsed
   fields (namespace, name, uid, resourceVersion, generation, labels, controller ownerRef,
-  finalizers, whether it is being deleted). Decoded dicts are never kept: a dict cache costs 3-7x the
-  JSON size, this about 1.4x for 3 KB Pods, indexes included (``loadtest/bench/informer.py``).
+  finalizers, whether it is being deleted). Decoded dicts are never kept: a dict cache costs
+  3-7x the JSON size, this about 1.4x for 3 KB Pods, indexes included
+  (``loadtest/bench/informer.py``).
 - Strings that repeat across objects (namespaces, label keys and values, and the owner's
   kind, API version, name and uid) are interned, so a thousand objects in one namespace share
   one string, and the Pods of one ReplicaSet share its name and uid.
