@@ -14,6 +14,8 @@ election):
   caches have seen the worker's own writes named in the FETCH barrier and, for controllers
   with a customize hook, once the parent's related objects are known (``manager.related``),
   waiting at most ``barrier_timeout`` (then NOT_READY if the related objects are still not).
+  While such a snapshot waits, changes of its key are not pushed: the snapshot, taken after
+  them, already reflects them (this saves a redundant reconcile after every write).
 - A message that cannot be delivered to a worker ends its membership (it fences itself and
   joins again): no key notification is silently lost to a live member.
 - When the term ends (cancelled), every worker gets BYE before the socket closes, so they
@@ -142,6 +144,7 @@ class Term:
         )
         self._flush_scheduled = False
         self._nacked: dict[str, float] = {}
+        self._parked: dict[ParentKey, int] = {}  # keys whose snapshot waits for the cache
         self._tasks: set[asyncio.Task[None]] = set()
         self.assigning = asyncio.Event()
 
@@ -182,6 +185,8 @@ class Term:
         return informer.store if informer is not None else None
 
     def _push(self, key: ParentKey, priority: Priority) -> None:
+        if key in self._parked:
+            return  # a snapshot of it is about to be taken: it will reflect this change
         worker = self.membership.dispatch_target(slot_of(key))
         if worker is None:
             return
@@ -395,10 +400,17 @@ class Term:
     async def _answer_later(
         self, worker: str, msg: Fetch, view: ControllerView, waits: list[asyncio.Future[bool]]
     ) -> None:
-        results = await asyncio.gather(*waits)
+        key = msg.key
+        self._parked[key] = self._parked.get(key, 0) + 1
+        try:
+            results = await asyncio.gather(*waits)
+        finally:
+            left = self._parked.pop(key) - 1
+            if left:
+                self._parked[key] = left
         if not all(results):
             self._metrics.barrier_timeout()
-        if self.membership.owner(slot_of(msg.key)) == worker:
+        if self.membership.owner(slot_of(key)) == worker:
             self._answer(worker, msg, view)
 
     def _answer(self, worker: str, msg: Fetch, view: ControllerView) -> None:

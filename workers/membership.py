@@ -17,6 +17,9 @@ Contract (see ``proto.wire.messages`` for the messages):
   coordinator does not know this worker) makes it join again.
 - REVOKE: the slots stop being owned at once (no new reconcile starts), queued keys of them
   are dropped, running ones finish, then RELEASED is sent.
+- A KEYS notification for a key whose FETCH is outstanding is dropped: the coordinator pushes
+  a key only once the change is in its cache, and the SNAPSHOT it sends later on the same
+  ordered pipe reflects it.
 - ``fetch`` sends a FETCH and waits for the SNAPSHOT or NACK with the same request id. It
   raises ``KeyDropped`` when the key cannot be reconciled here (not owner, unknown key or
   controller, no coordinator, epoch changed) and ``FetchFailed`` otherwise (timeout, snapshot
@@ -120,6 +123,8 @@ class Membership:
         self._fence_timeout = 3.0
         self._last_contact = 0.0
         self._pending: dict[int, asyncio.Future[Snapshot]] = {}
+        self._fetching: dict[ParentKey, int] = {}  # keys with a FETCH not yet answered
+        self._fetch_keys: dict[int, ParentKey] = {}  # request id -> key, until answered
         self._request_ids = itertools.count(1)
         self._leaving = False
         self._tasks: set[asyncio.Task[None]] = set()
@@ -141,6 +146,8 @@ class Membership:
         request_id = next(self._request_ids)
         future: asyncio.Future[Snapshot] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
+        self._fetch_keys[request_id] = key
+        self._fetching[key] = self._fetching.get(key, 0) + 1
         try:
             if not await self._link.send(Fetch(self.epoch, request_id, key, dict(barrier))):
                 raise KeyDropped("coordinator unreachable")
@@ -150,6 +157,15 @@ class Membership:
                 raise FetchFailed(f"no snapshot within {self._fetch_timeout:g}s") from None
         finally:
             self._pending.pop(request_id, None)
+            self._answered(request_id)
+
+    def _answered(self, request_id: int) -> None:
+        """The FETCH ``request_id`` is answered (or abandoned): KEYS count again for its key."""
+        key = self._fetch_keys.pop(request_id, None)
+        if key is not None:
+            left = self._fetching.pop(key) - 1
+            if left:
+                self._fetching[key] = left
 
     # --- running ------------------------------------------------------------------------------
 
@@ -238,9 +254,13 @@ class Membership:
         if isinstance(msg, Keys):
             priority = _PRIORITY[msg.priority]
             for key in msg.keys:
-                if self.owns(key) and work is not None:
+                # A key whose snapshot is on its way needs no new run: the coordinator pushed
+                # it after the change reached its cache, so the snapshot (sent after this
+                # message, on the same ordered pipe) already reflects the change.
+                if key not in self._fetching and self.owns(key) and work is not None:
                     work.enqueue(key, priority)
         elif isinstance(msg, Snapshot):
+            self._answered(msg.request_id)
             future = self._pending.get(msg.request_id)
             if future is not None and not future.done():
                 future.set_result(msg)
@@ -288,6 +308,7 @@ class Membership:
         )
 
     def _resolve_nack(self, msg: Nack) -> None:
+        self._answered(msg.request_id)
         future = self._pending.get(msg.request_id)
         if future is None or future.done():
             return

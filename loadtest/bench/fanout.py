@@ -141,18 +141,8 @@ def main(quick: bool) -> None:
                 "PYTHONPATH": os.pathsep.join([str(SHARED_BENCH), str(REPO)]),
             }
             _harness(["install", "--metacontroller"], env=env)
-            common = [
-                "--n",
-                str(n),
-                "--k",
-                str(k),
-                "--runs",
-                "1",
-                "--out",
-                str(results),
-                "--log-dir",
-                str(Path(tmp) / "logs"),
-            ]
+            common = ["--n", str(n), "--k", str(k), "--runs", "1", "--out", str(results)]
+            logs = ["--log-dir", str(Path(tmp) / "logs")]
             reconciles: dict[int, list[tuple[float, dict[float, float]]]] = {1: [], 2: []}
             for _ in range(runs):
                 _harness(["raw", *common, "--concurrency", "128", "--label", "raw"], env=env)
@@ -161,14 +151,21 @@ def main(quick: bool) -> None:
                     port = free_port()
                     with Scraper([port + 1 + i for i in range(w)]) as scraper:
                         _harness(
-                            ["controller", *common, "--hook", *flags, _metashard_cmd(w, port)],
+                            [
+                                "controller",
+                                *common,
+                                *logs,
+                                "--hook",
+                                *flags,
+                                _metashard_cmd(w, port),
+                            ],
                             env=env,
                         )
                     reconciles[w].append(scraper.reconciles())
-                    cold = ["controller", *common, "--hook", "--coldstart", *flags]
+                    cold = ["controller", *common, *logs, "--hook", "--coldstart", *flags]
                     _harness([*cold, _metashard_cmd(w, free_port())], env=env)
                 if not quick:
-                    _harness(["controller", *common, "--kopf", "--label", "kopf"], env=env)
+                    _harness(["controller", *common, *logs, "--kopf", "--label", "kopf"], env=env)
         finally:
             cluster.stop()
         lines = [orjson.loads(x) for x in results.read_bytes().splitlines() if x]

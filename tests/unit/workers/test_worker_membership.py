@@ -200,3 +200,21 @@ async def test_fetch_nack_drops_the_key_and_leave_says_bye(world) -> None:  # ty
     await within(membership.leave())
     _, bye = await coordinator.expect(Bye)
     assert isinstance(bye, Bye)
+
+
+@pytest.mark.asyncio
+async def test_keys_sent_before_the_snapshot_of_a_running_fetch_cause_no_rerun(world) -> None:  # type: ignore[no-untyped-def]
+    coordinator, membership, script = world
+    await coordinator.welcome()
+    await within(membership.joined.wait())
+    await coordinator.send(Assign(5, (slot_of(KEY),), (KEY,)))
+    _, fetch = await coordinator.expect(Fetch)
+    assert isinstance(fetch, Fetch)
+    await coordinator.send(Keys(5, Priority.LIVE, (KEY,)))  # a change the snapshot includes
+    await coordinator.send(Snapshot(5, fetch.request_id, KEY, b"{}", {}, (), {}))
+    await asyncio.sleep(0.3)
+    assert script.reconciled == ["p1"]
+    await coordinator.send(Keys(5, Priority.LIVE, (KEY,)))  # a later change: a new run
+    await serve_fetch(coordinator)
+    await asyncio.sleep(0.1)
+    assert script.reconciled == ["p1", "p1"]
