@@ -1,7 +1,7 @@
 """Custom resource definitions for tests, benchmarks and the demo, and installing them.
 
 - ``simple_crd(group, kind)``: a CRD with one served version ``v1``, the status subresource
-  and a schema that keeps unknown fields (or the ``schema`` given).
+  (unless ``status=False``) and a schema that keeps unknown fields (or the ``schema`` given).
 - ``install(client, crds)``: create the CRDs (existing ones are left alone) and wait until
   discovery serves every one of them.
 """
@@ -30,6 +30,7 @@ def simple_crd(
     plural: str | None = None,
     scope: str = "Namespaced",
     schema: Mapping[str, Any] = OPEN_SCHEMA,
+    status: bool = True,
 ) -> dict[str, Any]:
     plural = plural or kind.lower() + "s"
     return {
@@ -45,7 +46,7 @@ def simple_crd(
                     "name": "v1",
                     "served": True,
                     "storage": True,
-                    "subresources": {"status": {}},
+                    "subresources": {"status": {}} if status else {},
                     "schema": {"openAPIV3Schema": dict(schema)},
                 }
             ],

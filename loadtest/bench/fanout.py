@@ -179,7 +179,7 @@ def main(quick: bool) -> None:
         header(f"{label}: reconciles over the create and update waves (last run)")
         if seconds:
             row("reconciles per second", total / seconds, "reconciles/s")
-        row("reconciles per parent", total / n, "reconciles")
+        row("reconciles per parent per wave", total / n / 2, "reconciles")
         for q in (0.5, 0.99):
             bound = _quantile(buckets, q)
             if bound is not None:

@@ -7,6 +7,8 @@
 - ``kube``: an open client; ``namespace``: a fresh namespace per test, deleted afterwards.
 - ``procs``: a ``harness.Processes`` for the test's processes, all stopped at the end (their
   logs are printed when the test fails).
+- ``hooks``: a programmable hook server (``tests.e2e.hookserver``) for the module.
+- ``stack``: one coordinator and two workers with the built-in reconcilers, for the module.
 """
 
 from __future__ import annotations
@@ -30,15 +32,17 @@ from proto.kube.config import load_config
 from proto.kube.resources import Resource
 from proto.kube.session import Session
 from tests.e2e.harness import Processes
+from tests.e2e.hookserver import HookServer
 
 KUBECONFIG_ENV = "METASHARD_E2E_KUBECONFIG"
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 THINGS_CRD = simple_crd("e2e.metashard.io", "Thing")
+PLAIN_CRD = simple_crd("e2e.metashard.io", "Plain", status=False)  # no status subresource
 
 
 async def _install(kubeconfig: str) -> None:
     async with Session(load_config(kubeconfig), qps=0) as session:
-        await install(Client(session), [*load_crds(), THINGS_CRD])
+        await install(Client(session), [*load_crds(), THINGS_CRD, PLAIN_CRD])
 
 
 @pytest.fixture(scope="session")
@@ -81,6 +85,23 @@ def procs(cluster: str, tmp_path: Path, request: pytest.FixtureRequest) -> Itera
     report = request.node.stash.get(_REPORT, None)
     if report is not None and report.failed:
         print(processes.logs())
+
+
+@pytest.fixture(scope="module")
+def hooks() -> Iterator[HookServer]:
+    server = HookServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(cluster: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Processes]:
+    processes = Processes(kubeconfig=cluster, workdir=Path(tmp_path_factory.mktemp("stack")))
+    processes.coordinator()
+    processes.worker("w-a")
+    processes.worker("w-b")
+    yield processes
+    processes.close()
 
 
 _REPORT = pytest.StashKey[pytest.TestReport]()

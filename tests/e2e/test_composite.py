@@ -15,8 +15,7 @@ import os
 import secrets
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -47,23 +46,6 @@ Answer = Callable[[str, dict[str, Any]], "Reply | dict[str, Any]"]
 
 
 # --- fixtures ---------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def hooks() -> Iterator[HookServer]:
-    server = HookServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def stack(cluster: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Processes]:
-    procs = Processes(kubeconfig=cluster, workdir=Path(tmp_path_factory.mktemp("composite")))
-    procs.coordinator()
-    procs.worker("w-a")
-    procs.worker("w-b")
-    yield procs
-    procs.close()
 
 
 MakeController = Callable[..., Awaitable[str]]
