@@ -122,7 +122,8 @@ class Handlers:
     def decode_object(
         self, rt: ResourceType, raw: bytes, content_type: str, validation: str, warnings: list[str]
     ) -> dict[str, Any]:
-        media = decode.media_type(content_type)
+        # Like the API server's input negotiation: no Content-Type means its first media type.
+        media = decode.media_type(content_type) or "application/json"
         if media == "application/vnd.kubernetes.protobuf":
             raise errors.ApiError(
                 415,

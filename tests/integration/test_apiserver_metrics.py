@@ -79,5 +79,13 @@ async def test_content_negotiation_for_resources() -> None:
         )
         assert typed.status == 415
         assert "protobuf" in (await typed.json())["message"]
+        # No Content-Type at all (the official Python client sends none): JSON, as the API
+        # server's input negotiation defaults to its first media type.
+        untyped = await api.session.post(
+            path,
+            data=b'{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"untyped"}}',
+            skip_auto_headers=["Content-Type"],
+        )
+        assert untyped.status == 201, await untyped.text()
         bad = await api.get("/api/v1/namespaces", watch="true", resourceVersion="abc")
         assert bad.status == 400
