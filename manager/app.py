@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import aiohttp
 from prometheus_client import CollectorRegistry
 
 from manager.election import ElectionConfig, LeaderElector, default_identity
@@ -29,6 +28,7 @@ from proto.api.names import EVENT_COMPONENT
 from proto.clock import SYSTEM_CLOCK, Clock
 from proto.hooks.client import HookClient
 from proto.hooks.metrics import PrometheusHookMetrics
+from proto.http1 import HttpClient
 from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.events import EventRecorder
@@ -76,7 +76,7 @@ class Coordinator:
         config = load_config(settings.kubeconfig)
         async with (
             Session(config, qps=settings.qps, burst=settings.burst) as session,
-            aiohttp.ClientSession() as http,
+            HttpClient() as http,
         ):
             self._client = Client(session)
             self._hooks = HookClient(http, metrics=self._hook_metrics)

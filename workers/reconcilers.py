@@ -13,10 +13,10 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import aiohttp
 from prometheus_client import CollectorRegistry
 
 from proto.hooks.client import HookClient
+from proto.http1 import HttpClient
 from proto.kube.client import Client
 from proto.kube.events import EventRecorder
 from proto.wire import ControllerDef, ControllerKind
@@ -26,13 +26,13 @@ from workers.reconciler import Reconciler, ReconcilerFactory
 
 @dataclass(frozen=True, slots=True)
 class WorkerContext:
-    """What a reconciler may use: the worker's identity, API client, hook session, metrics,
+    """What a reconciler may use: the worker's identity, API client, HTTP client, metrics,
     the webhook client (hook metrics on ``registry``) and the event recorder (component
     ``metacontroller``), all shared by every controller of the process."""
 
     worker_id: str
     client: Client
-    http: aiohttp.ClientSession
+    http: HttpClient
     registry: CollectorRegistry
     hooks: HookClient
     events: EventRecorder

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 
-import aiohttp
 from prometheus_client import CollectorRegistry
 
 from proto.api import names
 from proto.clock import SYSTEM_CLOCK, Clock
 from proto.hooks.client import HookClient
 from proto.hooks.metrics import PrometheusHookMetrics
+from proto.http1 import HttpClient
 from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.events import EventRecorder
@@ -67,7 +67,7 @@ class Worker:
         hook_metrics = PrometheusHookMetrics(self.registry)
         async with (
             Session(config, qps=settings.qps, burst=settings.burst) as session,
-            aiohttp.ClientSession() as http,
+            HttpClient() as http,
         ):
             client = Client(session)
             events = EventRecorder(

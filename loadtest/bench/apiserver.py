@@ -16,11 +16,13 @@ rate limit opened wide); the watcher reads the raw stream, counting delivered ev
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
@@ -135,25 +137,27 @@ async def _emulator_run(url: str, count: int) -> tuple[float, float, int]:
     return count / seconds, count / (done[0] - t0), stored
 
 
-def _trivial_server() -> tuple[subprocess.Popen[str], str]:
+@contextlib.contextmanager
+def trivial_server() -> Iterator[tuple[str, int]]:
+    """A bare aiohttp server in its own process answering every request: (URL, pid)."""
     process = subprocess.Popen(
         [sys.executable, "-c", _TRIVIAL_SERVER], stdout=subprocess.PIPE, text=True
     )
-    assert process.stdout is not None
-    return process, process.stdout.readline().strip()
+    try:
+        assert process.stdout is not None
+        yield process.stdout.readline().strip(), process.pid
+    finally:
+        process.terminate()
+        process.wait()
 
 
 def main(quick: bool) -> None:
     count = 1_000 if quick else 10_000
     header(f"apiserver: create {count:,} ConfigMaps at concurrency {CONCURRENCY}, one watcher")
-    baseline_process, baseline_url = _trivial_server()
-    try:
-        cpu = _cpu_seconds(baseline_process.pid)
+    with trivial_server() as (baseline_url, baseline_pid):
+        cpu = _cpu_seconds(baseline_pid)
         baseline_seconds, _ = asyncio.run(_write_all(baseline_url, count))
-        baseline_cpu = (_cpu_seconds(baseline_process.pid) - cpu) / count * 1e6
-    finally:
-        baseline_process.terminate()
-        baseline_process.wait()
+        baseline_cpu = (_cpu_seconds(baseline_pid) - cpu) / count * 1e6
     baseline = count / baseline_seconds
     with ClusterProcess() as cluster:
         assert cluster.process is not None

@@ -8,10 +8,11 @@ to the endpoint's webhook as Metacontroller does:
   ``proto.api.controllers``), with the webhook's timeout over the whole exchange.
 - Only 200 is success. 429 raises ``HookRetryAfter`` with the ``Retry-After`` delay (integer
   seconds or an RFC 1123 date; unparsable or past: 0). Other statuses raise
-  ``HookStatusError`` with an excerpt of the body; timeouts and connection failures raise
-  ``HookTransportError`` (tree in ``proto.hooks.errors``). ``asyncio.CancelledError`` passes.
-- One ``aiohttp.ClientSession`` per process is injected and shared by every controller; the
-  client never closes it.
+  ``HookStatusError`` with an excerpt of the body; timeouts, connection failures and malformed
+  HTTP raise ``HookTransportError`` (tree in ``proto.hooks.errors``).
+  ``asyncio.CancelledError`` passes.
+- One ``proto.http1.HttpClient`` per process (keep-alive connections per hook server) is
+  injected and shared by every controller; the hook client never closes it.
 - Metrics go to an injected ``HookMetrics`` (``proto.hooks.metrics``), with the endpoint's
   ``url``, ``controller_name`` and ``controller_type``.
 
@@ -24,19 +25,18 @@ from Secrets outside this module and added where ``_request_options`` builds the
 
 from __future__ import annotations
 
+import asyncio
 import calendar
 import math
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import aiohttp
 
 from proto.api.controllers import HookName, Webhook
 from proto.hooks.errors import HookRetryAfter, HookStatusError, HookTransportError
 from proto.hooks.metrics import HookMetrics, NoHookMetrics
+from proto.http1 import HttpClient, HttpTransportError
 
 BODY_EXCERPT_BYTES = 1024
 _HEADERS = {"Content-Type": "application/json"}
@@ -107,55 +107,45 @@ def parse_retry_after(value: str | None, *, now: float) -> float:
 
 
 class HookClient:
-    """Calls webhooks over one shared ``aiohttp.ClientSession``."""
+    """Calls webhooks over one shared ``HttpClient``."""
 
     def __init__(
         self,
-        session: aiohttp.ClientSession,
+        http: HttpClient,
         *,
         metrics: HookMetrics | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        self._session = session
+        self._http = http
         self._metrics: HookMetrics = metrics if metrics is not None else NoHookMetrics()
         self._clock = clock
         self._wall_clock = wall_clock
-
-    def _request_options(self, endpoint: HookEndpoint) -> dict[str, Any]:
-        return {
-            "headers": _HEADERS,
-            "timeout": aiohttp.ClientTimeout(total=endpoint.webhook.timeout_seconds),
-        }
 
     async def call(self, endpoint: HookEndpoint, body: bytes) -> bytes:
         """POST ``body``; the response body of a 200. Raises ``HookError`` subclasses."""
         url = endpoint.webhook.url
         labels = endpoint.metric_labels
+        timeout = endpoint.webhook.timeout_seconds
         self._metrics.started(endpoint.hook, labels)
         start = self._clock()
         code: int | None = None
         try:
-            async with self._session.post(
-                url, data=body, **self._request_options(endpoint)
-            ) as response:
-                if response.status == 200:
-                    payload = await response.read()
-                    code = 200
-                    return payload
-                retry_after = response.headers.get("Retry-After")
-                excerpt = await response.content.read(BODY_EXCERPT_BYTES)
-                code = response.status
+            async with asyncio.timeout(timeout):
+                response = await self._http.request("POST", url, headers=_HEADERS, body=body)
+            code = response.status
         except TimeoutError:
-            timeout = endpoint.webhook.timeout_seconds
             raise HookTransportError(
                 f"http error: no answer from {url} within {timeout:g}s", url=url, timed_out=True
             ) from None
-        except aiohttp.ClientError as err:
+        except (HttpTransportError, ValueError) as err:
             raise HookTransportError(f"http error: {err}", url=url) from err
         finally:
             self._metrics.finished(endpoint.hook, labels, code=code, seconds=self._clock() - start)
+        if code == 200:
+            return response.body
         if code == 429:
-            delay = parse_retry_after(retry_after, now=self._wall_clock())
+            delay = parse_retry_after(response.headers.get("retry-after"), now=self._wall_clock())
             raise HookRetryAfter(delay, url=url)
+        excerpt = response.body[:BODY_EXCERPT_BYTES]
         raise HookStatusError(code, excerpt.decode("utf-8", "replace"), url=url)

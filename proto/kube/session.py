@@ -1,17 +1,19 @@
 """One HTTP session per process to one API server: TLS, auth, rate limit, retries.
 
 Contract:
-- ``Session(config, ...)`` is an async context manager owning one ``aiohttp.ClientSession``
-  (keep-alive connection pool, TLS from the CA or ``insecure_skip_tls_verify``, client
-  certificate, ``User-Agent: metashard/<version>``, ``Accept: application/json``).
+- ``Session(config, ...)`` is an async context manager owning the process's connections to the
+  API server: a lean keep-alive pool (``proto.http1``) for whole-body requests, the hot path of
+  writes, and an ``aiohttp.ClientSession`` for streams (watches). Both use the same TLS set-up
+  (the CA or ``insecure_skip_tls_verify``, client certificate, ``tls-server-name``) and proxy,
+  and send ``User-Agent: metashard/<version>`` and ``Accept: application/json``.
 - Every attempt of every request, watches included, first takes a token from the client-side
   ``TokenBucket`` (client-go's defaults: qps 5, burst 10; ``qps=0`` disables it).
 - A 429, or a 5xx that carries ``Retry-After``, is retried after the advertised number of
   seconds, at most ``max_retries`` (10) times like client-go; then the error is raised
   (``TooManyRequests`` with ``retry_after``). A 401 re-reads a rotating credential and retries
   once. Other error statuses raise the ``ApiError`` subclass built from the body at once.
-- Connection failures and client-side timeouts raise ``TransportError``; nothing else from
-  aiohttp leaks out.
+- Connection failures and client-side timeouts (``request_timeout`` over a whole request,
+  ``connect_timeout``) raise ``TransportError``; nothing from the HTTP libraries leaks out.
 - ``on_response(method, status_code, seconds)`` is called once per attempt that got response
   headers (status 0 for a transport failure), so applications can count requests in their own
   metrics. Waits and durations use the injected ``Clock``.
@@ -24,16 +26,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from typing import Any, Generic, TypeVar
+from urllib.parse import urlencode
 
 import aiohttp
 import orjson
 from yarl import URL
 
 from proto.clock import SYSTEM_CLOCK, Clock
+from proto.http1 import HttpClient, HttpTransportError
 from proto.kube.auth import Authorization
 from proto.kube.config import ClusterConfig
 from proto.kube.errors import ConfigError, StreamError, TransportError, api_error
@@ -46,6 +50,7 @@ DEFAULT_MAX_RETRIES = 10
 
 OnResponse = Callable[[str, int, float], None]
 Params = Mapping[str, str]
+T = TypeVar("T")
 
 
 def _version() -> str:
@@ -118,8 +123,20 @@ class Response:
             ) from exc
 
 
+@dataclass(frozen=True, slots=True)
+class _Attempt(Generic[T]):
+    """One attempt's answer: enough for the retry loop, and what the caller gets on success."""
+
+    status: int
+    headers: Mapping[str, str]
+    """Looked up with lower-case names (aiohttp's headers are case-insensitive)."""
+    read_error: Callable[[], Awaitable[bytes]]
+    """Reads an error answer's body (and releases the connection)."""
+    value: T
+
+
 def _retry_after(headers: Mapping[str, str]) -> float | None:
-    value = headers.get("Retry-After")
+    value = headers.get("retry-after")
     if value is None:
         return None
     try:
@@ -170,12 +187,20 @@ class Session:
         self._request_timeout = request_timeout
         self._connect_timeout = connect_timeout
         self._connection_limit = connection_limit
-        self._headers = {"User-Agent": user_agent, "Accept": JSON}
+        self._user_agent = user_agent
         self._base = config.server.rstrip("/")
         self._http: aiohttp.ClientSession | None = None
+        self._unary: HttpClient | None = None
 
     async def __aenter__(self) -> Session:
         ctx = _ssl_context(self.config)
+        self._unary = HttpClient(
+            ssl_context=ctx,
+            server_hostname=self.config.tls_server_name,
+            proxy=self.config.proxy,
+            connect_timeout=self._connect_timeout,
+            limit_per_origin=self._connection_limit,
+        )
         connector = aiohttp.TCPConnector(
             limit=self._connection_limit,
             ssl=ctx if ctx is not None else True,
@@ -183,15 +208,15 @@ class Session:
         )
         self._http = aiohttp.ClientSession(
             connector=connector,
-            headers=self._headers,
+            headers={"User-Agent": self._user_agent},
             read_bufsize=CHUNK_SIZE,
-            timeout=aiohttp.ClientTimeout(
-                total=self._request_timeout, sock_connect=self._connect_timeout
-            ),
         )
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        if self._unary is not None:
+            await self._unary.close()
+            self._unary = None
         if self._http is not None:
             await self._http.close()
             self._http = None
@@ -210,14 +235,32 @@ class Session:
 
         Raises the matching ``ApiError`` for a status >= 400, ``TransportError`` otherwise.
         """
-        resp = await self._send(method, path, params, body, content_type, accept, None)
-        try:
-            content = await resp.read()
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise TransportError(f"{method} {path}: reading the response failed: {exc}") from exc
-        finally:
-            resp.release()
-        return Response(resp.status, resp.headers.get("Content-Type", ""), content)
+        unary = self._require(self._unary)
+        url = self._base + path
+        if params:
+            url = f"{url}?{urlencode(params)}"
+
+        async def attempt(headers: dict[str, str]) -> _Attempt[Response]:
+            if body is not None:
+                headers["Content-Type"] = content_type or JSON
+            try:
+                async with asyncio.timeout(self._request_timeout):
+                    answer = await unary.request(method, url, headers=headers, body=body)
+            except TimeoutError:
+                raise TransportError(
+                    f"{method} {path}: no answer within {self._request_timeout:g} s"
+                ) from None
+            except HttpTransportError as exc:
+                raise TransportError(f"{method} {path}: {exc}") from exc
+            content = answer.body
+
+            async def read_error() -> bytes:
+                return content
+
+            reply = Response(answer.status, answer.headers.get("content-type", ""), content)
+            return _Attempt(answer.status, answer.headers, read_error, reply)
+
+        return await self._send(method, path, accept, attempt)
 
     @contextlib.asynccontextmanager
     async def stream(
@@ -234,10 +277,37 @@ class Session:
         ``read_timeout`` is an inactivity deadline: no byte for that long raises
         ``TransportError``. The connection is closed when the block exits.
         """
-        timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=self._connect_timeout, sock_read=read_timeout
-        )
-        resp = await self._send(method, path, params, None, None, JSON, timeout)
+        http = self._require(self._http)
+        url = URL(self._base + path, encoded=True)
+        extra: dict[str, Any] = {
+            "timeout": aiohttp.ClientTimeout(
+                total=None, sock_connect=self._connect_timeout, sock_read=read_timeout
+            )
+        }
+        if self.config.proxy:
+            extra["proxy"] = self.config.proxy
+        if self.config.tls_server_name:
+            extra["server_hostname"] = self.config.tls_server_name
+
+        async def attempt(headers: dict[str, str]) -> _Attempt[aiohttp.ClientResponse]:
+            try:
+                resp = await http.request(method, url, params=params, headers=headers, **extra)
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                raise TransportError(f"{method} {path}: {exc!r}") from exc
+
+            async def read_error() -> bytes:
+                try:
+                    return await resp.read()
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    raise TransportError(
+                        f"{method} {path}: reading the error failed: {exc}"
+                    ) from exc
+                finally:
+                    resp.release()
+
+            return _Attempt(resp.status, resp.headers, read_error, resp)
+
+        resp = await self._send(method, path, JSON, attempt)
         try:
             yield self._chunks(resp, f"{method} {path}", chunk_size, read_timeout)
         finally:
@@ -259,61 +329,47 @@ class Session:
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise TransportError(f"{what}: the stream broke: {exc!r}") from exc
 
+    @staticmethod
+    def _require(client: T | None) -> T:
+        if client is None:
+            raise RuntimeError("Session is not open: use `async with Session(config) as s`")
+        return client
+
     async def _send(
         self,
         method: str,
         path: str,
-        params: Params | None,
-        body: bytes | None,
-        content_type: str | None,
         accept: str,
-        client_timeout: aiohttp.ClientTimeout | None,
-    ) -> aiohttp.ClientResponse:
-        """Throttle, authenticate, send, retry; return a successful response (unread)."""
-        if self._http is None:
-            raise RuntimeError("Session is not open: use `async with Session(config) as s`")
-        url = URL(self._base + path, encoded=True)
-        headers = {"Accept": accept}
-        if content_type is not None:
-            headers["Content-Type"] = content_type
-        extra: dict[str, Any] = {}
-        if self.config.proxy:
-            extra["proxy"] = self.config.proxy
-        if self.config.tls_server_name:
-            extra["server_hostname"] = self.config.tls_server_name
-        if client_timeout is not None:
-            extra["timeout"] = client_timeout
+        attempt: Callable[[dict[str, str]], Awaitable[_Attempt[T]]],
+    ) -> T:
+        """Throttle, authenticate, attempt, retry; return a successful attempt's value."""
         retries = 0
         reauthenticated = False
         while True:
             await self.bucket.acquire()
+            headers = {"User-Agent": self._user_agent, "Accept": accept}
             authorization = await self._auth.header()
             if authorization is not None:
                 headers["Authorization"] = authorization
             started = self.clock.now()
             try:
-                resp = await self._http.request(
-                    method, url, params=params, data=body, headers=headers, **extra
-                )
-            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                answer = await attempt(headers)
+            except TransportError:
                 self._on_response(method, 0, self.clock.now() - started)
-                raise TransportError(f"{method} {path}: {exc!r}") from exc
-            self._on_response(method, resp.status, self.clock.now() - started)
-            if resp.status < 400:
-                return resp
-            retry_after = _retry_after(resp.headers)
-            try:
-                content = await resp.read()
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                raise TransportError(f"{method} {path}: reading the error failed: {exc}") from exc
-            finally:
-                resp.release()
-            retryable = resp.status == 429 or resp.status >= 500
+                raise
+            self._on_response(method, answer.status, self.clock.now() - started)
+            if answer.status < 400:
+                return answer.value
+            retry_after = _retry_after(answer.headers)
+            content = await answer.read_error()
+            retryable = answer.status == 429 or answer.status >= 500
             if retryable and retry_after is not None and retries < self.max_retries:
                 retries += 1
                 await self.clock.sleep(retry_after)
                 continue
-            if resp.status == 401 and not reauthenticated and self._auth.invalidate():
+            if answer.status == 401 and not reauthenticated and self._auth.invalidate():
                 reauthenticated = True
                 continue
-            raise api_error(resp.status, content, retry_after=retry_after, method=method, path=path)
+            raise api_error(
+                answer.status, content, retry_after=retry_after, method=method, path=path
+            )

@@ -8,7 +8,6 @@ import socket
 from collections.abc import AsyncIterator
 from email.utils import formatdate
 
-import aiohttp
 import pytest
 import pytest_asyncio
 from aiohttp import web
@@ -20,6 +19,7 @@ from proto.api.fields import Fields
 from proto.hooks.client import BODY_EXCERPT_BYTES, HookClient, HookEndpoint, parse_retry_after
 from proto.hooks.errors import HookError, HookRetryAfter, HookStatusError, HookTransportError
 from proto.hooks.metrics import PrometheusHookMetrics
+from proto.http1 import HttpClient
 
 NOW = float(calendar.timegm((2015, 10, 21, 7, 28, 0)))  # Wed, 21 Oct 2015 07:28:00 GMT
 
@@ -79,8 +79,8 @@ async def hooks() -> AsyncIterator[Hooks]:
 
 
 @pytest_asyncio.fixture
-async def session() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as shared:
+async def session() -> AsyncIterator[HttpClient]:
+    async with HttpClient() as shared:
         yield shared
 
 
@@ -96,7 +96,7 @@ def endpoint(
 
 
 @pytest.mark.asyncio
-async def test_200_returns_the_body(hooks: Hooks, session: aiohttp.ClientSession) -> None:
+async def test_200_returns_the_body(hooks: Hooks, session: HttpClient) -> None:
     client = HookClient(session)
     answer = await client.call(endpoint(f"{hooks.base}/ok"), b'{"parent": {}}')
     assert answer == b'{"echo": {"parent": {}}}'
@@ -104,9 +104,7 @@ async def test_200_returns_the_body(hooks: Hooks, session: aiohttp.ClientSession
 
 
 @pytest.mark.asyncio
-async def test_other_statuses_fail_with_a_body_excerpt(
-    hooks: Hooks, session: aiohttp.ClientSession
-) -> None:
+async def test_other_statuses_fail_with_a_body_excerpt(hooks: Hooks, session: HttpClient) -> None:
     client = HookClient(session)
     with pytest.raises(HookStatusError) as info:
         await client.call(endpoint(f"{hooks.base}/fail"), b"{}")
@@ -126,7 +124,7 @@ async def test_other_statuses_fail_with_a_body_excerpt(
     [("busy-seconds", 7.0), ("busy-date", 30.0), ("busy-garbage", 0.0), ("busy", 0.0)],
 )
 async def test_429_asks_for_a_delay(
-    hooks: Hooks, session: aiohttp.ClientSession, behaviour: str, delay: float
+    hooks: Hooks, session: HttpClient, behaviour: str, delay: float
 ) -> None:
     client = HookClient(session, wall_clock=lambda: NOW)
     with pytest.raises(HookRetryAfter) as info:
@@ -136,7 +134,7 @@ async def test_429_asks_for_a_delay(
 
 
 @pytest.mark.asyncio
-async def test_timeout(hooks: Hooks, session: aiohttp.ClientSession) -> None:
+async def test_timeout(hooks: Hooks, session: HttpClient) -> None:
     client = HookClient(session)
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -148,7 +146,7 @@ async def test_timeout(hooks: Hooks, session: aiohttp.ClientSession) -> None:
 
 
 @pytest.mark.asyncio
-async def test_connection_refused(session: aiohttp.ClientSession) -> None:
+async def test_connection_refused(session: HttpClient) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -160,7 +158,7 @@ async def test_connection_refused(session: aiohttp.ClientSession) -> None:
 
 
 @pytest.mark.asyncio
-async def test_url_from_service(hooks: Hooks, session: aiohttp.ClientSession) -> None:
+async def test_url_from_service(hooks: Hooks, session: HttpClient) -> None:
     # <protocol>://<name>.<namespace>:<port><path>: name "127.0" + namespace "0.1" is 127.0.0.1
     port = int(hooks.base.rsplit(":", 1)[1])
     webhook = parse_webhook(
@@ -182,7 +180,7 @@ def sample(registry: CollectorRegistry, name: str, **labels: str) -> float | Non
 
 
 @pytest.mark.asyncio
-async def test_metrics(hooks: Hooks, session: aiohttp.ClientSession) -> None:
+async def test_metrics(hooks: Hooks, session: HttpClient) -> None:
     registry = CollectorRegistry()
     metrics = PrometheusHookMetrics(registry)
     ticks = iter([0.0, 0.25, 1.0, 1.5, 2.0, 2.75, 10.0, 10.0, 20.0, 20.0])
@@ -225,7 +223,7 @@ async def test_metrics(hooks: Hooks, session: aiohttp.ClientSession) -> None:
 
 
 @pytest.mark.asyncio
-async def test_in_flight_and_forget(hooks: Hooks, session: aiohttp.ClientSession) -> None:
+async def test_in_flight_and_forget(hooks: Hooks, session: HttpClient) -> None:
     registry = CollectorRegistry()
     metrics = PrometheusHookMetrics(registry)
     client = HookClient(session, metrics=metrics)

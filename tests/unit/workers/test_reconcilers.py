@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry
 
 from loadtest.inmemory import MemoryCluster
 from proto.hooks.client import HookClient
+from proto.http1 import HttpClient
 from proto.kube.events import EventRecorder
 from proto.wire import ControllerDef, ControllerKind
 from tests.unit.workers.composite_world import controller, definition
@@ -20,7 +20,7 @@ from workers.reconcilers import UnsupportedController, WorkerContext, builtin
 @pytest.mark.asyncio
 async def test_builtin_runs_composite_controllers_only() -> None:
     cluster: Any = MemoryCluster()
-    async with aiohttp.ClientSession() as http:
+    async with HttpClient() as http:
         context = WorkerContext(
             worker_id="w",
             client=cluster,

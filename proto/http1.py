@@ -1,0 +1,504 @@
+"""A lean HTTP/1.1 client for unary requests: the hot path of API writes and hook calls.
+
+Why not aiohttp's client here: a reconcile makes several small requests (child writes, the
+status write, the hook call), and aiohttp's client spends about 100 µs of CPU on each, several
+times what the bytes cost; this client spends about 25 µs (``loadtest/bench/http1.py``).
+aiohttp still serves the long-lived streams (watches) and every server.
+
+Contract:
+- ``HttpClient(...)`` is an async context manager; ``await client.request(method, url,
+  headers=..., body=...)`` sends one request and returns the whole ``HttpResponse`` (status,
+  headers with lower-case names, body), whatever the status. Callers bound the exchange with
+  ``asyncio.timeout``.
+- ``url`` is an absolute ``http://`` or ``https://`` URL, already percent-encoded.
+- Keep-alive: a connection returns to its origin's idle pool when its response is complete and
+  neither side asked to close; an idle connection that the peer closed, or idle for longer than
+  ``idle_timeout``, is discarded. At most ``limit_per_origin`` connections are open per origin;
+  further requests wait for one. The most recently used idle connection is reused first.
+- A request written on a reused connection that the peer closed without answering a byte is
+  sent once more on a new connection (the peer dropped an idle connection as we wrote).
+- Failures: ``HttpTransportError`` for connection failures, resets, a close before the response
+  is complete and malformed responses; ``TimeoutError`` when ``connect_timeout`` elapses. A
+  connection that saw a failure or a cancellation (the caller's timeout) is closed, never
+  reused.
+- Response bodies: ``Content-Length``, ``chunked`` or until close; none for ``HEAD``, 204 and
+  304; interim 1xx responses are skipped. Header names and values containing CR or LF are
+  refused (``ValueError``) before anything is sent.
+- TLS: ``ssl_context`` for ``https`` origins (default: the system's trust store), with an
+  optional ``server_hostname`` override. ``proxy`` (``http://[user:pass@]host:port``) carries
+  plain requests in absolute form and ``https`` ones through a ``CONNECT`` tunnel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import ssl
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import cast
+from urllib.parse import unquote, urlsplit
+
+MAX_HEAD_BYTES = 64 * 1024
+_NO_BODY_STATUSES = (204, 304)
+
+
+class HttpTransportError(Exception):
+    """The exchange failed below HTTP semantics: connect, reset, early close, bad framing."""
+
+
+class _StaleConnection(HttpTransportError):
+    """A reused connection closed by the peer before any byte of the response."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpResponse:
+    status: int
+    headers: Mapping[str, str]
+    """Lower-case names; repeated headers joined with ``", "``."""
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class _Origin:
+    scheme: str
+    host: str
+    port: int
+    host_header: str
+
+    @property
+    def tls(self) -> bool:
+        return self.scheme == "https"
+
+    @property
+    def authority(self) -> str:
+        """``host:port`` as ``CONNECT`` names it (IPv6 addresses in brackets)."""
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{shown}:{self.port}"
+
+
+def _origin(scheme: str, netloc: str) -> _Origin:
+    parts = urlsplit(f"{scheme}://{netloc}")
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an absolute http(s) URL: {scheme}://{netloc}")
+    default = 443 if scheme == "https" else 80
+    port = parts.port or default
+    host = parts.hostname
+    shown = f"[{host}]" if ":" in host else host
+    return _Origin(scheme, host, port, shown if port == default else f"{shown}:{port}")
+
+
+def _check_header(text: str) -> str:
+    if "\r" in text or "\n" in text:
+        raise ValueError(f"CR or LF in an HTTP header: {text!r}")
+    return text
+
+
+def _parse_head(head: bytes) -> tuple[int, bool, dict[str, str]]:
+    """Status, whether the server keeps the connection, and the headers of a response head."""
+    lines = head.decode("latin-1").split("\r\n")
+    version, _, rest = lines[0].partition(" ")
+    code = rest[:3]
+    if not version.startswith("HTTP/1.") or len(code) != 3 or not code.isdigit():
+        raise HttpTransportError(f"malformed HTTP status line: {lines[0][:100]!r}")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not sep or not name or name != name.strip():
+            raise HttpTransportError(f"malformed HTTP header line: {line[:100]!r}")
+        name = name.lower()
+        value = value.strip()
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    connection = headers.get("connection", "").lower()
+    if version == "HTTP/1.0":
+        keep = "keep-alive" in connection
+    else:
+        keep = "close" not in connection
+    return int(code), keep, headers
+
+
+class _Connection(asyncio.Protocol):
+    """One connection, one exchange at a time; the response is parsed as bytes arrive."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.reused = False
+        self.keep_alive = True
+        self.idle_since = 0.0
+        self._buffer = bytearray()
+        self._waiter: asyncio.Future[HttpResponse] | None = None
+        self._head_only = False
+        self._received = False
+        # the response being parsed
+        self._status = 0
+        self._headers: dict[str, str] = {}
+        self._framing = ""  # "", "length", "chunked", "close"
+        self._length = 0
+        self._chunks: list[bytes] = []
+
+    # --- asyncio.Protocol ---------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's are not subclasses
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        self._received = True
+        if self._waiter is None:
+            self.keep_alive = False  # bytes nobody asked for: the connection is unusable
+            return
+        try:
+            self._parse()
+        except HttpTransportError as exc:
+            self._fail(exc)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._waiter is None or self._waiter.done():
+            return
+        if self._framing == "close":
+            self._finish(bytes(self._buffer))
+        elif self.reused and not self._received:
+            self._fail(_StaleConnection("the server closed the idle connection"))
+        else:
+            reason = f": {exc}" if exc else ""
+            self._fail(HttpTransportError(f"connection closed before the response ended{reason}"))
+
+    # --- one exchange -------------------------------------------------------------------------
+
+    def exchange(self, data: bytes, *, head_only: bool) -> asyncio.Future[HttpResponse]:
+        assert self.transport is not None and self._waiter is None
+        self._waiter = asyncio.get_running_loop().create_future()
+        self._head_only = head_only
+        self._received = bool(self._buffer)
+        self._framing = ""
+        self.transport.write(data)
+        return self._waiter
+
+    def close(self) -> None:
+        self.closed = True
+        self.keep_alive = False
+        if self.transport is not None:
+            self.transport.close()
+
+    def _fail(self, exc: Exception) -> None:
+        self.keep_alive = False
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(exc)
+        self.close()
+
+    def _finish(self, body: bytes) -> None:
+        if self._buffer:
+            self.keep_alive = False  # bytes past the response: the framing cannot be trusted
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(HttpResponse(self._status, self._headers, body))
+
+    def _parse(self) -> None:
+        buffer = self._buffer
+        while not self._framing:
+            end = buffer.find(b"\r\n\r\n")
+            if end < 0:
+                if len(buffer) > MAX_HEAD_BYTES:
+                    raise HttpTransportError(f"response head larger than {MAX_HEAD_BYTES} bytes")
+                return
+            status, keep, headers = _parse_head(bytes(buffer[:end]))
+            del buffer[: end + 4]
+            if 100 <= status < 200 and status != 101:
+                continue  # interim response: the real one follows
+            self._status, self._headers = status, headers
+            self.keep_alive = self.keep_alive and keep
+            if self._head_only or status in _NO_BODY_STATUSES:
+                self._framing, self._length = "length", 0
+            elif "chunked" in headers.get("transfer-encoding", "").lower():
+                self._framing, self._chunks = "chunked", []
+            elif "content-length" in headers:
+                try:
+                    self._length = int(headers["content-length"])
+                except ValueError:
+                    raise HttpTransportError(
+                        f"bad Content-Length: {headers['content-length'][:50]!r}"
+                    ) from None
+                if self._length < 0:
+                    raise HttpTransportError(f"negative Content-Length: {self._length}")
+                self._framing = "length"
+            else:
+                self._framing, self.keep_alive = "close", False
+        if self._framing == "length":
+            if len(buffer) >= self._length:
+                body = bytes(buffer[: self._length])
+                del buffer[: self._length]
+                self._finish(body)
+        elif self._framing == "chunked":
+            self._parse_chunks()
+
+    def _parse_chunks(self) -> None:
+        buffer = self._buffer
+        while True:
+            line_end = buffer.find(b"\r\n")
+            if line_end < 0:
+                return
+            size_text = bytes(buffer[:line_end]).split(b";", 1)[0].strip()
+            try:
+                size = int(size_text, 16)
+            except ValueError:
+                raise HttpTransportError(f"bad chunk size: {size_text[:20]!r}") from None
+            if size == 0:
+                trailers_end = buffer.find(b"\r\n\r\n", line_end)
+                if trailers_end < 0:
+                    return
+                del buffer[: trailers_end + 4]
+                self._finish(b"".join(self._chunks))
+                return
+            start = line_end + 2
+            if len(buffer) < start + size + 2:
+                return
+            if buffer[start + size : start + size + 2] != b"\r\n":
+                raise HttpTransportError("chunk not followed by CRLF")
+            self._chunks.append(bytes(buffer[start : start + size]))
+            del buffer[: start + size + 2]
+
+
+class _Pool:
+    """The connections of one origin: idle ones, how many are open, and who waits for one."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.idle: list[_Connection] = []
+        self.open = 0
+        self.waiters: collections.deque[asyncio.Future[_Connection | None]] = collections.deque()
+
+    def wake(self, conn: _Connection | None) -> bool:
+        """Hand ``conn`` (or a free slot: ``None``) to the first live waiter."""
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(conn)
+                return True
+        return False
+
+
+class HttpClient:
+    """Unary HTTP/1.1 requests over pooled keep-alive connections (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+        proxy: str | None = None,
+        connect_timeout: float = 10.0,
+        idle_timeout: float = 30.0,
+        limit_per_origin: int = 100,
+    ) -> None:
+        if limit_per_origin < 1:
+            raise ValueError(f"limit_per_origin must be at least 1, got {limit_per_origin}")
+        self._ssl = ssl_context
+        self._server_hostname = server_hostname
+        self._connect_timeout = connect_timeout
+        self._idle_timeout = idle_timeout
+        self._limit = limit_per_origin
+        self._pools: dict[_Origin, _Pool] = {}
+        self._origins: dict[str, _Origin] = {}
+        self._proxy: _Origin | None = None
+        self._proxy_auth: str | None = None
+        if proxy:
+            parts = urlsplit(proxy)
+            if parts.scheme != "http":
+                raise ValueError(f"only http:// proxies are supported, got {proxy!r}")
+            self._proxy = _origin("http", parts.netloc.rpartition("@")[2])
+            if parts.username is not None:
+                userinfo = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+                self._proxy_auth = "Basic " + base64.b64encode(userinfo.encode()).decode()
+        self._closed = False
+
+    async def __aenter__(self) -> HttpClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close every idle connection; connections in use close when their exchange ends."""
+        self._closed = True
+        for pool in self._pools.values():
+            for conn in pool.idle:
+                conn.close()
+            pool.idle.clear()
+            while pool.wake(None):
+                pass
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+    ) -> HttpResponse:
+        """Send one request and return its response (any status). See the module docstring."""
+        origin, target = self._split(url)
+        data = self._encode(method, origin, target, headers or {}, body)
+        for attempt in (1, 2):
+            conn = await self._acquire(origin)
+            try:
+                response = await conn.exchange(data, head_only=method == "HEAD")
+            except _StaleConnection:
+                self._release(origin, conn, reusable=False)
+                if attempt == 2:
+                    raise HttpTransportError("the server closed the connection twice") from None
+                continue
+            except BaseException:
+                self._release(origin, conn, reusable=False)
+                raise
+            self._release(origin, conn, reusable=conn.keep_alive and not conn.closed)
+            return response
+        raise AssertionError("unreachable")
+
+    # --- requests -----------------------------------------------------------------------------
+
+    def _split(self, url: str) -> tuple[_Origin, str]:
+        scheme, sep, rest = url.partition("://")
+        if not sep:
+            raise ValueError(f"not an absolute URL: {url!r}")
+        slash = rest.find("/")
+        netloc, target = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
+        key = f"{scheme}://{netloc}"
+        origin = self._origins.get(key)
+        if origin is None:
+            origin = self._origins[key] = _origin(scheme, netloc)
+        return origin, target
+
+    def _encode(
+        self,
+        method: str,
+        origin: _Origin,
+        target: str,
+        headers: Mapping[str, str],
+        body: bytes | None,
+    ) -> bytes:
+        if self._proxy is not None and not origin.tls:
+            target = f"http://{origin.host_header}{target}"
+        lines = [f"{_check_header(method)} {_check_header(target)} HTTP/1.1"]
+        lines.append(f"Host: {origin.host_header}")
+        if self._proxy_auth is not None and not origin.tls:
+            lines.append(f"Proxy-Authorization: {self._proxy_auth}")
+        for name, value in headers.items():
+            lines.append(f"{_check_header(name)}: {_check_header(value)}")
+        if body is not None:
+            lines.append(f"Content-Length: {len(body)}")
+        elif method in ("POST", "PUT", "PATCH"):
+            lines.append("Content-Length: 0")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        return head + body if body else head
+
+    # --- connections --------------------------------------------------------------------------
+
+    async def _acquire(self, origin: _Origin) -> _Connection:
+        if self._closed:
+            raise HttpTransportError("the HTTP client is closed")
+        pool = self._pools.get(origin)
+        if pool is None:
+            pool = self._pools[origin] = _Pool(self._limit)
+        while True:
+            now = time.monotonic()
+            while pool.idle:
+                conn = pool.idle.pop()
+                if not conn.closed and now - conn.idle_since < self._idle_timeout:
+                    conn.reused = True
+                    return conn
+                conn.close()
+                pool.open -= 1
+            if pool.open < pool.limit:
+                pool.open += 1
+                try:
+                    return await self._connect(origin)
+                except BaseException:
+                    pool.open -= 1
+                    pool.wake(None)
+                    raise
+            waiter: asyncio.Future[_Connection | None] = asyncio.get_running_loop().create_future()
+            pool.waiters.append(waiter)
+            try:
+                conn_or_slot = await waiter
+            except BaseException:
+                if waiter.done() and not waiter.cancelled():  # pass on what was handed over
+                    handed = waiter.result()
+                    if handed is not None:
+                        self._release(origin, handed, reusable=True)
+                    else:
+                        pool.wake(None)
+                raise
+            if self._closed:
+                raise HttpTransportError("the HTTP client is closed")
+            if conn_or_slot is not None:
+                conn_or_slot.reused = True
+                return conn_or_slot
+
+    def _release(self, origin: _Origin, conn: _Connection, *, reusable: bool) -> None:
+        pool = self._pools[origin]
+        if not reusable or self._closed:
+            conn.close()
+            pool.open -= 1
+            pool.wake(None)
+            return
+        conn.idle_since = time.monotonic()
+        if not pool.wake(conn):
+            pool.idle.append(conn)
+
+    async def _connect(self, origin: _Origin) -> _Connection:
+        loop = asyncio.get_running_loop()
+        context: ssl.SSLContext | None = None
+        if origin.tls:
+            if self._ssl is None:
+                self._ssl = ssl.create_default_context()
+            context = self._ssl
+        hostname = self._server_hostname or origin.host
+        target = self._proxy or origin
+        try:
+            async with asyncio.timeout(self._connect_timeout):
+                if self._proxy is not None and origin.tls:
+                    return await self._tunnel(origin, context, hostname)
+                _, conn = await loop.create_connection(
+                    _Connection,
+                    target.host,
+                    target.port,
+                    ssl=context,
+                    server_hostname=hostname if context is not None else None,
+                )
+        except OSError as exc:
+            raise HttpTransportError(
+                f"cannot connect to {target.host_header} ({origin.scheme}): {exc}"
+            ) from exc
+        return conn
+
+    async def _tunnel(
+        self, origin: _Origin, context: ssl.SSLContext | None, hostname: str
+    ) -> _Connection:
+        """A connection to ``origin`` through the proxy's ``CONNECT``, then TLS over it."""
+        assert self._proxy is not None and context is not None
+        loop = asyncio.get_running_loop()
+        transport, conn = await loop.create_connection(
+            _Connection, self._proxy.host, self._proxy.port
+        )
+        authority = origin.authority
+        auth = f"Proxy-Authorization: {self._proxy_auth}\r\n" if self._proxy_auth else ""
+        request = f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n{auth}\r\n"
+        try:
+            answer = await conn.exchange(request.encode("latin-1"), head_only=True)
+        except BaseException:
+            conn.close()
+            raise
+        if answer.status != 200:
+            conn.close()
+            raise HttpTransportError(f"the proxy refused CONNECT {authority}: {answer.status}")
+        tls = await loop.start_tls(transport, conn, context, server_hostname=hostname)
+        if tls is None:
+            conn.close()
+            raise HttpTransportError(f"TLS through the proxy to {authority} failed")
+        conn.transport = tls
+        return conn

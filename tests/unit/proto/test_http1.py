@@ -1,0 +1,451 @@
+"""The lean HTTP/1.1 client: framing, keep-alive, stale connections, limits, proxy, failures.
+
+Servers here are raw asyncio servers that write exactly the bytes a test needs, so framing and
+connection handling are shown on the wire; the parser alone is checked against arbitrary
+splits of the byte stream with Hypothesis. Every async test runs on both the stdlib event
+loop and uvloop (the processes run uvloop, whose transports behave slightly differently; see
+``conftest.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+import pytest
+import pytest_asyncio
+from aiohttp import web
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proto.http1 import HttpClient, HttpResponse, HttpTransportError, _Connection
+from tests.unit.proto.pki import Pki, server_tls
+
+
+@dataclass
+class Request:
+    connection: int
+    head: bytes
+    body: bytes
+
+    @property
+    def line(self) -> bytes:
+        return self.head.split(b"\r\n", 1)[0]
+
+    def header(self, name: bytes) -> bytes | None:
+        for line in self.head.split(b"\r\n")[1:]:
+            key, _, value = line.partition(b":")
+            if key.strip().lower() == name.lower():
+                return value.strip()
+        return None
+
+
+# answer(request) -> bytes to write back, or None to close the connection without answering
+Script = Callable[[Request], Awaitable[bytes | None]]
+
+
+def reply(body: bytes = b"{}", *, status: bytes = b"200 OK", extra: bytes = b"") -> bytes:
+    length = b"Content-Length: %d\r\n" % len(body)
+    return b"HTTP/1.1 " + status + b"\r\n" + length + extra + b"\r\n" + body
+
+
+@dataclass
+class RawServer:
+    """Reads requests (head and Content-Length body) and writes what the script says.
+
+    The connection is closed after an answer that says ``Connection: close`` (unless the answer
+    also carries ``X-Keep-Open``: a server that announces a close it does not do).
+    """
+
+    script: Script
+    requests: list[Request] = field(default_factory=list)
+    connections: int = 0
+    open_now: int = 0
+    most_open: int = 0
+    url: str = ""
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        index = self.connections
+        self.open_now += 1
+        self.most_open = max(self.most_open, self.open_now)
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                request = Request(index, head, b"")
+                length = request.header(b"content-length")
+                if length:
+                    request.body = await reader.readexactly(int(length))
+                self.requests.append(request)
+                answer = await self.script(request)
+                if answer is None:
+                    return
+                writer.write(answer)
+                await writer.drain()
+                if b"connection: close" in answer.lower() and b"X-Keep-Open" not in answer:
+                    return
+        finally:
+            self.open_now -= 1
+            writer.close()
+
+
+Serve = Callable[[Script], Awaitable[RawServer]]
+
+
+@pytest_asyncio.fixture
+async def serve() -> AsyncIterator[Serve]:
+    servers: list[asyncio.Server] = []
+
+    async def start(script: Script) -> RawServer:
+        raw = RawServer(script)
+        server = await asyncio.start_server(raw.handle, "127.0.0.1", 0)
+        servers.append(server)
+        raw.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        return raw
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def answer_with(data: bytes) -> Script:
+    async def script(request: Request) -> bytes | None:
+        return data
+
+    return script
+
+
+# --- framing -----------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_a_request_goes_out_as_http_1_1_with_host_length_and_headers(serve: Serve) -> None:
+    server = await serve(answer_with(reply(b'{"ok":true}', extra=b"X-Thing: a\r\nX-Thing: b\r\n")))
+    async with HttpClient() as client:
+        response = await client.request(
+            "POST",
+            f"{server.url}/api/v1/namespaces/x/configmaps?dryRun=All",
+            headers={"Content-Type": "application/json"},
+            body=b'{"a":1}',
+        )
+    assert response == HttpResponse(
+        200,
+        {"content-length": "11", "x-thing": "a, b"},
+        b'{"ok":true}',
+    )
+    (request,) = server.requests
+    assert request.line == b"POST /api/v1/namespaces/x/configmaps?dryRun=All HTTP/1.1"
+    assert request.header(b"host") == server.url.removeprefix("http://").encode()
+    assert request.header(b"content-type") == b"application/json"
+    assert request.body == b'{"a":1}'
+
+
+@pytest.mark.asyncio
+async def test_bodies_framed_by_chunks_by_close_and_none_for_head_and_204(serve: Serve) -> None:
+    async def script(request: Request) -> bytes | None:
+        path = request.line.split(b" ")[1]
+        if path == b"/chunked":
+            return (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b"5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\n"
+            )
+        if path == b"/close":
+            return b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end"
+        if path == b"/head":
+            return b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n"
+        if path == b"/interim":
+            return b"HTTP/1.1 100 Continue\r\n\r\n" + reply(b"after 100")
+        return b"HTTP/1.1 204 No Content\r\n\r\n"
+
+    server = await serve(script)
+    async with HttpClient() as client:
+        chunked = await client.request("GET", f"{server.url}/chunked")
+        head = await client.request("HEAD", f"{server.url}/head")
+        empty = await client.request("DELETE", f"{server.url}/nothing")
+        interim = await client.request("GET", f"{server.url}/interim")
+        closed = await client.request("GET", f"{server.url}/close")
+        await client.request("GET", f"{server.url}/chunked")
+    assert chunked.body == b"hello, world"
+    assert (head.status, head.body) == (200, b"")
+    assert (empty.status, empty.body) == (204, b"")
+    assert (interim.status, interim.body) == (200, b"after 100")
+    assert closed.body == b"until the end"
+    assert server.connections == 2, "one keep-alive connection, then the closing one"
+
+
+def _parse_in_pieces(data: bytes, cuts: list[int], *, head_only: bool = False) -> HttpResponse:
+    """Feed ``data`` to a connection cut at ``cuts``; the response it completes."""
+
+    class Transport(asyncio.Transport):
+        def write(self, data: bytes | bytearray | memoryview) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    async def run() -> HttpResponse:
+        conn = _Connection()
+        conn.connection_made(Transport())
+        waiter = conn.exchange(b"GET / HTTP/1.1\r\n\r\n", head_only=head_only)
+        edges = [0, *sorted(set(cuts)), len(data)]
+        for start, end in itertools.pairwise(edges):
+            if start < end:
+                conn.data_received(data[start:end])
+        conn.connection_lost(None)
+        return await waiter
+
+    return asyncio.run(run())
+
+
+RESPONSES = [
+    reply(b'{"kind":"ConfigMap"}'),
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"3\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\n\r\n",
+    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}",
+    b"HTTP/1.0 200 OK\r\n\r\nread until the connection closes",
+]
+BODIES = [
+    b'{"kind":"ConfigMap"}',
+    b"abc0123456789abcdef",
+    b"{}",
+    b"read until the connection closes",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    which=st.integers(min_value=0, max_value=len(RESPONSES) - 1),
+    cuts=st.lists(st.integers(min_value=0, max_value=140), max_size=12),
+)
+def test_the_parser_gives_the_same_response_however_the_bytes_are_split(
+    which: int, cuts: list[int]
+) -> None:
+    data = RESPONSES[which]
+    response = _parse_in_pieces(data, [c for c in cuts if c < len(data)])
+    assert response.body == BODIES[which]
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"HTTP/2 200 OK\r\n\r\n", "malformed HTTP status line"),
+        (b"HTTP/1.1 2x0 OK\r\n\r\n", "malformed HTTP status line"),
+        (b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", "malformed HTTP header line"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: ten\r\n\r\n", "bad Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", "closed before the response"),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            "bad chunk size",
+        ),
+        (b"HTTP/1.1 200 OK\r\nX: " + b"y" * 70_000, "response head larger than"),
+    ],
+)
+def test_malformed_responses_are_transport_errors(data: bytes, message: str) -> None:
+    with pytest.raises(HttpTransportError, match=message):
+        _parse_in_pieces(data, [])
+
+
+# --- connections ---------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_keep_alive_reuses_one_connection_unless_the_server_says_close(serve: Serve) -> None:
+    async def script(request: Request) -> bytes | None:
+        if request.line.startswith(b"GET /close"):
+            return reply(extra=b"Connection: close\r\nX-Keep-Open: 1\r\n")
+        return reply()
+
+    server = await serve(script)
+    async with HttpClient() as client:
+        for _ in range(5):
+            await client.request("GET", f"{server.url}/a")
+        await client.request("GET", f"{server.url}/close")
+        await client.request("GET", f"{server.url}/a")
+    assert [r.connection for r in server.requests] == [1, 1, 1, 1, 1, 1, 2]
+
+
+@pytest.mark.asyncio
+async def test_a_reused_connection_dropped_by_the_server_is_retried_once(
+    serve,
+) -> None:  # type: ignore[no-untyped-def]
+    async def script(request: Request) -> bytes | None:
+        if request.connection == 1 and len(server.requests) == 2:
+            return None  # the idle connection is closed as the second request arrives
+        return reply(b"%d" % request.connection)
+
+    server = await serve(script)
+    async with HttpClient() as client:
+        first = await client.request("POST", f"{server.url}/hook", body=b"1")
+        second = await client.request("POST", f"{server.url}/hook", body=b"2")
+    assert (first.body, second.body) == (b"1", b"2")
+    assert [(r.connection, r.body) for r in server.requests] == [(1, b"1"), (1, b"2"), (2, b"2")]
+
+
+@pytest.mark.asyncio
+async def test_a_new_connection_closed_unanswered_is_an_error_not_a_retry(
+    serve: Serve,
+) -> None:
+    async def script(request: Request) -> bytes | None:
+        return None
+
+    server = await serve(script)
+    async with HttpClient() as client:
+        with pytest.raises(HttpTransportError, match="closed before the response ended"):
+            await client.request("POST", f"{server.url}/hook", body=b"x")
+    assert len(server.requests) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_exchange_closes_its_connection(serve: Serve) -> None:
+    gate = asyncio.Event()
+
+    async def script(request: Request) -> bytes | None:
+        if request.line.startswith(b"GET /slow"):
+            await gate.wait()
+        return reply(b"late" if request.line.startswith(b"GET /slow") else b"fresh")
+
+    server = await serve(script)
+    async with HttpClient() as client:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.2):
+                await client.request("GET", f"{server.url}/slow")
+        gate.set()
+        response = await client.request("GET", f"{server.url}/next")
+    assert response.body == b"fresh", "the late answer must not be read as the next one"
+    assert [r.connection for r in server.requests] == [1, 2]
+
+
+@pytest.mark.asyncio
+async def test_connections_per_origin_are_limited_and_waiters_are_served(serve: Serve) -> None:
+    async def script(request: Request) -> bytes | None:
+        await asyncio.sleep(0.02)
+        return reply()
+
+    server = await serve(script)
+    async with HttpClient(limit_per_origin=2) as client:
+        responses = await asyncio.gather(
+            *(client.request("GET", f"{server.url}/{i}") for i in range(10))
+        )
+    assert [r.status for r in responses] == [200] * 10
+    assert server.most_open == 2
+    assert server.connections == 2
+
+
+@pytest.mark.asyncio
+async def test_connection_refused_is_a_transport_error() -> None:
+    probe = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = probe.sockets[0].getsockname()[1]
+    probe.close()
+    await probe.wait_closed()
+    async with HttpClient() as client:
+        with pytest.raises(HttpTransportError, match=f"cannot connect to 127.0.0.1:{port}"):
+            await client.request("GET", f"http://127.0.0.1:{port}/")
+
+
+@pytest.mark.parametrize(
+    "headers, url",
+    [
+        ({"X-Evil": "a\r\nInjected: yes"}, "http://127.0.0.1:1/"),
+        ({}, "http://127.0.0.1:1/path\r\nInjected: yes"),
+    ],
+)
+@pytest.mark.asyncio
+async def test_cr_or_lf_in_headers_or_target_is_refused_before_sending(
+    headers: dict[str, str], url: str
+) -> None:
+    async with HttpClient() as client:
+        with pytest.raises(ValueError, match="CR or LF"):
+            await client.request("GET", url, headers=headers)
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com/", "/relative/path", "http:///no-host"])
+@pytest.mark.asyncio
+async def test_only_absolute_http_urls_are_accepted(url: str) -> None:
+    async with HttpClient() as client:
+        with pytest.raises(ValueError):
+            await client.request("GET", url)
+
+
+# --- TLS and proxies ----------------------------------------------------------------------------
+
+
+@pytest_asyncio.fixture
+async def tls_site(pki: Pki) -> AsyncIterator[str]:
+    async def handle(request: web.Request) -> web.Response:
+        return web.Response(body=b"secret " + request.path.encode())
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(
+        runner, "127.0.0.1", 0, ssl_context=server_tls(pki, require_client_cert=False)
+    )
+    await site.start()
+    yield f"https://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    await runner.cleanup()
+
+
+@pytest.mark.asyncio
+async def test_https_verifies_the_server_against_the_given_ca(pki: Pki, tls_site: str) -> None:
+    async with HttpClient(ssl_context=ssl.create_default_context(cafile=pki.ca)) as client:
+        response = await client.request("GET", f"{tls_site}/x")
+    assert response.body == b"secret /x"
+    async with HttpClient(ssl_context=ssl.create_default_context()) as client:
+        with pytest.raises(HttpTransportError, match="CERTIFICATE_VERIFY_FAILED"):
+            await client.request("GET", f"{tls_site}/x")
+
+
+@pytest.mark.asyncio
+async def test_https_through_a_proxy_tunnels_with_connect(pki: Pki, tls_site: str) -> None:
+    seen: list[bytes] = []
+
+    async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        seen.append(head)
+        host, _, port = head.split(b" ")[1].decode().rpartition(":")
+        upstream_reader, upstream_writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            while data := await src.read(65536):
+                dst.write(data)
+                await dst.drain()
+            dst.close()
+
+        await asyncio.gather(
+            pipe(reader, upstream_writer), pipe(upstream_reader, writer), return_exceptions=True
+        )
+
+    server = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    proxy_url = f"http://user:p%40ss@127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        context = ssl.create_default_context(cafile=pki.ca)
+        async with HttpClient(ssl_context=context, proxy=proxy_url) as client:
+            first = await client.request("GET", f"{tls_site}/one")
+            second = await client.request("GET", f"{tls_site}/two")
+    finally:
+        server.close()
+    assert (first.body, second.body) == (b"secret /one", b"secret /two")
+    (connect,) = seen  # the tunnel is kept alive and reused
+    authority = tls_site.removeprefix("https://").encode()
+    assert connect.startswith(b"CONNECT " + authority + b" HTTP/1.1\r\n")
+    assert b"Proxy-Authorization: Basic " + base64.b64encode(b"user:p@ss") in connect
+
+
+@pytest.mark.asyncio
+async def test_plain_http_through_a_proxy_uses_the_absolute_form(serve: Serve) -> None:
+    proxy = await serve(answer_with(reply(b"via proxy")))
+    async with HttpClient(proxy=proxy.url) as client:
+        response = await client.request("GET", "http://hooks.example:8080/sync?x=1")
+    assert response.body == b"via proxy"
+    (request,) = proxy.requests
+    assert request.line == b"GET http://hooks.example:8080/sync?x=1 HTTP/1.1"
+    assert request.header(b"host") == b"hooks.example:8080"
