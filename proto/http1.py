@@ -408,7 +408,8 @@ class HttpClient:
             now = time.monotonic()
             while pool.idle:
                 conn = pool.idle.pop()
-                if not conn.closed and now - conn.idle_since < self._idle_timeout:
+                usable = conn.keep_alive and not conn.closed
+                if usable and now - conn.idle_since < self._idle_timeout:
                     conn.reused = True
                     return conn
                 conn.close()

@@ -67,9 +67,11 @@ class RawServer:
     open_now: int = 0
     most_open: int = 0
     url: str = ""
+    writers: list[asyncio.StreamWriter] = field(default_factory=list)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        self.writers.append(writer)
         index = self.connections
         self.open_now += 1
         self.most_open = max(self.most_open, self.open_now)
@@ -269,6 +271,28 @@ async def test_keep_alive_reuses_one_connection_unless_the_server_says_close(ser
         await client.request("GET", f"{server.url}/close")
         await client.request("GET", f"{server.url}/a")
     assert [r.connection for r in server.requests] == [1, 1, 1, 1, 1, 1, 2]
+
+
+@pytest.mark.parametrize("late", [False, True])
+@pytest.mark.asyncio
+async def test_bytes_beyond_the_response_make_the_connection_unusable(
+    serve: Serve, late: bool
+) -> None:
+    async def script(request: Request) -> bytes | None:
+        if request.connection == 1:
+            if late:  # garbage arrives while the connection sits idle in the pool
+                asyncio.get_running_loop().call_later(0.05, server.writers[0].write, b"garbage")
+                return reply(b"first")
+            return reply(b"first") + b"HTTP/1.1 200 OK\r\n"  # a second, unasked-for answer
+        return reply(b"fresh")
+
+    server = await serve(script)
+    async with HttpClient() as client:
+        first = await client.request("GET", f"{server.url}/a")
+        await asyncio.sleep(0.15)
+        second = await client.request("GET", f"{server.url}/b")
+    assert (first.body, second.body) == (b"first", b"fresh")
+    assert [r.connection for r in server.requests] == [1, 2]
 
 
 @pytest.mark.asyncio
