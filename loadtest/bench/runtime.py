@@ -369,7 +369,7 @@ def main(quick: bool) -> None:
     row("FETCH -> SNAPSHOT round trips (64 in flight)", fetches, "trips/s", baseline=raw_rtt)
     row("raw round trips, 3.5 KB answers [baseline]", raw_rtt, "trips/s")
 
-    cold = 500 if quick else 2_000
+    cold = 500 if quick else 10_000
     with tempfile.TemporaryDirectory() as tmp:
         cluster = ClusterProcess().start()
         try:
