@@ -66,17 +66,14 @@ class _Origin:
     scheme: str
     host: str
     port: int
+    authority: str
+    """``host:port`` as ``CONNECT`` names it (IPv6 addresses in brackets)."""
     host_header: str
+    """The authority without a default port, as ``Host`` names it."""
 
     @property
     def tls(self) -> bool:
         return self.scheme == "https"
-
-    @property
-    def authority(self) -> str:
-        """``host:port`` as ``CONNECT`` names it (IPv6 addresses in brackets)."""
-        shown = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{shown}:{self.port}"
 
 
 def _origin(scheme: str, netloc: str) -> _Origin:
@@ -87,7 +84,8 @@ def _origin(scheme: str, netloc: str) -> _Origin:
     port = parts.port or default
     host = parts.hostname
     shown = f"[{host}]" if ":" in host else host
-    return _Origin(scheme, host, port, shown if port == default else f"{shown}:{port}")
+    authority = f"{shown}:{port}"
+    return _Origin(scheme, host, port, authority, shown if port == default else authority)
 
 
 def _check_header(text: str) -> str:

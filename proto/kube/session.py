@@ -206,11 +206,7 @@ class Session:
             ssl=ctx if ctx is not None else True,
             keepalive_timeout=30.0,
         )
-        self._http = aiohttp.ClientSession(
-            connector=connector,
-            headers={"User-Agent": self._user_agent},
-            read_bufsize=CHUNK_SIZE,
-        )
+        self._http = aiohttp.ClientSession(connector=connector, read_bufsize=CHUNK_SIZE)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
