@@ -5,6 +5,10 @@
   ``leaseTransitions``). Without it, one term runs for the life of the process, its epoch the
   start time in milliseconds (only one coordinator may run then).
 - ``/readyz`` is ready only while leading with the socket bound; ``/healthz`` always answers.
+- A term that fails (``manager.term.TermFailed``: the socket cannot be bound, a part of the
+  term crashed) ends the process: the error is logged, the Lease is released (so a standby
+  takes over within a retry period) and ``run()`` returns with ``failed`` saying why; the
+  command exits non-zero. Leading on without doing the job is never an option.
 - Informers live as long as a term: a standby holds no cache.
 """
 
@@ -22,7 +26,7 @@ from manager.informers import Informers
 from manager.leaselock import ClientLeaseLock
 from manager.membership import Timing
 from manager.settings import CoordinatorSettings
-from manager.term import Term, TermSettings
+from manager.term import Term, TermFailed, TermSettings
 from manager.term_metrics import TermMetrics
 from proto.api.names import EVENT_COMPONENT
 from proto.clock import SYSTEM_CLOCK, Clock
@@ -62,6 +66,8 @@ class Coordinator:
         self.term: Term | None = None
         self._client: Client | None = None
         self._recorder: EventRecorder | None = None
+        self._stop: asyncio.Event | None = None
+        self.failed: str | None = None  # why the process gave up, if it did
 
     def _ready(self) -> str | None:
         term = self.term
@@ -72,6 +78,7 @@ class Coordinator:
         return None
 
     async def run(self, stop: asyncio.Event) -> None:
+        self._stop = stop
         settings = self.settings
         config = load_config(settings.kubeconfig)
         async with (
@@ -144,6 +151,11 @@ class Coordinator:
         self.term = term
         try:
             await term.run()
+        except TermFailed as e:
+            self.failed = str(e)
+            log.error("the term failed: giving up leadership and exiting", error=str(e))
+            if self._stop is not None:
+                self._stop.set()
         finally:
             self.term = None
             await informers.close()

@@ -51,8 +51,9 @@ async def _until_signalled(main: Callable[[asyncio.Event], Awaitable[None]]) -> 
 def _coordinator(argv: list[str]) -> int:
     settings = from_args(argv)
     logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
-    uvloop.run(_until_signalled(Coordinator(settings).run))
-    return 0
+    coordinator = Coordinator(settings)
+    uvloop.run(_until_signalled(coordinator.run))
+    return 1 if coordinator.failed else 0
 
 
 def _run(argv: list[str]) -> int:
@@ -73,8 +74,9 @@ def _run(argv: list[str]) -> int:
         args.bind = f"ipc://{tempfile.gettempdir()}/metashard-{os.getpid()}.sock"
     settings = from_namespace(args)
     logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
-    uvloop.run(_until_signalled(lambda stop: _run_all(settings, args, stop)))
-    return 0
+    coordinator = Coordinator(settings)
+    uvloop.run(_until_signalled(lambda stop: _run_all(coordinator, settings, args, stop)))
+    return 1 if coordinator.failed else 0
 
 
 def _worker_flags(settings: CoordinatorSettings, args: argparse.Namespace) -> list[str]:
@@ -89,9 +91,11 @@ def _worker_flags(settings: CoordinatorSettings, args: argparse.Namespace) -> li
 
 
 async def _run_all(
-    settings: CoordinatorSettings, args: argparse.Namespace, stop: asyncio.Event
+    coordinator: Coordinator,
+    settings: CoordinatorSettings,
+    args: argparse.Namespace,
+    stop: asyncio.Event,
 ) -> None:
-    coordinator = Coordinator(settings)
     bind = parse_address(settings.metrics_address)
     endpoint = settings.bind.replace("0.0.0.0", "127.0.0.1")
     specs = [

@@ -9,6 +9,10 @@ Contract:
   controller object (reason ``CreateError``, or ``SyncError`` for the missing status
   subresource, as Metacontroller does) and a log line say why; the others keep running.
   Failed controllers are retried every ``retry_interval`` (a CRD may appear later).
+- A transient API error while resolving a controller (a 5xx or 429 from discovery, a timeout)
+  is not a verdict on the controller: it is logged, no event is written, and the controller
+  is tried again after a backoff of 1 s doubling up to ``retry_interval``. Nothing from the
+  API ends ``run()``.
 - Informers are shared and reference-counted per resource: when controllers change, the
   informers of the new set are acquired before those no longer used are released, so editing
   one controller never restarts an informer another one uses.
@@ -50,6 +54,10 @@ class _Unusable(Exception):
         self.reason = reason
 
 
+class _Transient(Exception):
+    """Resolving failed for a reason that is not the controller's: try again soon."""
+
+
 class Controllers:
     def __init__(
         self,
@@ -75,6 +83,7 @@ class Controllers:
         self._changed = asyncio.Event()
         self._source: Informer | None = None
         self._loaded = asyncio.Event()
+        self._backoff = 0.0  # > 0 while a transient error waits to be retried
 
     @property
     def loaded(self) -> bool:
@@ -88,8 +97,9 @@ class Controllers:
                 await source.wait_synced()
                 await self._sync(source)
                 self._loaded.set()
+                wait = self._backoff or self._retry_interval
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), self._retry_interval)
+                    await asyncio.wait_for(self._changed.wait(), wait)
                 self._changed.clear()
         finally:
             await self._release_all()
@@ -115,10 +125,27 @@ class Controllers:
 
     async def _sync(self, source: Informer) -> None:
         wanted: dict[str, ControllerView] = {}
+        transient = False
         for cached in source.store:
-            view = await self._view(cached)
+            try:
+                view = await self._view(cached)
+            except _Transient as e:
+                transient = True
+                log.warning(
+                    "controller not resolved: API error, retrying",
+                    controller=cached.name,
+                    error=str(e),
+                )
+                current = self.views.get(cached.name)
+                if current is not None:  # keep running what ran: the error is not its fault
+                    wanted[current.name] = current
+                continue
             if view is not None:
                 wanted[view.name] = view
+        if transient:
+            self._backoff = min(max(2 * self._backoff, 1.0), self._retry_interval)
+        else:
+            self._backoff = 0.0
         added = {n for n, v in wanted.items() if self.views.get(n) is not v}
         removed = set(self.views) - set(wanted)
         if not added and not removed:
@@ -164,6 +191,8 @@ class Controllers:
             )
         except ResourceNotFound as e:
             raise _Unusable(names.REASON_CREATE_ERROR, f"cannot resolve a resource: {e}") from e
+        except (KubeError, TimeoutError) as e:
+            raise _Transient(str(e) or type(e).__name__) from e
         if "status" not in parent.subresources:
             raise _Unusable(
                 names.REASON_SYNC_ERROR,

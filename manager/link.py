@@ -5,26 +5,28 @@ Contract:
   (``tcp://`` or ``ipc://``) and returns the endpoint actually bound, so ``tcp://127.0.0.1:0``
   or ``tcp://*:*`` tell which port the system chose.
 - Socket options: ``ROUTER_MANDATORY=1`` (a send to an unknown or departed peer fails with
-  EHOSTUNREACH instead of vanishing), ``ROUTER_HANDOVER=1`` (a worker that reconnects with the
-  same routing id takes the id over; the next message goes to the new connection),
-  ``LINGER=0`` (close drops what is unsent: it would be stale), per-peer high-water marks,
-  ZMTP heartbeats (dead TCP peers are dropped, and then count as unknown), and ``MAXMSGSIZE``
-  at twice the frame limit as a transport ceiling (a peer sending more is disconnected by
-  libzmq; frames between the limit and the ceiling are received and dropped as ``oversized``).
-- ``send(worker_id, msg)`` never waits and never raises for a peer problem; it returns a
+  EHOSTUNREACH instead of vanishing), no ``ROUTER_HANDOVER`` (workers set no routing id, so
+  the ROUTER gives every connection its own; a peer that sets one anyway and collides with a
+  live connection is ignored by libzmq, while with handover libzmq aborts the process on
+  ``!_io_error`` when the ousted connection talks again), ``LINGER=0`` (close drops what is
+  unsent: it would be stale), per-peer high-water marks, ZMTP heartbeats (dead TCP peers are
+  dropped, and then count as unknown), and ``MAXMSGSIZE`` at twice the frame limit as a
+  transport ceiling (a peer sending more is disconnected by libzmq; frames between the limit
+  and the ceiling are received and dropped as ``oversized``).
+- ``send(routing_id, msg)`` never waits and never raises for a peer problem; it returns a
   ``SendResult``. Every send is a non-blocking send that is awaited, and completes (or fails)
   at once: a worker that stops reading fills its own pipe and gets ``FULL`` results without
   stalling the sends to the others, and since no send is ever left pending, the socket has a
   single writer at any moment. The high-water mark is a safety valve, not flow control: the
   coordinator must bound what it sends (credits, batching).
-- ``recv()`` returns the next valid ``(worker_id, message)``; ``async for`` iterates until the
+- ``recv()`` returns the next valid ``(routing_id, message)``; ``async for`` iterates until the
   link is closed. Bad frames (not msgpack, wrong version or type, oversized, a multipart
   message that is not exactly routing id + one frame) are dropped by a ``proto.wire.Intake``:
   counted in the injected ``metashard_wire_frames_dropped_total{reason}`` counter
   (``proto.wire.dropped_frames_counter``; none: not counted) and logged once per peer and
   reason. Receiving goes on.
-- The routing id of a message is who sent it; that it matches the worker id a HELLO claims is
-  for the coordinator to check.
+- The routing id of a message names the connection it came on; which worker that is, is
+  what its HELLO claimed (``manager.membership``).
 - ``close()`` closes the socket: a ``recv()`` waiting or called later raises ``LinkClosed``,
   iteration ends, ``send`` raises ``LinkClosed``; the same once the context is terminated.
   The link never terminates the context (it is shared unless one was passed in, and then it
@@ -83,7 +85,6 @@ class RouterLink:
         ctx = context if context is not None else zmq.asyncio.Context.instance()
         sock = ctx.socket(zmq.ROUTER)
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        sock.setsockopt(zmq.ROUTER_HANDOVER, 1)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.SNDHWM, hwm)
         sock.setsockopt(zmq.RCVHWM, hwm)

@@ -12,6 +12,13 @@ Invariants (the exclusivity guarantee rests on them):
   ``workers.membership``): its slots are free at once. A worker that re-joins under the same
   id with a new incarnation replaced a process that may have died without a word: its slots
   stay unassignable until ``worker_timeout`` after that process was last heard from.
+- Workers are addressed by the routing id of their current connection (``route``), which
+  the ROUTER socket chooses; the worker id is what a HELLO claims. A HELLO of a member's
+  incarnation from a new connection is that process re-joining after it fenced (it dropped its
+  queues): it gets WELCOME and an ASSIGN of every key of the slots it still owns, so nothing
+  it dropped is lost. A HELLO of another incarnation replaces the member (the newer process
+  wins); while the newer one is a member, HELLOs of the replaced incarnation are refused
+  (``hello`` returns None), so two live processes with one id never take turns.
 - Nothing is assigned before ``start_at`` (a new leader waits until workers of the previous
   term have fenced themselves and live ones have re-joined).
 - Targets come from rendezvous hashing over the live worker ids (``proto.wire.slots``), so a
@@ -46,6 +53,7 @@ class WorkerInfo:
     incarnation: str
     concurrency: int
     last_seen: float
+    route: bytes = b""  # routing id of its current connection
     in_flight: int = 0
     queue_depth: int = 0
 
@@ -79,6 +87,8 @@ class Membership:
         self.slot_count = slot_count
         self.start_at = start_at
         self.workers: dict[str, WorkerInfo] = {}
+        self._by_route: dict[bytes, str] = {}
+        self._replaced: dict[str, set[str]] = defaultdict(set)  # id -> ousted incarnations
         self._keys_of = keys_of
         self._controllers = controllers
         self._owner: dict[int, str] = {}
@@ -112,6 +122,19 @@ class Membership:
     def knows(self, worker_id: str) -> bool:
         return worker_id in self.workers
 
+    def member_at(self, route: bytes) -> str | None:
+        """The member whose current connection has routing id ``route``."""
+        return self._by_route.get(route)
+
+    def route(self, worker_id: str) -> bytes | None:
+        """The routing id of a member's current connection."""
+        worker = self.workers.get(worker_id)
+        return worker.route if worker is not None else None
+
+    def _kept_slots(self, worker_id: str) -> tuple[int, ...]:
+        """Slots the worker owns and is not giving up."""
+        return tuple(s for s in self.slots_of(worker_id) if s not in self._revoking)
+
     @property
     def settled(self) -> bool:
         """Every slot has its target owner and nothing is in transit."""
@@ -119,28 +142,47 @@ class Membership:
 
     # --- events -------------------------------------------------------------------------------
 
-    def hello(self, worker_id: str, incarnation: str, concurrency: int, now: float) -> Outbox:
+    def hello(
+        self, worker_id: str, incarnation: str, concurrency: int, now: float, route: bytes = b""
+    ) -> Outbox | None:
+        """A HELLO from connection ``route``; None if refused (a replaced incarnation)."""
+        if incarnation in self._replaced.get(worker_id, ()):
+            return None
         known = self.workers.get(worker_id)
+        rejoined = False
         if known is not None and known.incarnation != incarnation:
             # The same id from a new process: the old one may have died mid-reconcile.
+            self._replaced[worker_id].add(known.incarnation)
             self._drop(worker_id, free_at=known.last_seen + self.timing.worker_timeout)
             known = None
         if known is None:
-            self.workers[worker_id] = WorkerInfo(worker_id, incarnation, concurrency, now)
+            known = self.workers[worker_id] = WorkerInfo(
+                worker_id, incarnation, concurrency, now, route
+            )
             self._dirty = True
         else:
             known.last_seen = now
+            rejoined = known.route != route
+            if rejoined:
+                # The same process on a new connection: it fenced and dropped its queues.
+                self._by_route.pop(known.route, None)
+                known.route = route
+        self._by_route[route] = worker_id
+        kept = self._kept_slots(worker_id)
         welcome = Welcome(
             epoch=self.epoch,
             coordinator_id=self.coordinator_id,
             incarnation=incarnation,
             controllers=self._controllers(),
             slot_count=self.slot_count,
-            slots=tuple(self.slots_of(worker_id)),
+            slots=() if rejoined else kept,
             heartbeat_interval=self.timing.heartbeat_interval,
             heartbeat_timeout=self.timing.worker_timeout,
         )
-        return [(worker_id, welcome)]
+        out: Outbox = [(worker_id, welcome)]
+        if rejoined and kept:
+            out.append((worker_id, Assign(self.epoch, kept, self._keys_of(kept))))
+        return out
 
     def seen(
         self, worker_id: str, now: float, *, in_flight: int = -1, queue_depth: int = -1
@@ -166,6 +208,7 @@ class Membership:
         """A worker said BYE: it has finished everything, its slots are free now."""
         if worker_id in self.workers:
             self._drop(worker_id, free_at=None)
+            self._replaced.pop(worker_id, None)
         return self.rebalance(now)
 
     def lost(self, worker_id: str, now: float) -> Outbox:
@@ -174,6 +217,7 @@ class Membership:
         worker = self.workers.get(worker_id)
         if worker is not None:
             self._drop(worker_id, free_at=worker.last_seen + self.timing.worker_timeout)
+            self._replaced.pop(worker_id, None)
         return self.rebalance(now)
 
     def tick(self, now: float) -> Outbox:
@@ -181,6 +225,7 @@ class Membership:
         for worker in list(self.workers.values()):
             if now - worker.last_seen > self.timing.worker_timeout:
                 self._drop(worker.id, free_at=None)
+                self._replaced.pop(worker.id, None)
         if self._free_at and min(self._free_at.values()) <= now:
             self._dirty = True
         return self.rebalance(now)
@@ -188,7 +233,9 @@ class Membership:
     # --- internals ----------------------------------------------------------------------------
 
     def _drop(self, worker_id: str, *, free_at: float | None) -> None:
-        del self.workers[worker_id]
+        worker = self.workers.pop(worker_id)
+        if self._by_route.get(worker.route) == worker_id:
+            del self._by_route[worker.route]
         for slot in [s for s, w in self._owner.items() if w == worker_id]:
             del self._owner[slot]
             self._revoking.pop(slot, None)

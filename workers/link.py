@@ -1,10 +1,10 @@
 """A worker's end of the wire: one ZeroMQ DEALER socket connected to the coordinator.
 
 Contract:
-- ``DealerLink(worker_id, endpoint, ...)`` creates the socket, with ``ROUTING_ID`` = the
-  worker id's UTF-8 bytes (stable across restarts and reconnects, so the coordinator's ROUTER
-  hands the id over to the newest connection), and connects it (connecting does not wait: the
-  connection is made, and remade after a loss, in the background).
+- ``DealerLink(worker_id, endpoint, ...)`` creates the socket and connects it (connecting
+  does not wait: the connection is made, and remade after a loss, in the background). The
+  socket sets no routing id: the coordinator's ROUTER gives each connection its own, and the
+  worker id travels in HELLO, so no two connections can ever collide on an id.
 - ``reconnect(endpoint=None)`` closes the socket and connects a new one (to ``endpoint``, or
   the same one as before). Use it on every leader change or rejoin: a DEALER keeps the
   messages it could not deliver and would hand them, stale, to the next coordinator, and a
@@ -81,13 +81,12 @@ class DealerLink:
         reconnect_ivl: float = 0.1,
         reconnect_ivl_max: float = 5.0,
     ) -> None:
-        routing_id = worker_id.encode("utf-8")
-        if not 0 < len(routing_id) <= 255 or routing_id.startswith(b"\0"):
+        encoded = worker_id.encode("utf-8")
+        if not 0 < len(encoded) <= 255 or encoded.startswith(b"\0"):
             raise ValueError(
                 f"worker id {worker_id!r}: must be 1 to 255 bytes and not start with NUL"
             )
         self.worker_id = worker_id
-        self._routing_id = routing_id
         self._context = context if context is not None else zmq.asyncio.Context.instance()
         self._max_frame_size = max_frame_size
         self._options = {
@@ -122,7 +121,6 @@ class DealerLink:
 
     def _connected(self, endpoint: str) -> zmq.asyncio.Socket:
         sock = self._context.socket(zmq.DEALER)
-        sock.setsockopt(zmq.ROUTING_ID, self._routing_id)
         for option, value in self._options.items():
             sock.setsockopt(option, value)
         sock.connect(endpoint)

@@ -14,9 +14,15 @@ Contract (see ``proto.wire.messages`` for the messages):
   (``heartbeat_timeout - 2 * heartbeat_interval``), so a worker has stopped before the
   coordinator gives its slots to someone else.
 - A BYE from the coordinator fences at once; a NACK(STALE_EPOCH) with request id 0 (the
-  coordinator does not know this worker) makes it join again.
+  coordinator does not know this worker) makes it join again. While not welcomed, such a
+  NACK answers the HELLO itself (for example: another process with this worker id is a
+  member); its reason is logged once.
+- A fence recreates the socket, so the coordinator sees the HELLO that follows on a new
+  connection and knows the worker dropped its queues: it answers with WELCOME and an ASSIGN
+  of every key of the slots the worker still owns.
 - REVOKE: the slots stop being owned at once (no new reconcile starts), queued keys of them
-  are dropped, running ones finish, then RELEASED is sent.
+  are dropped, running ones finish, then RELEASED is sent (after a fence, once joined again
+  in the same epoch: the coordinator still waits for it).
 - A KEYS notification for a key whose FETCH is outstanding is dropped: the coordinator pushes
   a key only once the change is in its cache, and the SNAPSHOT it sends later on the same
   ordered pipe reflects it.
@@ -127,6 +133,7 @@ class Membership:
         self._fetch_keys: dict[int, ParentKey] = {}  # request id -> key, until answered
         self._request_ids = itertools.count(1)
         self._leaving = False
+        self._refusal: str | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.joined = asyncio.Event()
 
@@ -240,6 +247,9 @@ class Membership:
             if msg.reason is NackReason.STALE_EPOCH and self.welcomed:
                 log.info("the coordinator does not know this worker: joining again")
                 self._reset()
+            elif not self.welcomed and msg.detail != self._refusal:
+                self._refusal = msg.detail
+                log.warning("the coordinator refused to welcome this worker", reason=msg.detail)
             return
         if isinstance(msg, Bye):
             if self.welcomed:
@@ -329,7 +339,9 @@ class Membership:
         async def release() -> None:
             if self.work is not None:
                 await self.work.drain(in_revoked)
-            if self.welcomed and self.epoch == epoch:
+            while not self.welcomed:  # fenced meanwhile: the coordinator may still wait for it
+                await self.joined.wait()
+            if self.epoch == epoch:
                 await self._link.send(Released(epoch, tuple(sorted(revoked))), wait=1.0)
 
         task = asyncio.create_task(release(), name="release-slots")

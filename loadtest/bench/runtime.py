@@ -136,12 +136,15 @@ async def _in_process(parents: int, events: int) -> tuple[float, float]:
     term.router.set_controllers([view])
     term.link.bind(endpoint)
     ctx = zmq.asyncio.Context()
-    tasks = [asyncio.create_task(term._receive()), asyncio.create_task(term._send())]
+    tasks = [
+        asyncio.create_task(term.sessions.receive()),
+        asyncio.create_task(term.sessions.send()),
+    ]
     links = [await _worker(ctx, endpoint, f"w{i}") for i in range(2)]
     for link in links:
         assert isinstance(await link.recv(), Welcome)
     term.membership.start_at = 0
-    term._emit(term.membership.tick(time.monotonic()))
+    term.dispatch.emit(term.membership.tick(time.monotonic()))
     for link in links:
         await link.recv()  # ASSIGN
 

@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import random
 import secrets
+import signal
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,6 +28,7 @@ import zmq.asyncio
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.resources import Resource
+from proto.wire import Hello, encode
 from tests.e2e.harness import Proc, Processes, Recording, eventually
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
@@ -262,3 +264,87 @@ async def test_garbage_on_the_socket_is_counted_and_ignored(world: World, procs:
         assert coordinator.alive
     finally:
         ctx.destroy(linger=0)
+
+
+async def test_a_second_connection_with_a_live_workers_id_disturbs_nobody(
+    world: World, procs: Processes
+) -> None:
+    """A client that connects with the routing id of a live worker (a rogue, or a stale
+    process) neither stops the coordinator nor takes the worker's slots."""
+    coordinator = procs.coordinator()
+    start_workers(procs, ["w-a"])
+    await settle(world, procs)
+    ctx = zmq.asyncio.Context()
+    try:
+        for attempt in range(5):
+            rogue = ctx.socket(zmq.DEALER)
+            rogue.setsockopt(zmq.ROUTING_ID, b"w-a")
+            rogue.setsockopt(zmq.LINGER, 0)
+            rogue.connect(procs.endpoint)
+            await rogue.send(encode(Hello("w-a", f"rogue{attempt}", 1, 1)))
+            await asyncio.sleep(0.3)
+            rogue.close(linger=0)
+        for name in world.names:
+            await world.touch(name)
+        await settle(world, procs)
+        assert coordinator.alive, procs.logs()
+        assert {iv.worker for iv in world.recording.intervals()} == {"w-a"}
+    finally:
+        ctx.destroy(linger=0)
+
+
+async def test_a_stalled_worker_replaced_under_its_own_id_then_resumed(
+    world: World, procs: Processes
+) -> None:
+    """SIGSTOP a worker, start a replacement with the same id, resume the old one: the
+    coordinator survives and every parent converges."""
+    coordinator = procs.coordinator()
+    (old,) = start_workers(procs, ["w-a"])
+    await settle(world, procs)
+    frozen_at = time.time()
+    old.popen.send_signal(signal.SIGSTOP)
+    try:
+        (new,) = start_workers(procs, ["w-a"])
+        await asyncio.sleep(2.0)
+        for name in world.names:
+            await world.touch(name)
+        await settle(world, procs)
+    finally:
+        old.popen.send_signal(signal.SIGCONT)
+    await asyncio.sleep(3.0)
+    for name in world.names:
+        await world.touch(name)
+    await settle(world, procs)
+    assert coordinator.alive, procs.logs()
+    assert new.alive, procs.logs()
+    # The old process never starts a reconcile after its stall (one in flight when it was
+    # frozen counts as ending there: it did nothing while frozen).
+    pid = old.popen.pid
+    assert not [iv for iv in world.recording.intervals() if iv.pid == pid and iv.start > frozen_at]
+    overlaps = [
+        (a, b)
+        for a, b in world.recording.overlaps()
+        if not (pid in (a.pid, b.pid) and min(a.start, b.start) < frozen_at)
+    ]
+    assert not overlaps, overlaps[:3]
+
+
+async def test_keys_survive_a_stall_between_the_fence_and_the_worker_timeout(
+    world: World, procs: Processes
+) -> None:
+    """A worker stalled longer than its fence timeout but shorter than the coordinator's
+    worker timeout drops its queue when it fences: every key of its slots is delivered again."""
+    procs.coordinator()
+    (worker,) = start_workers(procs, ["w-a"])
+    await settle(world, procs)
+    # Fast timings: heartbeat 0.2 s, worker timeout 1.2 s, so the worker fences after 0.8 s.
+    for _ in range(3):
+        stopped = time.monotonic()
+        worker.popen.send_signal(signal.SIGSTOP)
+        try:
+            for name in world.names:
+                await world.touch(name)
+            await asyncio.sleep(max(0.0, 0.95 - (time.monotonic() - stopped)))
+        finally:
+            worker.popen.send_signal(signal.SIGCONT)
+        await settle(world, procs)

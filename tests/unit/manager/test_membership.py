@@ -116,6 +116,45 @@ def test_undeliverable_control_messages_drop_the_worker() -> None:
     assert granted(m.tick(6.0)) == {"w2": lost}
 
 
+def test_a_worker_that_fenced_rejoins_and_gets_every_key_of_its_slots_again() -> None:
+    m = table()
+    m.hello("w1", "i1", 4, now=0.0, route=b"r1")
+    m.tick(0.0)
+    # The same process on a new connection: it fenced and dropped its queues.
+    out = m.hello("w1", "i1", 4, now=1.0, route=b"r2")
+    assert out is not None
+    (_, welcome), (_, assign) = out
+    assert isinstance(welcome, Welcome) and welcome.slots == ()
+    assert isinstance(assign, Assign) and set(assign.slots) == set(range(SLOTS))
+    assert assign.keys == keys_of(assign.slots)
+    assert m.route("w1") == b"r2" and m.member_at(b"r2") == "w1" and m.member_at(b"r1") is None
+    # A repeated HELLO on the same connection is only welcomed again.
+    again = m.hello("w1", "i1", 4, now=1.1, route=b"r2")
+    assert again is not None and [type(msg) for _, msg in again] == [Welcome]
+
+
+def test_slots_being_revoked_are_not_handed_back_on_rejoin() -> None:
+    m = table()
+    m.hello("w1", "i1", 4, now=0.0, route=b"r1")
+    m.tick(0.0)
+    m.hello("w2", "i2", 4, now=0.5, route=b"r2")
+    moving = revoked(m.tick(0.5))["w1"]
+    out = m.hello("w1", "i1", 4, now=1.0, route=b"r3")
+    assert out is not None
+    assert granted(out)["w1"] == set(range(SLOTS)) - moving
+
+
+def test_a_replaced_process_is_refused_while_its_replacement_is_a_member() -> None:
+    m = table()
+    m.hello("w1", "old", 4, now=0.0, route=b"r1")
+    m.tick(0.0)
+    assert m.hello("w1", "new", 4, now=1.0, route=b"r2") is not None
+    assert m.hello("w1", "old", 4, now=1.5, route=b"r3") is None
+    assert m.route("w1") == b"r2"
+    m.leave("w1", now=2.0)
+    assert m.hello("w1", "old", 4, now=2.5, route=b"r3") is not None
+
+
 def test_timing_must_leave_room_for_fencing() -> None:
     try:
         Timing(heartbeat_interval=2.0, worker_timeout=5.0)
@@ -136,6 +175,8 @@ class Process:
         self.owned: set[int] = set()
         self.revoked: set[int] = set()  # REVOKEd, finishing reconciles, RELEASED not yet sent
         self.last_contact = now
+        self.route = f"r{incarnation}".encode()
+        self.connections = 0
         self.silent = False  # partitioned: its heartbeats no longer arrive
         self.stopped = False  # fenced or exited: runs nothing
 
@@ -175,7 +216,20 @@ class ExclusivityMachine(RuleBasedStateMachine):
         proc = Process(wid, self.incarnations, self.now)
         self.processes.append(proc)
         self.current[wid] = proc
-        self.deliver(self.m.hello(wid, str(proc.incarnation), 4, self.now))
+        self.deliver(self.m.hello(wid, str(proc.incarnation), 4, self.now, proc.route) or [])
+
+    @rule(wid=WORKERS)
+    def fence_and_rejoin(self, wid: str) -> None:
+        """The process fenced (a stall) but the coordinator has not timed it out: it drops
+        its queues, reconnects and says HELLO again with the same incarnation."""
+        proc = self.current.get(wid)
+        if proc is None or proc.stopped or proc.silent:
+            return
+        proc.owned = set()  # running reconciles cancelled, queues dropped
+        proc.connections += 1
+        proc.route = f"r{proc.incarnation}.{proc.connections}".encode()
+        proc.last_contact = self.now
+        self.deliver(self.m.hello(wid, str(proc.incarnation), 4, self.now, proc.route) or [])
 
     @rule(wid=WORKERS)
     def release(self, wid: str) -> None:
@@ -231,6 +285,15 @@ class ExclusivityMachine(RuleBasedStateMachine):
                     f"and {proc.wid}#{proc.incarnation} at t={self.now}"
                 )
                 seen[slot] = proc
+
+    @invariant()
+    def nothing_is_lost(self) -> None:
+        """Every slot the coordinator dispatches to a live process is one it knows it owns."""
+        for wid, proc in self.current.items():
+            if proc.stopped or proc.silent:
+                continue
+            kept = {s for s in range(SLOTS) if self.m.dispatch_target(s) == wid}
+            assert kept <= proc.owned, (wid, sorted(kept - proc.owned)[:5], self.now)
 
     @invariant()
     def one_owner_per_slot(self) -> None:

@@ -54,23 +54,27 @@ async def _recv(router: zmq.asyncio.Socket) -> tuple[bytes, Message]:
     return routing_id, decode(frame)
 
 
-async def _joined(link: DealerLink, router: zmq.asyncio.Socket) -> None:
-    """Wait until ``router`` has heard from ``link`` (so it can address it)."""
-    assert await within(link.send(Hello(link.worker_id, "inc", 1, os.getpid()), wait=5))
-    assert (await _recv(router))[0] == link.worker_id.encode()
+async def _joined(link: DealerLink, router: zmq.asyncio.Socket) -> bytes:
+    """Wait until ``router`` has heard from ``link``; the routing id to address it by."""
+    hello = Hello(link.worker_id, "inc", 1, os.getpid())
+    assert await within(link.send(hello, wait=5))
+    route, msg = await _recv(router)
+    assert msg == hello
+    return route
 
 
 @pytest.mark.asyncio
-async def test_round_trip_with_the_worker_id_as_routing_id(
+async def test_round_trip_on_a_routing_id_the_router_chose(
     ctx: zmq.asyncio.Context, tmp_path: Path
 ) -> None:
     router = _router(ctx, f"ipc://{tmp_path}/c.sock")
     link = DealerLink("w-7", _endpoint(router), context=ctx)
     assert link.endpoint == f"ipc://{tmp_path}/c.sock"
-    await _joined(link, router)
+    route = await _joined(link, router)
+    assert route != b"w-7" and route.startswith(b"\0")  # the worker sets no routing id
     assert await link.send(Fetch(2, 11, KEY, {"pods": "3"}))
-    assert await _recv(router) == (b"w-7", Fetch(2, 11, KEY, {"pods": "3"}))
-    await router.send_multipart([b"w-7", encode(Heartbeat(2))])
+    assert await _recv(router) == (route, Fetch(2, 11, KEY, {"pods": "3"}))
+    await router.send_multipart([route, encode(Heartbeat(2))])
     assert await within(link.recv()) == Heartbeat(2)
     link.close()
     router.close()
@@ -87,7 +91,7 @@ async def test_without_a_connection_sends_fail_instead_of_queueing(
     router = _router(ctx, endpoint)
     hello = Hello("w-1", "inc", 1, 1)
     assert await within(link.send(hello, wait=5))  # waits for the connection
-    assert await _recv(router) == (b"w-1", hello)  # and only the HELLO was queued
+    assert (await _recv(router))[1] == hello  # and only the HELLO was queued
     assert await router.poll(50) == 0
     link.close()
     router.close()
@@ -101,7 +105,7 @@ async def test_bad_frames_are_counted_logged_once_and_skipped(ctx: zmq.asyncio.C
         link = DealerLink(
             "w-2", _endpoint(router), context=ctx, dropped=dropped_frames_counter(registry)
         )
-        await _joined(link, router)
+        route = await _joined(link, router)
         for parts in (
             [os.urandom(32)],
             [b""],
@@ -110,8 +114,8 @@ async def test_bad_frames_are_counted_logged_once_and_skipped(ctx: zmq.asyncio.C
             [msgpack.packb({"v": 0, "t": "WELCOME"})],
             [msgpack.packb({"v": 1, "t": "TELEPORT"})],
         ):
-            await router.send_multipart([b"w-2", *parts])
-        await router.send_multipart([b"w-2", encode(Bye("leader lost"))])
+            await router.send_multipart([route, *parts])
+        await router.send_multipart([route, encode(Bye("leader lost"))])
         assert await within(link.recv()) == Bye("leader lost")
     assert registry.get_sample_value(DROPPED_FRAMES_METRIC, {"reason": "malformed"}) == 3
     assert registry.get_sample_value(DROPPED_FRAMES_METRIC, {"reason": "version"}) == 2
@@ -147,7 +151,7 @@ async def test_reconnect_drops_stale_queued_messages(ctx: zmq.asyncio.Context) -
     assert link.endpoint == _endpoint(new)
     fresh = Heartbeat(2)
     assert await within(link.send(fresh, wait=5))
-    assert await _recv(new) == (b"w-3", fresh)
+    assert (await _recv(new))[1] == fresh
     assert await new.poll(50) == 0
 
     delivered = 1  # the HELLO
@@ -169,8 +173,8 @@ async def test_a_pending_receive_carries_on_across_reconnect(ctx: zmq.asyncio.Co
     await asyncio.sleep(0.01)
     second = _router(ctx)
     link.reconnect(_endpoint(second))
-    await _joined(link, second)
-    await second.send_multipart([b"w-4", encode(Heartbeat(5))])
+    route = await _joined(link, second)
+    await second.send_multipart([route, encode(Heartbeat(5))])
     assert await within(receiver) == Heartbeat(5)
     link.close()
     first.close()
@@ -181,7 +185,7 @@ async def test_a_pending_receive_carries_on_across_reconnect(ctx: zmq.asyncio.Co
 async def test_close_ends_receiving_and_sending(ctx: zmq.asyncio.Context) -> None:
     router = _router(ctx)
     link = DealerLink("w-5", _endpoint(router), context=ctx)
-    await _joined(link, router)
+    route = await _joined(link, router)
     received: list[Message] = []
 
     got_one = asyncio.Event()
@@ -192,7 +196,7 @@ async def test_close_ends_receiving_and_sending(ctx: zmq.asyncio.Context) -> Non
             got_one.set()
 
     consumer = asyncio.create_task(consume())
-    await router.send_multipart([b"w-5", encode(Heartbeat(1))])
+    await router.send_multipart([route, encode(Heartbeat(1))])
     await within(got_one.wait())
     link.close()
     await within(consumer)

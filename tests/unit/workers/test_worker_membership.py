@@ -43,18 +43,20 @@ KEY = ParentKey("CompositeController", "cc", "things.example.com", "ns", "p1")
 class Coordinator:
     def __init__(self, link: RouterLink) -> None:
         self.link = link
+        self.route = b""  # the worker's current connection, as last heard from
 
     async def expect(self, kind: type[Message], seconds: float = 3.0) -> tuple[bytes, Message]:
         async def wait() -> tuple[bytes, Message]:
             while True:
                 peer, msg = await self.link.recv()
+                self.route = peer
                 if isinstance(msg, kind):
                     return peer, msg
 
         return await within(wait(), seconds)
 
     async def send(self, msg: Message) -> None:
-        await self.link.send(b"w-1", msg)
+        await self.link.send(self.route, msg)
 
     async def welcome(self, epoch: int = 5, slots: tuple[int, ...] = ()) -> Hello:
         _, hello = await self.expect(Hello)

@@ -1,0 +1,94 @@
+"""What the coordinator sends to workers, in order: the outbox, and KEYS batched per loop turn.
+
+Contract:
+- ``push(key, priority)`` notes a parent key for the owner of its slot; all keys pushed in
+  one event-loop turn go out as KEYS messages (at most ``KEYS_BATCH`` keys each, each key
+  once per priority), in priority order. A key whose slot is in transit is dropped (the
+  ASSIGN that ends the move carries every key of the slot); so is a key whose snapshot is
+  being held back (``parked``): the snapshot, taken after the change, already reflects it.
+- ``send(target, msg)`` queues one message: ``target`` is a worker id (resolved to its current
+  connection when sent, and dropped if it is no longer a member, unless it is a NACK or BYE)
+  or a routing id (``bytes``: an answer to a connection that is not a member).
+- ``emit(outbox)`` queues what ``manager.membership`` returned, counting revoked slots.
+- ``next()`` waits for the next message to send, in the order queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from manager.membership import Outbox
+from manager.term_metrics import TermMetrics
+from proto.wire import Keys, Message, ParentKey, Priority, Revoke, slot_of
+
+KEYS_BATCH = 512
+
+Target = str | bytes
+"""A worker id, or the routing id of a connection that is not a member."""
+
+
+class Dispatch:
+    def __init__(
+        self,
+        *,
+        epoch: int,
+        target_of: Callable[[int], str | None],
+        metrics: TermMetrics,
+    ) -> None:
+        self._epoch = epoch
+        self._target_of = target_of
+        self._metrics = metrics
+        self._outbox: asyncio.Queue[tuple[Target, Message]] = asyncio.Queue()
+        self._pending: dict[str, dict[Priority, list[ParentKey]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        self._flush_scheduled = False
+        self._parked: dict[ParentKey, int] = {}
+
+    def push(self, key: ParentKey, priority: Priority) -> None:
+        if key in self._parked:
+            return
+        worker = self._target_of(slot_of(key))
+        if worker is None:
+            return
+        self._pending[worker][priority].append(key)
+        self._metrics.keys_pushed(priority)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        pending, self._pending = self._pending, defaultdict(lambda: defaultdict(list))
+        for worker, by_priority in pending.items():
+            for priority, keys in sorted(by_priority.items()):
+                unique = list(dict.fromkeys(keys))
+                for i in range(0, len(unique), KEYS_BATCH):
+                    batch = tuple(unique[i : i + KEYS_BATCH])
+                    self._outbox.put_nowait((worker, Keys(self._epoch, priority, batch)))
+
+    @contextmanager
+    def parked(self, key: ParentKey) -> Iterator[None]:
+        """While inside, pushes of ``key`` are dropped (its snapshot will reflect them)."""
+        self._parked[key] = self._parked.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            left = self._parked.pop(key) - 1
+            if left:
+                self._parked[key] = left
+
+    def send(self, target: Target, msg: Message) -> None:
+        self._outbox.put_nowait((target, msg))
+
+    def emit(self, out: Outbox) -> None:
+        for worker, msg in out:
+            if isinstance(msg, Revoke):
+                self._metrics.revoked(len(msg.slots))
+            self._outbox.put_nowait((worker, msg))
+
+    async def next(self) -> tuple[Target, Message]:
+        return await self._outbox.get()
