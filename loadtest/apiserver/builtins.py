@@ -227,6 +227,7 @@ def builtin_types() -> list[ResourceType]:
             subresources=(
                 Subresource("token", "TokenRequest", ("create",), "authentication.k8s.io", "v1"),
             ),
+            return_deleted=True,
         ),
         ResourceType(
             "",
@@ -268,7 +269,7 @@ def builtin_types() -> list[ResourceType]:
         apps_workload("ReplicaSet", "rs", workloads.default_replicaset),
         apps_workload("StatefulSet", "sts", workloads.default_statefulset),
     ]
-    role_rules = {"rules": Field(LIST)}
+    role_rules = {"rules": Field(LIST, omitempty=False)}
     binding = {"subjects": Field(LIST), "roleRef": Field(OBJECT, omitempty=False)}
     rbac = "rbac.authorization.k8s.io"
     others = [
@@ -342,6 +343,7 @@ def builtin_types() -> list[ResourceType]:
             False,
             Builtin(
                 top("ClusterRole", {**role_rules, "aggregationRule": Field(OBJECT)}),
+                defaults=rules.default_role,
                 validate=rules.validate_role,
                 name_rule=v.is_path_segment_name,
             ),
@@ -368,6 +370,7 @@ def builtin_types() -> list[ResourceType]:
             True,
             Builtin(
                 top("Role", role_rules),
+                defaults=rules.default_role,
                 validate=rules.validate_role,
                 name_rule=v.is_path_segment_name,
             ),

@@ -13,6 +13,12 @@ watcher queue limit, namespace grace period). A ``proto.clock.FakeClock`` passed
 future-resourceVersion wait, compaction, the namespace controller) from a test.
 The cluster starts with the namespaces ``default``, ``kube-system``, ``kube-public`` and
 ``kube-node-lease`` (each with its ``default`` ServiceAccount) and the ``kubernetes`` Service.
+
+``rbac=True`` (off by default) turns on ServiceAccount tokens and RBAC authorization
+(``access.py``): the admin ``token`` (or, without one, a request with no credentials) is a
+``system:masters`` super-user, ServiceAccount tokens from the TokenRequest API are checked
+against the stored Roles and bindings, the bootstrap ClusterRoles are created, the review
+APIs are served and the clusterrole-aggregation controller runs.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from typing import Any
 from aiohttp import web
 
 from loadtest.apiserver import builtins, crd
+from loadtest.apiserver.access import Access, review_types
+from loadtest.apiserver.aggregation import AggregationController
 from loadtest.apiserver.apiextensions import CrdController
 from loadtest.apiserver.app import Router, http_server
 from loadtest.apiserver.faults import Faults, admin_routes
@@ -98,6 +106,7 @@ class EmbeddedCluster:
         kubeconfig: str | Path | None = None,
         settings: Settings | None = None,
         clock: Clock | None = None,
+        rbac: bool = False,
     ) -> None:
         self.host = host
         self.port = port
@@ -113,7 +122,15 @@ class EmbeddedCluster:
             history=self.settings.history_size, revisions=self.settings.revision_limit
         )
         crd_type = crd.crd_resource_type()
-        self.registry = Registry([*builtins.builtin_types(), crd_type], builtins.GROUP_ORDER)
+        if rbac:
+            order = list(builtins.GROUP_ORDER)
+            order[order.index("events.k8s.io") + 1 : 0] = [
+                "authentication.k8s.io",
+                "authorization.k8s.io",
+            ]
+            self.registry = Registry([*builtins.builtin_types(), crd_type, *review_types()], order)
+        else:
+            self.registry = Registry([*builtins.builtin_types(), crd_type], builtins.GROUP_ORDER)
         self.objects = Objects(self.storage, self.registry)
         self.metrics = Metrics()
         self.watches = WatchHub(
@@ -134,6 +151,11 @@ class EmbeddedCluster:
             ServiceAccountController(self.objects),
             CrdController(self.objects, crd_type),
         ]
+        self.access: Access | None = None
+        """RBAC mode's authentication, authorization and token issuer (None when off)."""
+        if rbac:
+            self.access = Access(self.objects, self.handlers, admin_token=token)
+            self._controllers.append(AggregationController(self.objects))
         self.url = ""
         self.kubeconfig = Path()
 
@@ -166,6 +188,8 @@ class EmbeddedCluster:
             },
         }
         self.objects.create(svc_type, "default", kubernetes)
+        if self.access is not None:
+            self.access.bootstrap(self.registry)
 
     async def start(self) -> None:
         self._bootstrap()
@@ -178,6 +202,7 @@ class EmbeddedCluster:
             self.faults,
             token=self.token,
             admin=admin_routes(self.faults),
+            access=self.access,
         )
         self._runner = web.ServerRunner(http_server(router))
         await self._runner.setup()

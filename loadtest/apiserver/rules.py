@@ -218,6 +218,11 @@ def validate_pvc(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldE
     return errors
 
 
+def default_role(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """``rules`` is not ``omitempty`` in rbac/v1: a Role without rules shows ``rules: null``."""
+    obj.setdefault("rules", None)
+
+
 def validate_role(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
     errors = []
     for i, rule in enumerate(obj.get("rules") or []):

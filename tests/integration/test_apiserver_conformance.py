@@ -30,8 +30,13 @@ KNOWN: dict[tuple[str, int], str] = {
 }
 
 
+PENDING_ADDED = ("16-rbac-tokens.json",)
+"""Transcripts under ``pending/`` whose support exists (16: RBAC mode, see ``access.py``)."""
+
+
 def _scenarios() -> list[Path]:
-    return sorted(CONFORMANCE.glob("[0-9][0-9]-*.json"))
+    pending = [CONFORMANCE / "pending" / name for name in PENDING_ADDED]
+    return sorted(CONFORMANCE.glob("[0-9][0-9]-*.json")) + pending
 
 
 def _params() -> Iterator[object]:
@@ -41,7 +46,7 @@ def _params() -> Iterator[object]:
             label = f"{path.stem}[{index}]"
             reason = KNOWN.get((path.stem, index))
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            yield pytest.param(path.name, index, id=label, marks=marks)
+            yield pytest.param(str(path.relative_to(CONFORMANCE)), index, id=label, marks=marks)
 
 
 _replays: dict[str, Replay] = {}
