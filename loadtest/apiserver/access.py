@@ -102,25 +102,22 @@ def review_types() -> list[ResourceType]:
     ]
 
 
-def forbidden(attrs: Attributes, reason: str = "") -> errors.ApiError:
-    """The 403 of a denied request, worded as kube-apiserver's ``forbiddenMessage``."""
+def forbidden(attrs: Attributes) -> errors.ApiError:
+    """The 403 of a denied request, worded as kube-apiserver's ``forbiddenMessage``.
+
+    RBAC gives no reason for a denial, so nothing follows the message.
+    """
     user = attrs.user.name
     if not attrs.resource_request:
-        message = f'User "{user}" cannot {attrs.verb} path "{attrs.path}"'
-        return errors.ApiError(
-            403, "Forbidden", f"forbidden: {message}" + (f": {reason}" if reason else ""), details={}
-        )
+        message = f'forbidden: User "{user}" cannot {attrs.verb} path "{attrs.path}"'
+        return errors.ApiError(403, "Forbidden", message, details={})
     resource = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
-    where = (
-        f'in the namespace "{attrs.namespace}"' if attrs.namespace else "at the cluster scope"
-    )
+    where = f'in the namespace "{attrs.namespace}"' if attrs.namespace else "at the cluster scope"
     message = (
         f'User "{user}" cannot {attrs.verb} resource "{resource}" in API group '
         f'"{attrs.api_group}" {where}'
     )
-    return errors.forbidden(
-        attrs.resource, attrs.api_group, attrs.name, message + (f": {reason}" if reason else "")
-    )
+    return errors.forbidden(attrs.resource, attrs.api_group, attrs.name, message)
 
 
 class Access:
@@ -243,11 +240,11 @@ class Access:
             )
             if rbac.authorize(self.policy, bind).allowed:
                 return
-            rules = rbac.role_rules(self.policy, ref, namespace)
-            if rules is None:
+            granted = rbac.role_rules(self.policy, ref, namespace)
+            if granted is None:
                 plural = "clusterroles" if ref.get("kind") == "ClusterRole" else "roles"
                 raise errors.not_found(plural, RBAC_GROUP, str(ref.get("name", "")))
-            self._confirm(user, rt, namespace, name, rules)
+            self._confirm(user, rt, namespace, name, granted)
 
     def _confirm(
         self,

@@ -2,9 +2,10 @@
 
 The transcripts' rules (``../shared/conformance/README.md``):
 
-- placeholders (``<uid:N>``, ``<rv:N>``, ``<name:N>``, ``<continue:N>``, ``<token:N>``) bind to the emulator's
-  value where a response first shows them, must keep that value afterwards, may not share
-  it with another placeholder of the same family, and are substituted into later requests;
+- placeholders (``<uid:N>``, ``<rv:N>``, ``<name:N>``, ``<continue:N>``, ``<token:N>``) bind
+  to the emulator's value where a response first shows them, must keep that value
+  afterwards, may not share it with another placeholder of the same family, and are
+  substituted into later requests;
   resourceVersions must keep the transcript's order;
 - a list's or bookmark's ``metadata.resourceVersion`` may be any value not older than every
   resourceVersion seen so far (the real store had unrelated writes);
