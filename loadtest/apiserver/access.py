@@ -171,7 +171,7 @@ class Access:
         user = self.user(request)
         assert user is not None, "Access.check runs before serve"
         body = self.handlers.decode_object(
-            rt if not is_token else _token_request_type(),
+            TOKEN_REQUEST if is_token else rt,
             await request.read(),
             request.headers.get("Content-Type", ""),
             "Warn",
@@ -260,6 +260,7 @@ class Access:
 
 
 def _token_request_type() -> ResourceType:
+    """How a TokenRequest body decodes (it is never stored)."""
     kind = "TokenRequest"
     return ResourceType(
         reviews.AUTHENTICATION,
@@ -271,3 +272,6 @@ def _token_request_type() -> ResourceType:
         Builtin(top(kind, spec_status(kind, reviews.AUTHENTICATION))),
         verbs=("create",),
     )
+
+
+TOKEN_REQUEST = _token_request_type()

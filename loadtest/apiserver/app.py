@@ -2,7 +2,8 @@
 
 One catch-all route parses the path the way kube-apiserver's handler chain does
 (``/api/v1/...``, ``/apis/<group>/<version>/...``, the legacy ``/watch/`` prefix, namespaced
-and cluster-scoped paths, subresources), checks the bearer token, applies injected faults,
+and cluster-scoped paths, subresources), checks the bearer token (or, in RBAC mode,
+authenticates and authorizes the request: ``access.py``), applies injected faults,
 dispatches to ``Handlers`` and counts the request in ``apiserver_request_total``. Unknown
 resources under ``/api/v1`` get a JSON 404; unknown groups, versions or paths under
 ``/apis`` get the plain-text ``404 page not found``.

@@ -20,30 +20,25 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from loadtest.apiserver.attributes import UserInfo
-from loadtest.apiserver.rbac import ALL, Rule
+from loadtest.apiserver.rbac import ALL, Rule, strings
 
 Atomic = dict[str, list[str]]
 
 
-def _strings(rule: Rule, key: str) -> list[str]:
-    value = rule.get(key)
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
 def breakdown(rule: Rule) -> list[Atomic]:
     """``BreakdownRule``: one atomic rule per group x resource x verb (x name), per URL x verb."""
-    verbs = _strings(rule, "verbs")
-    names = _strings(rule, "resourceNames")
+    verbs = strings(rule, "verbs")
+    names = strings(rule, "resourceNames")
     out: list[Atomic] = []
-    for group in _strings(rule, "apiGroups"):
-        for resource in _strings(rule, "resources"):
+    for group in strings(rule, "apiGroups"):
+        for resource in strings(rule, "resources"):
             for verb in verbs:
                 base = {"apiGroups": [group], "resources": [resource], "verbs": [verb]}
                 if names:
                     out.extend({**base, "resourceNames": [n]} for n in names)
                 else:
                     out.append(base)
-    for url in _strings(rule, "nonResourceURLs"):
+    for url in strings(rule, "nonResourceURLs"):
         out.extend({"nonResourceURLs": [url], "verbs": [verb]} for verb in verbs)
     return out
 
@@ -65,16 +60,16 @@ def _url_covers(owned: str, wanted: str) -> bool:
 
 def covers(owner: Rule, atomic: Rule) -> bool:
     """``ruleCovers``: whether ``owner`` grants everything ``atomic`` grants."""
-    verbs, groups = _strings(owner, "verbs"), _strings(owner, "apiGroups")
-    names = _strings(owner, "resourceNames")
-    wanted_names = _strings(atomic, "resourceNames")
+    verbs, groups = strings(owner, "verbs"), strings(owner, "apiGroups")
+    names = strings(owner, "resourceNames")
+    wanted_names = strings(atomic, "resourceNames")
     return (
-        (ALL in verbs or all(v in verbs for v in _strings(atomic, "verbs")))
-        and (ALL in groups or all(g in groups for g in _strings(atomic, "apiGroups")))
-        and _resources_cover(_strings(owner, "resources"), _strings(atomic, "resources"))
+        (ALL in verbs or all(v in verbs for v in strings(atomic, "verbs")))
+        and (ALL in groups or all(g in groups for g in strings(atomic, "apiGroups")))
+        and _resources_cover(strings(owner, "resources"), strings(atomic, "resources"))
         and all(
-            any(_url_covers(o, w) for o in _strings(owner, "nonResourceURLs"))
-            for w in _strings(atomic, "nonResourceURLs")
+            any(_url_covers(o, w) for o in strings(owner, "nonResourceURLs"))
+            for w in strings(atomic, "nonResourceURLs")
         )
         and (not names or (bool(wanted_names) and all(n in names for n in wanted_names)))
     )

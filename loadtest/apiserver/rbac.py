@@ -59,7 +59,8 @@ class Decision:
     reason: str = ""
 
 
-def _strings(rule: Rule, key: str) -> list[str]:
+def strings(rule: Rule, key: str) -> list[str]:
+    """A rule's list field (``verbs``, ``resources``...), its non-strings dropped."""
     value = rule.get(key)
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
@@ -68,18 +69,18 @@ def _strings(rule: Rule, key: str) -> list[str]:
 
 
 def verb_matches(rule: Rule, verb: str) -> bool:
-    verbs = _strings(rule, "verbs")
+    verbs = strings(rule, "verbs")
     return ALL in verbs or verb in verbs
 
 
 def group_matches(rule: Rule, group: str) -> bool:
-    groups = _strings(rule, "apiGroups")
+    groups = strings(rule, "apiGroups")
     return ALL in groups or group in groups
 
 
 def resource_matches(rule: Rule, resource: str, subresource: str) -> bool:
     combined = f"{resource}/{subresource}" if subresource else resource
-    for allowed in _strings(rule, "resources"):
+    for allowed in strings(rule, "resources"):
         if allowed in (ALL, combined):
             return True
         if subresource and allowed == f"*/{subresource}":
@@ -88,12 +89,12 @@ def resource_matches(rule: Rule, resource: str, subresource: str) -> bool:
 
 
 def name_matches(rule: Rule, name: str) -> bool:
-    names = _strings(rule, "resourceNames")
+    names = strings(rule, "resourceNames")
     return not names or name in names
 
 
 def url_matches(rule: Rule, path: str) -> bool:
-    for allowed in _strings(rule, "nonResourceURLs"):
+    for allowed in strings(rule, "nonResourceURLs"):
         if allowed in (ALL, path):
             return True
         if allowed.endswith("*") and path.startswith(allowed.rstrip("*")):
