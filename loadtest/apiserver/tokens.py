@@ -114,7 +114,9 @@ def token_request(
     assert isinstance(spec, dict)
     meta = account["metadata"]
     audiences = spec.get("audiences") or list(issuer.audiences)
-    seconds = spec.get("expirationSeconds", DEFAULT_SECONDS)
+    seconds = spec.get("expirationSeconds")
+    if seconds is None:  # absent or null: Go's nil pointer, defaulted
+        seconds = DEFAULT_SECONDS
     problems = []
     if not isinstance(audiences, list) or not all(isinstance(a, str) for a in audiences):
         raise errors.bad_request("spec.audiences must be a list of strings")

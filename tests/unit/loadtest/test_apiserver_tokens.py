@@ -54,7 +54,9 @@ def test_any_changed_character_breaks_the_signature(position: int, char: str) ->
 
 def test_token_request_defaults_and_validation() -> None:
     issuer = TokenIssuer()
-    answer = token_request(issuer, ACCOUNT, {"spec": {}})
+    answer = token_request(
+        issuer, ACCOUNT, {"spec": {"audiences": None, "expirationSeconds": None}}
+    )
     assert answer["spec"] == {
         "audiences": [API_AUDIENCE],
         "expirationSeconds": 3600,
