@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadtest.apiserver import events, pods, rules, workloads
+from loadtest.apiserver import events, pods, rbac_validation, rules, workloads
 from loadtest.apiserver.kinds import Builtin, Defaulter
 from loadtest.apiserver.registry import (
     STATUS_VERBS,
@@ -330,7 +330,8 @@ def builtin_types() -> list[ResourceType]:
             False,
             Builtin(
                 top("ClusterRoleBinding", binding),
-                validate=rules.validate_binding,
+                defaults=rbac_validation.default_binding,
+                validate=rbac_validation.validate_cluster_role_binding,
                 name_rule=v.is_path_segment_name,
             ),
         ),
@@ -343,8 +344,8 @@ def builtin_types() -> list[ResourceType]:
             False,
             Builtin(
                 top("ClusterRole", {**role_rules, "aggregationRule": Field(OBJECT)}),
-                defaults=rules.default_role,
-                validate=rules.validate_role,
+                defaults=rbac_validation.default_role,
+                validate=rbac_validation.validate_cluster_role,
                 name_rule=v.is_path_segment_name,
             ),
         ),
@@ -357,7 +358,8 @@ def builtin_types() -> list[ResourceType]:
             True,
             Builtin(
                 top("RoleBinding", binding),
-                validate=rules.validate_binding,
+                defaults=rbac_validation.default_binding,
+                validate=rbac_validation.validate_role_binding,
                 name_rule=v.is_path_segment_name,
             ),
         ),
@@ -370,8 +372,8 @@ def builtin_types() -> list[ResourceType]:
             True,
             Builtin(
                 top("Role", role_rules),
-                defaults=rules.default_role,
-                validate=rules.validate_role,
+                defaults=rbac_validation.default_role,
+                validate=rbac_validation.validate_role,
                 name_rule=v.is_path_segment_name,
             ),
         ),
