@@ -18,10 +18,15 @@ through, in kube-apiserver's order:
 
 Roles and bindings are read from storage on each check (no cache), so a new binding takes
 effect with the next request, where the real server's informers lag a moment.
+
+Every 403 of step 2 is also recorded in ``denials`` (the last ``DENIALS_KEPT``, oldest first;
+``GET /_emulator/rbac/denials`` over HTTP), so a test can assert that a component's RBAC was
+sufficient even when the component retried and got there in the end.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -42,6 +47,7 @@ from loadtest.apiserver.tokens import TokenIssuer, token_request
 RBAC_GROUP = "rbac.authorization.k8s.io"
 USER_KEY = web.RequestKey("metashard.user", UserInfo)
 """Where the authenticated ``UserInfo`` is kept on the aiohttp request."""
+DENIALS_KEPT = 1000
 REVIEW_GROUPS = (reviews.AUTHENTICATION, reviews.AUTHORIZATION)
 FULL_AUTHORITY: list[rbac.Rule] = [
     {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
@@ -120,6 +126,21 @@ def forbidden(attrs: Attributes) -> errors.ApiError:
     return errors.forbidden(attrs.resource, attrs.api_group, attrs.name, message)
 
 
+def denial_record(attrs: Attributes) -> dict[str, str]:
+    """A refused request as JSON: the user and the attributes a rule would have to match."""
+    if not attrs.resource_request:
+        return {"user": attrs.user.name, "verb": attrs.verb, "path": attrs.path}
+    return {
+        "user": attrs.user.name,
+        "verb": attrs.verb,
+        "apiGroup": attrs.api_group,
+        "resource": attrs.resource,
+        "subresource": attrs.subresource,
+        "namespace": attrs.namespace,
+        "name": attrs.name,
+    }
+
+
 class Access:
     """Authentication, authorization and the RBAC-mode endpoints of one cluster."""
 
@@ -129,6 +150,8 @@ class Access:
         self.issuer = TokenIssuer()
         self.authenticator = Authenticator(objects.storage, self.issuer, admin_token=admin_token)
         self.policy = StoragePolicy(objects.storage)
+        self.denials: deque[dict[str, str]] = deque(maxlen=DENIALS_KEPT)
+        """The requests refused with 403 by authorization, as ``denial_record`` shows them."""
         handlers.admission = self.admit
 
     def bootstrap(self, registry: Registry) -> None:
@@ -147,11 +170,18 @@ class Access:
     def check(self, request: web.BaseRequest) -> UserInfo:
         """Authenticate and authorize ``request``; keeps the user on it, raises 401/403."""
         user = self.authenticator.authenticate(request.headers.get("Authorization", ""))
+        request[USER_KEY] = user
+        if MASTERS in user.groups:  # what rbac.authorize would answer, without the parsing
+            return user
         attrs = request_attributes(user, request.method, request.path, request.query)
         if not rbac.authorize(self.policy, attrs).allowed:
+            self.denials.append(denial_record(attrs))
             raise forbidden(attrs)
-        request[USER_KEY] = user
         return user
+
+    async def denials_handler(self, request: web.BaseRequest) -> web.Response:
+        """``GET /_emulator/rbac/denials``: ``{"denials": [...]}``, oldest first."""
+        return web.json_response({"denials": list(self.denials)})
 
     @staticmethod
     def user(request: web.BaseRequest) -> UserInfo | None:

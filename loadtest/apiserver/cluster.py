@@ -39,7 +39,7 @@ from loadtest.apiserver.access import Access, review_types
 from loadtest.apiserver.aggregation import AggregationController
 from loadtest.apiserver.apiextensions import CrdController
 from loadtest.apiserver.app import Router, http_server
-from loadtest.apiserver.faults import Faults, admin_routes
+from loadtest.apiserver.faults import AdminHandler, Faults, admin_routes
 from loadtest.apiserver.gc import GarbageCollector
 from loadtest.apiserver.handlers import Handlers
 from loadtest.apiserver.kubelet import Kubelet
@@ -201,7 +201,7 @@ class EmbeddedCluster:
             self.metrics,
             self.faults,
             token=self.token,
-            admin=admin_routes(self.faults),
+            admin=self._admin_routes(),
             access=self.access,
         )
         self._runner = web.ServerRunner(http_server(router))
@@ -222,6 +222,12 @@ class EmbeddedCluster:
         write_kubeconfig(self.kubeconfig, self.url, self.token)
         self._schedule_compaction()
         await asyncio.sleep(0)
+
+    def _admin_routes(self) -> dict[tuple[str, str], AdminHandler]:
+        routes = admin_routes(self.faults)
+        if self.access is not None:
+            routes[("GET", "/_emulator/rbac/denials")] = self.access.denials_handler
+        return routes
 
     def _schedule_compaction(self) -> None:
         def compact() -> None:

@@ -102,6 +102,18 @@ async def test_watch_needs_the_watch_verb() -> None:
         assert refused.body["message"].endswith(
             'cannot watch resource "configmaps" in API group "" in the namespace "team"'
         )
+        assert cluster.access is not None
+        assert list(cluster.access.denials) == [
+            {
+                "user": "system:serviceaccount:team:app",
+                "verb": "watch",
+                "apiGroup": "",
+                "resource": "configmaps",
+                "subresource": "",
+                "namespace": "team",
+                "name": "",
+            }
+        ]
         assert (await sa.get("/api/v1/namespaces/team/configmaps")).status == 200
         watch = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["watch"]}]
         await _bind(api, "team", "watch", watch)
@@ -260,3 +272,7 @@ def test_the_cluster_process_turns_rbac_on_with_its_flag() -> None:
         token = issued["status"]["token"]
         assert _call(f"{base}/pods", token)[0] == 403
         assert _call(f"{base}/pods", ADMIN)[0] == 200
+        status, recorded = _call(f"{process.url}/_emulator/rbac/denials", ADMIN)
+        assert status == 200
+        assert [(d["verb"], d["resource"]) for d in recorded["denials"]] == [("list", "pods")]
+        assert _call(f"{process.url}/_emulator/rbac/denials", token)[0] == 403
