@@ -114,6 +114,12 @@ def access_review(
             uid=str(spec.get("uid", "")),
             extra={str(k): tuple(str(x) for x in v) for k, v in extra.items()},
         )
+    if kind == "LocalSubjectAccessReview" and spec.get("nonResourceAttributes") is not None:
+        raise _invalid(
+            "spec.nonResourceAttributes",
+            spec["nonResourceAttributes"],
+            "disallowed on this kind of request",
+        )
     attrs = _attributes(user, spec)
     if kind == "LocalSubjectAccessReview" and attrs.namespace != namespace:
         raise errors.bad_request(

@@ -276,3 +276,39 @@ def test_the_cluster_process_turns_rbac_on_with_its_flag() -> None:
         assert status == 200
         assert [(d["verb"], d["resource"]) for d in recorded["denials"]] == [("list", "pods")]
         assert _call(f"{process.url}/_emulator/rbac/denials", token)[0] == 403
+
+
+@pytest.mark.asyncio
+async def test_access_reviews_for_another_subject_and_their_validation() -> None:
+    async with running(token=ADMIN, rbac=True) as (_, api):
+        await _setup(api, "team")
+        read = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]
+        await _bind(api, "team", "read", read)
+        attributes = {"namespace": "team", "verb": "get", "resource": "secrets"}
+        review = {
+            "spec": {
+                "user": "system:serviceaccount:team:app",
+                "groups": ["system:serviceaccounts"],
+                "resourceAttributes": attributes,
+            }
+        }
+        authz = "/apis/authorization.k8s.io/v1"
+        answer = await api.post(f"{authz}/subjectaccessreviews", review)
+        assert answer.status == 201
+        assert answer.body["status"] == {
+            "allowed": True,
+            "reason": 'RBAC: allowed by RoleBinding "read/team" of Role "read" to '
+            'ServiceAccount "app/team"',
+        }
+        local = await api.post(f"{authz}/namespaces/team/localsubjectaccessreviews", review)
+        assert (local.status, local.body["status"]["allowed"]) == (201, True)
+        elsewhere = await api.post(f"{authz}/namespaces/other/localsubjectaccessreviews", review)
+        assert elsewhere.status == 400
+        anonymous = await api.post(
+            f"{authz}/subjectaccessreviews", {"spec": {"resourceAttributes": attributes}}
+        )
+        assert anonymous.status == 422
+        assert "at least one of user or group must be specified" in anonymous.body["message"]
+        assert (await api.get(f"{authz}/subjectaccessreviews")).status == 405
+        rules = await api.post(f"{authz}/selfsubjectrulesreviews", {"spec": {}})
+        assert rules.status == 400
