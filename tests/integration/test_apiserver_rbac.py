@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,7 +16,7 @@ import kubernetes
 import pytest
 
 from loadtest.apiserver import EmbeddedCluster
-from loadtest.apiserver.background import ClusterProcess, ClusterThread
+from loadtest.apiserver.background import ClusterThread
 from proto.kube import Client, Session
 from proto.kube.config import ClusterConfig
 from proto.kube.errors import ApiError
@@ -249,33 +246,6 @@ async def test_aggregated_cluster_role_follows_its_selected_roles() -> None:
                 break
             await asyncio.sleep(0.01)
         assert not rules
-
-
-def _call(url: str, token: str, method: str = "GET", body: Any = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method)
-    request.add_header("Authorization", f"Bearer {token}")
-    request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
-
-
-def test_the_cluster_process_turns_rbac_on_with_its_flag() -> None:
-    """``python -m loadtest.apiserver --rbac``, which ``metashard cluster --rbac`` runs."""
-    with ClusterProcess(token=ADMIN, rbac=True) as process:
-        base = f"{process.url}/api/v1/namespaces/default"
-        status, issued = _call(f"{base}/serviceaccounts/default/token", ADMIN, "POST", {})
-        assert status == 201
-        token = issued["status"]["token"]
-        assert _call(f"{base}/pods", token)[0] == 403
-        assert _call(f"{base}/pods", ADMIN)[0] == 200
-        status, recorded = _call(f"{process.url}/_emulator/rbac/denials", ADMIN)
-        assert status == 200
-        assert [(d["verb"], d["resource"]) for d in recorded["denials"]] == [("list", "pods")]
-        assert _call(f"{process.url}/_emulator/rbac/denials", token)[0] == 403
 
 
 @pytest.mark.asyncio
