@@ -406,7 +406,8 @@ def _optional(event: dict[str, Any]) -> bool:
 class Replay:
     """One scenario against one fresh emulator (in a background thread, manual clock)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, rbac: bool | None = None) -> None:
+        """``rbac``: RBAC mode on or off; by default on for scenarios with ServiceAccount tokens."""
         self.doc = json.loads(path.read_text())
         self.steps: list[dict[str, Any]] = self.doc["steps"]
         self.clock = FakeClock()
@@ -414,7 +415,7 @@ class Replay:
             token=TOKEN,
             clock=self.clock,
             settings=Settings(bookmark_interval=60.0),
-            rbac=bool(self.doc.get("placeholders", {}).get("tokens")),
+            rbac=bool(self.doc.get("placeholders", {}).get("tokens")) if rbac is None else rbac,
         )
         self.cluster.start()
         self.bindings = Bindings()

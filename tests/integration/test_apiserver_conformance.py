@@ -4,6 +4,8 @@ One test per recorded step; a scenario's steps run in order against one fresh em
 (``apiserver_replay.Replay``). Differences the emulator does not (yet) reproduce are listed
 in ``KNOWN`` with the reason (and in ``loadtest/apiserver/README.md``) and marked
 ``xfail(strict=True)``, so fixing one makes its test fail until the entry is removed.
+``pending/16-rbac-tokens.json`` runs in RBAC mode; one more test replays the admin's
+scenarios in RBAC mode too, which must change nothing for the admin.
 """
 
 from __future__ import annotations
@@ -71,3 +73,17 @@ def test_step(shared_dir: Path, scenario: str, index: int) -> None:
     assert not problems, f"{request.get('method', '')} {request.get('path', '')}: " + "\n".join(
         problems
     )
+
+
+def test_rbac_mode_changes_nothing_for_the_admin(shared_dir: Path) -> None:
+    """Every scenario recorded with the cluster-admin token replays the same in RBAC mode."""
+    problems = []
+    for path in sorted((shared_dir / "conformance").glob("[0-9][0-9]-*.json")):
+        replay = Replay(path, rbac=True)
+        try:
+            for index in range(len(replay.steps)):
+                if (path.stem, index) not in KNOWN:
+                    problems.extend(f"{path.stem}[{index}]: {p}" for p in replay.result(index))
+        finally:
+            replay.close()
+    assert not problems, "\n".join(problems)
