@@ -35,7 +35,7 @@ from typing import Any
 from aiohttp import web
 
 from loadtest.apiserver import builtins, crd
-from loadtest.apiserver.access import Access, review_types
+from loadtest.apiserver.access import REVIEW_GROUPS, Access, review_types
 from loadtest.apiserver.aggregation import AggregationController
 from loadtest.apiserver.apiextensions import CrdController
 from loadtest.apiserver.app import Router, http_server
@@ -122,15 +122,11 @@ class EmbeddedCluster:
             history=self.settings.history_size, revisions=self.settings.revision_limit
         )
         crd_type = crd.crd_resource_type()
-        if rbac:
-            order = list(builtins.GROUP_ORDER)
-            order[order.index("events.k8s.io") + 1 : 0] = [
-                "authentication.k8s.io",
-                "authorization.k8s.io",
-            ]
-            self.registry = Registry([*builtins.builtin_types(), crd_type, *review_types()], order)
-        else:
-            self.registry = Registry([*builtins.builtin_types(), crd_type], builtins.GROUP_ORDER)
+        types, order = [*builtins.builtin_types(), crd_type], list(builtins.GROUP_ORDER)
+        if rbac:  # the review APIs, in the real server's discovery order
+            types += review_types()
+            order[order.index("events.k8s.io") + 1 : 0] = REVIEW_GROUPS
+        self.registry = Registry(types, order)
         self.objects = Objects(self.storage, self.registry)
         self.metrics = Metrics()
         self.watches = WatchHub(
