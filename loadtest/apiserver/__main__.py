@@ -23,6 +23,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--token", default=None, help="require this bearer token")
     parser.add_argument("--kubeconfig", default=None, help="write a kubeconfig for the server here")
     parser.add_argument("--kubelet", action="store_true", help="mark pods Running and Ready")
+    parser.add_argument(
+        "--rbac",
+        action="store_true",
+        help="authorize requests with RBAC and accept ServiceAccount tokens from the "
+        "TokenRequest API (the --token, or no credentials without one, stays cluster-admin)",
+    )
     defaults = Settings()
     parser.add_argument(
         "--history-size",
@@ -59,6 +65,7 @@ async def serve(args: argparse.Namespace) -> None:
         kubelet=args.kubelet,
         kubeconfig=args.kubeconfig,
         settings=settings,
+        rbac=args.rbac,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

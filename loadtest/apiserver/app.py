@@ -2,7 +2,8 @@
 
 One catch-all route parses the path the way kube-apiserver's handler chain does
 (``/api/v1/...``, ``/apis/<group>/<version>/...``, the legacy ``/watch/`` prefix, namespaced
-and cluster-scoped paths, subresources), checks the bearer token, applies injected faults,
+and cluster-scoped paths, subresources), checks the bearer token (or, in RBAC mode,
+authenticates and authorizes the request: ``access.py``), applies injected faults,
 dispatches to ``Handlers`` and counts the request in ``apiserver_request_total``. Unknown
 resources under ``/api/v1`` get a JSON 404; unknown groups, versions or paths under
 ``/apis`` get the plain-text ``404 page not found``.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -22,6 +23,9 @@ from loadtest.apiserver.handlers import Handlers, error_response, json_response
 from loadtest.apiserver.metrics import Metrics
 from loadtest.apiserver.registry import Registry, ResourceType
 from proto.logs import get_logger
+
+if TYPE_CHECKING:
+    from loadtest.apiserver.access import Access
 
 _log = get_logger(__name__)
 HEALTH = frozenset({"/healthz", "/livez", "/readyz"})
@@ -74,6 +78,7 @@ class Router:
         token: str | None,
         admin: dict[tuple[str, str], AdminHandler],
         host: str = "",
+        access: Access | None = None,
     ) -> None:
         self.admin = admin
         self._routes: dict[str, tuple[int, tuple[ResourceType, str, str, str, bool] | None]] = {}
@@ -83,12 +88,20 @@ class Router:
         self.faults = faults
         self.token = token
         self.host = host
+        self.access = access
+        """RBAC mode (``access.py``): replaces the single-token check when set."""
 
     # --- entry point --------------------------------------------------------------------------
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.path
-        if self.token is not None and path not in HEALTH:
+        if self.access is not None and path not in HEALTH:
+            try:
+                self.access.check(request)
+            except errors.ApiError as err:
+                self.metrics.request(verb=request.method, subresource=path, code=err.code)
+                return error_response(err)
+        elif self.token is not None and path not in HEALTH:
             auth = request.headers.get("Authorization", "")
             if auth != f"Bearer {self.token}":
                 self.metrics.request(verb=request.method, subresource=path, code=401)
@@ -234,6 +247,11 @@ class Router:
         rt, ns, name, sub = route.rt, route.namespace, route.name, route.subresource
         handlers = self.handlers
         watch = route.watch or request.query.get("watch", "").lower() in ("true", "1")
+        if self.access is not None:
+            served = await self.access.serve(request, rt, ns, name, sub)
+            if served is not None:
+                route.verb = method
+                return served
         if sub == "scale" and rt.scale is not None:
             route.verb = {"GET": "GET", "PUT": "PUT", "PATCH": "PATCH"}.get(method, method)
             return await handlers.scale(request, rt, ns, name)

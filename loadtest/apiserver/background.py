@@ -161,12 +161,19 @@ class ClusterProcess:
     """``python -m loadtest.apiserver`` in a subprocess."""
 
     def __init__(
-        self, *, token: str | None = None, kubelet: bool = False, args: list[str] | None = None
+        self,
+        *,
+        token: str | None = None,
+        kubelet: bool = False,
+        rbac: bool = False,
+        args: list[str] | None = None,
     ) -> None:
         self.token = token
         self._extra = list(args or [])
         if kubelet:
             self._extra.append("--kubelet")
+        if rbac:
+            self._extra.append("--rbac")
         self._tempdir = tempfile.TemporaryDirectory(prefix="embedded-cluster-")
         self.kubeconfig = Path(self._tempdir.name) / "kubeconfig"
         self.process: subprocess.Popen[str] | None = None

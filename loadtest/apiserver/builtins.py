@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadtest.apiserver import events, pods, rules, workloads
+from loadtest.apiserver import events, pods, rbac_validation, rules, workloads
 from loadtest.apiserver.kinds import Builtin, Defaulter
 from loadtest.apiserver.registry import (
     STATUS_VERBS,
@@ -227,6 +227,7 @@ def builtin_types() -> list[ResourceType]:
             subresources=(
                 Subresource("token", "TokenRequest", ("create",), "authentication.k8s.io", "v1"),
             ),
+            return_deleted=True,
         ),
         ResourceType(
             "",
@@ -268,7 +269,7 @@ def builtin_types() -> list[ResourceType]:
         apps_workload("ReplicaSet", "rs", workloads.default_replicaset),
         apps_workload("StatefulSet", "sts", workloads.default_statefulset),
     ]
-    role_rules = {"rules": Field(LIST)}
+    role_rules = {"rules": Field(LIST, omitempty=False)}
     binding = {"subjects": Field(LIST), "roleRef": Field(OBJECT, omitempty=False)}
     rbac = "rbac.authorization.k8s.io"
     others = [
@@ -329,7 +330,8 @@ def builtin_types() -> list[ResourceType]:
             False,
             Builtin(
                 top("ClusterRoleBinding", binding),
-                validate=rules.validate_binding,
+                defaults=rbac_validation.default_binding,
+                validate=rbac_validation.validate_cluster_role_binding,
                 name_rule=v.is_path_segment_name,
             ),
         ),
@@ -342,7 +344,8 @@ def builtin_types() -> list[ResourceType]:
             False,
             Builtin(
                 top("ClusterRole", {**role_rules, "aggregationRule": Field(OBJECT)}),
-                validate=rules.validate_role,
+                defaults=rbac_validation.default_role,
+                validate=rbac_validation.validate_cluster_role,
                 name_rule=v.is_path_segment_name,
             ),
         ),
@@ -355,7 +358,8 @@ def builtin_types() -> list[ResourceType]:
             True,
             Builtin(
                 top("RoleBinding", binding),
-                validate=rules.validate_binding,
+                defaults=rbac_validation.default_binding,
+                validate=rbac_validation.validate_role_binding,
                 name_rule=v.is_path_segment_name,
             ),
         ),
@@ -368,7 +372,8 @@ def builtin_types() -> list[ResourceType]:
             True,
             Builtin(
                 top("Role", role_rules),
-                validate=rules.validate_role,
+                defaults=rbac_validation.default_role,
+                validate=rbac_validation.validate_role,
                 name_rule=v.is_path_segment_name,
             ),
         ),

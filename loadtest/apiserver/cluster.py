@@ -13,6 +13,12 @@ watcher queue limit, namespace grace period). A ``proto.clock.FakeClock`` passed
 future-resourceVersion wait, compaction, the namespace controller) from a test.
 The cluster starts with the namespaces ``default``, ``kube-system``, ``kube-public`` and
 ``kube-node-lease`` (each with its ``default`` ServiceAccount) and the ``kubernetes`` Service.
+
+``rbac=True`` (off by default) turns on ServiceAccount tokens and RBAC authorization
+(``access.py``): the admin ``token`` (or, without one, a request with no credentials) is a
+``system:masters`` super-user, ServiceAccount tokens from the TokenRequest API are checked
+against the stored Roles and bindings, the bootstrap ClusterRoles are created, the review
+APIs are served and the clusterrole-aggregation controller runs.
 """
 
 from __future__ import annotations
@@ -29,9 +35,11 @@ from typing import Any
 from aiohttp import web
 
 from loadtest.apiserver import builtins, crd
+from loadtest.apiserver.access import REVIEW_GROUPS, Access, review_types
+from loadtest.apiserver.aggregation import AggregationController
 from loadtest.apiserver.apiextensions import CrdController
 from loadtest.apiserver.app import Router, http_server
-from loadtest.apiserver.faults import Faults, admin_routes
+from loadtest.apiserver.faults import AdminHandler, Faults, admin_routes
 from loadtest.apiserver.gc import GarbageCollector
 from loadtest.apiserver.handlers import Handlers
 from loadtest.apiserver.kubelet import Kubelet
@@ -98,6 +106,7 @@ class EmbeddedCluster:
         kubeconfig: str | Path | None = None,
         settings: Settings | None = None,
         clock: Clock | None = None,
+        rbac: bool = False,
     ) -> None:
         self.host = host
         self.port = port
@@ -113,7 +122,11 @@ class EmbeddedCluster:
             history=self.settings.history_size, revisions=self.settings.revision_limit
         )
         crd_type = crd.crd_resource_type()
-        self.registry = Registry([*builtins.builtin_types(), crd_type], builtins.GROUP_ORDER)
+        types, order = [*builtins.builtin_types(), crd_type], list(builtins.GROUP_ORDER)
+        if rbac:  # the review APIs, in the real server's discovery order
+            types += review_types()
+            order[order.index("events.k8s.io") + 1 : 0] = REVIEW_GROUPS
+        self.registry = Registry(types, order)
         self.objects = Objects(self.storage, self.registry)
         self.metrics = Metrics()
         self.watches = WatchHub(
@@ -134,6 +147,11 @@ class EmbeddedCluster:
             ServiceAccountController(self.objects),
             CrdController(self.objects, crd_type),
         ]
+        self.access: Access | None = None
+        """RBAC mode's authentication, authorization and token issuer (None when off)."""
+        if rbac:
+            self.access = Access(self.objects, self.handlers, admin_token=token)
+            self._controllers.append(AggregationController(self.objects))
         self.url = ""
         self.kubeconfig = Path()
 
@@ -166,6 +184,8 @@ class EmbeddedCluster:
             },
         }
         self.objects.create(svc_type, "default", kubernetes)
+        if self.access is not None:
+            self.access.bootstrap(self.registry)
 
     async def start(self) -> None:
         self._bootstrap()
@@ -177,7 +197,8 @@ class EmbeddedCluster:
             self.metrics,
             self.faults,
             token=self.token,
-            admin=admin_routes(self.faults),
+            admin=self._admin_routes(),
+            access=self.access,
         )
         self._runner = web.ServerRunner(http_server(router))
         await self._runner.setup()
@@ -197,6 +218,12 @@ class EmbeddedCluster:
         write_kubeconfig(self.kubeconfig, self.url, self.token)
         self._schedule_compaction()
         await asyncio.sleep(0)
+
+    def _admin_routes(self) -> dict[tuple[str, str], AdminHandler]:
+        routes = admin_routes(self.faults)
+        if self.access is not None:
+            routes[("GET", "/_emulator/rbac/denials")] = self.access.denials_handler
+        return routes
 
     def _schedule_compaction(self) -> None:
         def compact() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -36,6 +36,11 @@ PATCH_TYPES = (
 )
 FUTURE_RV_WAIT = 3.0
 PATCH_REJECTED = "the server rejected our request due to an error in our request"
+Admission = Callable[
+    [web.BaseRequest, ResourceType, str, dict[str, Any], Mapping[str, Any] | None], None
+]
+"""A check of a decoded write (request, resource, namespace, new object, stored object or
+None on create) that raises ``errors.ApiError`` to refuse it (RBAC escalation checks)."""
 _FIND_KIND = (
     'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
     'Kind string "json:\\"kind,omitempty\\"" }'
@@ -92,6 +97,20 @@ class Handlers:
         self.watches = watches
         self.clock = clock
         self.waiter = RvWaiter(objects.storage)
+        self.admission: Admission | None = None
+
+    def _admit(
+        self,
+        request: web.BaseRequest,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        obj: dict[str, Any],
+    ) -> None:
+        """Run ``admission`` on a decoded write (``name`` is the URL's, empty on create)."""
+        if self.admission is not None:
+            stored = self.objects.table(rt).get(namespace, name) if name else None
+            self.admission(request, rt, namespace, obj, None if stored is None else stored.obj)
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -244,6 +263,7 @@ class Handlers:
         self, request: web.BaseRequest, rt: ResourceType, namespace: str
     ) -> web.StreamResponse:
         obj, dry_run, warnings = await self._body(request, rt, "CreateOptions")
+        self._admit(request, rt, namespace, "", obj)
         written = self.objects.create(rt, namespace, obj, dry_run=dry_run)
         return self.render(rt, written, 201, warnings)
 
@@ -251,6 +271,7 @@ class Handlers:
         self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str, sub: str
     ) -> web.StreamResponse:
         obj, dry_run, warnings = await self._body(request, rt, "UpdateOptions")
+        self._admit(request, rt, namespace, name, obj)
         written = self.objects.update(rt, namespace, name, obj, subresource=sub, dry_run=dry_run)
         return self.render(rt, written, 201 if written.created else 200, warnings)
 
@@ -307,6 +328,7 @@ class Handlers:
             raise errors.ApiError(422, "Invalid", PATCH_REJECTED, details={})
         warnings: list[str] = []
         obj = self.check_object(rt, patched, validation, warnings)
+        self._admit(request, rt, namespace, name, obj)
         written = self.objects.update(rt, namespace, name, obj, subresource=sub, dry_run=dry_run)
         return self.render(rt, written, 200, warnings)
 

@@ -403,10 +403,11 @@ class Objects:
             if options.dry_run:
                 return Written(new)
             return Written(new, self.storage.update(table, current, new))
-        if not options.dry_run:
-            self.storage.delete(table, current)
+        deleted = None if options.dry_run else self.storage.delete(table, current)
         if rt.return_deleted:
-            return Written(current.obj, current)
+            # the object at the deletion's resourceVersion, as etcd3's Delete returns it (16)
+            shown = deleted or current
+            return Written(shown.obj, shown)
         details: dict[str, Any] = {"name": name}
         if rt.group:
             details["group"] = rt.group

@@ -1,4 +1,4 @@
-"""Defaults and validation rules of the core, coordination and RBAC types the emulator serves.
+"""Defaults and validation rules of the core and coordination types the emulator serves.
 
 - Namespaces: the ``kubernetes.io/metadata.name`` label, the ``kubernetes`` finalizer (on
   create), phase ``Active``.
@@ -7,7 +7,7 @@
 - Leases: ``leaseDurationSeconds`` > 0, ``leaseTransitions`` >= 0 (times are checked while
   decoding, see ``schema.MICROTIME``).
 - Services: cluster IPs from 10.96.0.0/12, port and policy defaults; PVCs: access modes and
-  storage request; RBAC: rule verbs, an unchangeable ``roleRef``.
+  storage request. (RBAC kinds: ``rbac_validation.py``.)
 """
 
 from __future__ import annotations
@@ -215,28 +215,6 @@ def validate_pvc(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldE
         )
     if not ((spec.get("resources") or {}).get("requests") or {}).get("storage"):
         errors.append(FieldError(ErrorType.REQUIRED, "spec.resources[storage]", ""))
-    return errors
-
-
-def validate_role(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    errors = []
-    for i, rule in enumerate(obj.get("rules") or []):
-        if not isinstance(rule, dict) or not rule.get("verbs"):
-            errors.append(
-                FieldError(
-                    ErrorType.REQUIRED, f"rules[{i}].verbs", "verbs must contain at least one value"
-                )
-            )
-    return errors
-
-
-def validate_binding(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    ref = obj.get("roleRef") or {}
-    errors = []
-    if not ref.get("name"):
-        errors.append(FieldError(ErrorType.REQUIRED, "roleRef.name", ""))
-    if old is not None and ref != old.get("roleRef"):
-        errors.append(FieldError(ErrorType.INVALID, "roleRef", "cannot change roleRef", ref))
     return errors
 
 

@@ -2,9 +2,10 @@
 
 The transcripts' rules (``../shared/conformance/README.md``):
 
-- placeholders (``<uid:N>``, ``<rv:N>``, ``<name:N>``, ``<continue:N>``) bind to the emulator's
-  value where a response first shows them, must keep that value afterwards, may not share
-  it with another placeholder of the same family, and are substituted into later requests;
+- placeholders (``<uid:N>``, ``<rv:N>``, ``<name:N>``, ``<continue:N>``, ``<token:N>``) bind
+  to the emulator's value where a response first shows them, must keep that value
+  afterwards, may not share it with another placeholder of the same family, and are
+  substituted into later requests;
   resourceVersions must keep the transcript's order;
 - a list's or bookmark's ``metadata.resourceVersion`` may be any value not older than every
   resourceVersion seen so far (the real store had unrelated writes);
@@ -13,7 +14,10 @@ The transcripts' rules (``../shared/conformance/README.md``):
   lists keep only the transcript's entries, objects compare as unordered maps;
 - watches: ``during`` steps go on a second connection, BOOKMARKs without the
   initial-events-end annotation are optional, a stream the server ends at ``timeoutSeconds`` is
-  ended by advancing the emulator's manual clock; polls retry until they match.
+  ended by advancing the emulator's manual clock; polls retry until they match;
+- ``unordered`` arrays compare as multisets; a request whose ``auth`` names ``<token:N>`` is
+  sent with that (bound) ServiceAccount token, any other ``auth`` with an invalid token;
+  scenarios that use ServiceAccount tokens run on an emulator with RBAC on.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from loadtest.apiserver.background import ClusterThread
 from proto.clock import FakeClock
 
 TOKEN = "conformance-token"
-PLACEHOLDER = re.compile(r"<(uid|rv|name|continue):(\d+)>|<time>|<host:port>")
+PLACEHOLDER = re.compile(r"<(uid|rv|name|continue|token):(\d+)>|<time>|<host:port>")
+TOKEN_AUTH = re.compile(r"<token:\d+>")
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 MICROTIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 MICRO_KEYS = frozenset({"eventTime", "acquireTime", "renewTime", "lastObservedTime"})
@@ -86,9 +91,14 @@ def _remove_pointer(doc: Any, parts: list[str]) -> None:
                     del doc[key]
 
 
+def _pointer_parts(pointer: str) -> list[str]:
+    """A JSON pointer's reference tokens, unescaped (``~1`` is ``/``, ``~0`` is ``~``)."""
+    return [p.replace("~1", "/").replace("~0", "~") for p in pointer.strip("/").split("/")]
+
+
 def remove_ignored(response: dict[str, Any], pointers: list[str]) -> None:
     for pointer in pointers:
-        _remove_pointer(response, pointer.strip("/").split("/"))
+        _remove_pointer(response, _pointer_parts(pointer))
 
 
 def _identity(item: Any) -> Any:
@@ -324,6 +334,9 @@ def compare_response(
         act["bodyText"] = actual.text
     remove_ignored(exp, step.get("ignore") or [])
     remove_ignored(act, step.get("ignore") or [])
+    for pointer in step.get("unordered") or []:
+        _sort_at(exp, _pointer_parts(pointer))
+        _sort_at(act, _pointer_parts(pointer))
     trimmed = step.get("trimmed")
     if trimmed and "body" in act:
         pointer = trimmed["pointer"].strip("/").split("/")[1:]
@@ -355,6 +368,16 @@ def compare_response(
     return comparator.problems
 
 
+def _sort_at(doc: Any, parts: list[str]) -> None:
+    """Sort the array at ``parts`` by its items' JSON (a multiset comparison)."""
+    for part in parts[:-1]:
+        if not isinstance(doc, dict):
+            return
+        doc = doc.get(part)
+    if isinstance(doc, dict) and isinstance(doc.get(parts[-1]), list):
+        doc[parts[-1]].sort(key=lambda item: json.dumps(item, sort_keys=True))
+
+
 def _trim_at(actual: Any, expected: Any, pointer: list[str]) -> Any:
     if not pointer:
         return trim(actual, expected)
@@ -383,12 +406,16 @@ def _optional(event: dict[str, Any]) -> bool:
 class Replay:
     """One scenario against one fresh emulator (in a background thread, manual clock)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, rbac: bool | None = None) -> None:
+        """``rbac``: RBAC mode on or off; by default on for scenarios with ServiceAccount tokens."""
         self.doc = json.loads(path.read_text())
         self.steps: list[dict[str, Any]] = self.doc["steps"]
         self.clock = FakeClock()
         self.cluster = ClusterThread(
-            token=TOKEN, clock=self.clock, settings=Settings(bookmark_interval=60.0)
+            token=TOKEN,
+            clock=self.clock,
+            settings=Settings(bookmark_interval=60.0),
+            rbac=bool(self.doc.get("placeholders", {}).get("tokens")) if rbac is None else rbac,
         )
         self.cluster.start()
         self.bindings = Bindings()
@@ -421,7 +448,13 @@ class Replay:
         )
         url = self.cluster.url + path + (f"?{qs}" if qs else "")
         headers = dict(request.get("headers") or {})
-        headers["Authorization"] = f"Bearer {'not-a-valid-token' if request.get('auth') else TOKEN}"
+        auth = request.get("auth") or ""
+        named = TOKEN_AUTH.search(auth)
+        if named:
+            bearer = self.bindings.substitute(named.group(0))
+        else:
+            bearer = "not-a-valid-token" if auth else TOKEN
+        headers["Authorization"] = f"Bearer {bearer}"
         body: bytes | None = None
         if "body" in request:
             raw = self.bindings.substitute(request["body"])

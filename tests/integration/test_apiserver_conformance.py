@@ -4,6 +4,8 @@ One test per recorded step; a scenario's steps run in order against one fresh em
 (``apiserver_replay.Replay``). Differences the emulator does not (yet) reproduce are listed
 in ``KNOWN`` with the reason (and in ``loadtest/apiserver/README.md``) and marked
 ``xfail(strict=True)``, so fixing one makes its test fail until the entry is removed.
+``pending/16-rbac-tokens.json`` runs in RBAC mode; one more test replays the admin's
+scenarios in RBAC mode too, which must change nothing for the admin.
 """
 
 from __future__ import annotations
@@ -30,8 +32,13 @@ KNOWN: dict[tuple[str, int], str] = {
 }
 
 
+PENDING_ADDED = ("16-rbac-tokens.json",)
+"""Transcripts under ``pending/`` whose support exists (16: RBAC mode, see ``access.py``)."""
+
+
 def _scenarios() -> list[Path]:
-    return sorted(CONFORMANCE.glob("[0-9][0-9]-*.json"))
+    pending = [CONFORMANCE / "pending" / name for name in PENDING_ADDED]
+    return sorted(CONFORMANCE.glob("[0-9][0-9]-*.json")) + pending
 
 
 def _params() -> Iterator[object]:
@@ -41,7 +48,7 @@ def _params() -> Iterator[object]:
             label = f"{path.stem}[{index}]"
             reason = KNOWN.get((path.stem, index))
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            yield pytest.param(path.name, index, id=label, marks=marks)
+            yield pytest.param(str(path.relative_to(CONFORMANCE)), index, id=label, marks=marks)
 
 
 _replays: dict[str, Replay] = {}
@@ -66,3 +73,17 @@ def test_step(shared_dir: Path, scenario: str, index: int) -> None:
     assert not problems, f"{request.get('method', '')} {request.get('path', '')}: " + "\n".join(
         problems
     )
+
+
+def test_rbac_mode_changes_nothing_for_the_admin(shared_dir: Path) -> None:
+    """Every scenario recorded with the cluster-admin token replays the same in RBAC mode."""
+    problems = []
+    for path in sorted((shared_dir / "conformance").glob("[0-9][0-9]-*.json")):
+        replay = Replay(path, rbac=True)
+        try:
+            for index in range(len(replay.steps)):
+                if (path.stem, index) not in KNOWN:
+                    problems.extend(f"{path.stem}[{index}]: {p}" for p in replay.result(index))
+        finally:
+            replay.close()
+    assert not problems, "\n".join(problems)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from typing import Any
 
 import pytest
 import yaml  # type: ignore[import-untyped]
@@ -29,8 +30,13 @@ DEPLOYMENT = {
 }
 
 
-def fetch(url: str, token: str | None = None) -> tuple[int, object]:
-    request = urllib.request.Request(url)
+def fetch(
+    url: str, token: str | None = None, *, method: str = "GET", body: object = None
+) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
@@ -139,3 +145,20 @@ def test_background_thread_serves_and_is_steerable() -> None:
         thread.call(thread.cluster.faults.fail, status=429, path="/version")
         assert fetch(thread.url + "/version", "t")[0] == 429
         assert thread.kubeconfig.exists()
+
+
+def test_the_rbac_flag_turns_on_service_account_tokens_and_authorization() -> None:
+    """``python -m loadtest.apiserver --rbac``, which ``metashard cluster --rbac`` runs."""
+    with ClusterProcess(token="s3cret", rbac=True) as process:
+        base = f"{process.url}/api/v1/namespaces/default"
+        status, issued = fetch(
+            f"{base}/serviceaccounts/default/token", "s3cret", method="POST", body={}
+        )
+        assert status == 201
+        token = issued["status"]["token"]
+        assert fetch(f"{base}/pods", token)[0] == 403
+        assert fetch(f"{base}/pods", "s3cret")[0] == 200
+        status, recorded = fetch(f"{process.url}/_emulator/rbac/denials", "s3cret")
+        assert status == 200
+        assert [(d["verb"], d["resource"]) for d in recorded["denials"]] == [("list", "pods")]
+        assert fetch(f"{process.url}/_emulator/rbac/denials", token)[0] == 403
