@@ -419,3 +419,33 @@ def test_the_dashboard_queries_only_series_metashard_exports() -> None:
         "metashard_informer_last_resource_version",
     ):
         assert needed in used
+
+
+# --- metashard rbac output as chart values ---------------------------------------------------
+
+GREETER = {
+    "apiVersion": "metacontroller.k8s.io/v1alpha1",
+    "kind": "CompositeController",
+    "metadata": {"name": "greeter"},
+    "spec": {
+        "parentResource": {"apiVersion": "example.com/v1", "resource": "greetings"},
+        "childResources": [{"apiVersion": "v1", "resource": "configmaps"}],
+        "hooks": {"sync": {"webhook": {"url": "http://greeter.default/sync"}}},
+    },
+}
+
+
+def test_metashard_rbac_values_are_what_the_narrow_ci_values_hold(tmp_path: Any) -> None:
+    import io
+
+    from manager.rbac_command import main
+
+    path = tmp_path / "greeter.yaml"
+    path.write_text(json.dumps(GREETER), encoding="utf-8")
+    out = io.StringIO()
+    assert main([str(path), "--output", "values"], out=out) == 0
+    values = _yaml(out.getvalue())
+    assert values["rbac"] == SETS["narrow-rbac-values"]["rbac"]
+    (cluster_role,) = of_kind(render(values), "ClusterRole")
+    for version in KUBE_VERSIONS:
+        kubernetes_validate.validate(cluster_role, version, strict=True)
