@@ -173,6 +173,8 @@ def test_coordinators_elect_a_leader_and_workers_are_a_parallel_statefulset(case
     (deployment,) = of_kind(objects, "Deployment")
     assert deployment["metadata"]["name"] == f"{name}-coordinator"
     assert deployment["spec"]["replicas"] == values["coordinator"]["replicas"]
+    # only the leader is Ready: a rollout must not wait for new standbys to become Ready
+    assert deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == "100%"
     (statefulset,) = of_kind(objects, "StatefulSet")
     assert statefulset["spec"]["podManagementPolicy"] == "Parallel"
     assert statefulset["spec"]["replicas"] == values["workers"]["replicas"]
@@ -215,13 +217,15 @@ def test_containers_run_unprivileged_on_a_read_only_root(case: Any) -> None:
     _secure(roles.worker)
 
 
-def test_pod_disruption_budgets_only_when_replicas_exceed_one(case: Any) -> None:
+def test_pod_disruption_budgets_only_when_enabled_and_replicas_exceed_one(case: Any) -> None:
     values, objects = case
     name = fullname(values)
     budgets = {
         pdb["metadata"]["name"]: pdb["spec"] for pdb in of_kind(objects, "PodDisruptionBudget")
     }
     coordinators, workers = values["coordinator"]["replicas"], values["workers"]["replicas"]
+    if not values["coordinator"]["podDisruptionBudget"]["enabled"]:
+        coordinators = 0  # off by default: see values.yaml
     assert (f"{name}-coordinator" in budgets) == (coordinators > 1)
     assert (f"{name}-worker" in budgets) == (workers > 1)
     if coordinators > 1:
