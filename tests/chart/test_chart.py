@@ -236,7 +236,8 @@ def test_pod_disruption_budgets_only_when_enabled_and_replicas_exceed_one(case: 
         labels = budgets[f"{name}-coordinator"]["selector"]["matchLabels"]
         assert labels["app.kubernetes.io/component"] == "coordinator"
     if workers > 1:
-        assert budgets[f"{name}-worker"]["maxUnavailable"] == 1
+        expected = values["workers"]["podDisruptionBudget"]["maxUnavailable"]
+        assert budgets[f"{name}-worker"]["maxUnavailable"] == expected
         labels = budgets[f"{name}-worker"]["selector"]["matchLabels"]
         assert labels["app.kubernetes.io/component"] == "worker"
 
