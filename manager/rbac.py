@@ -90,14 +90,17 @@ Resolve = Callable[[str, str], GroupResource]
 """``(apiVersion, resource as written) -> GroupResource``; raises ``RbacError`` if unknown."""
 
 
+def _group_version(api_version: str) -> tuple[str, str]:
+    try:
+        return split_api_version(api_version)
+    except ValueError as err:
+        raise RbacError(str(err)) from None
+
+
 def by_api_version(api_version: str, resource: str) -> GroupResource:
     """The group of ``api_version`` and the resource as written (the controller spec names
     the plural)."""
-    try:
-        group, _ = split_api_version(api_version)
-    except ValueError as err:
-        raise RbacError(str(err)) from None
-    return GroupResource(group, resource)
+    return GroupResource(_group_version(api_version)[0], resource)
 
 
 def by_discovery(served: Iterable[Resource]) -> Resolve:
@@ -108,17 +111,13 @@ def by_discovery(served: Iterable[Resource]) -> Resolve:
         table.setdefault((item.group, item.version), []).append(item)
 
     def resolve(api_version: str, resource: str) -> GroupResource:
-        try:
-            group, version = split_api_version(api_version)
-        except ValueError as err:
-            raise RbacError(str(err)) from None
-        candidates = table.get((group, version))
+        candidates = table.get(_group_version(api_version))
         if candidates is None:
             raise RbacError(f"the cluster does not serve {api_version}")
         for item in candidates:
             if resource == item.name or resource in item.short_names:
                 return GroupResource(item.group, item.name)
-        served_names = ", ".join(sorted(item.name for item in candidates if "/" not in item.name))
+        served_names = ", ".join(sorted(item.name for item in candidates))
         raise RbacError(f"{api_version} has no resource {resource!r} (it serves: {served_names})")
 
     return resolve
