@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint unit bench demo clean
+.PHONY: test lint unit bench demo clean image crds
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,15 @@ $(BENCH_STAMP): $(STAMP)
 
 bench: $(BENCH_STAMP)
 	$(PY) -m loadtest.bench $(BENCH)
+
+# The container image (needs a Docker daemon with BuildKit; nothing in `make test` builds it).
+IMAGE ?= metashard:dev
+image:
+	docker build -t $(IMAGE) .
+
+# Rewrite the chart's CRDs from proto/api/crds/*.json (a test fails when they drift).
+crds: $(STAMP)
+	$(PY) -m proto.api.crds --yaml charts/metashard/crds
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

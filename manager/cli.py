@@ -6,6 +6,8 @@
   this process and N workers as child processes, over a local ipc socket unless ``--bind``
   says otherwise (``manager.supervisor``).
 - ``metashard cluster [flags]``: the embedded cluster, a Kubernetes API-server emulator.
+- ``metashard rbac [PATH...] [flags]``: the least-privilege RBAC rules for a set of controllers
+  (``manager.rbac_command``).
 
 Roles in other packages (the worker, the embedded cluster) run as their own processes
 (``python -m <package>``), so the coordinator never imports the worker code or the load-test
@@ -26,6 +28,7 @@ from typing import NoReturn
 
 import uvloop
 
+from manager import rbac_command
 from manager.app import Coordinator
 from manager.settings import CoordinatorSettings, add_arguments, from_args, from_namespace
 from manager.supervisor import Supervisor, worker_spec
@@ -123,6 +126,7 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
         "run the embedded cluster (a Kubernetes API-server emulator)",
         lambda argv: _exec_module("loadtest.apiserver", argv),
     ),
+    "rbac": ("print the least-privilege RBAC rules the controllers need", rbac_command.main),
 }
 
 

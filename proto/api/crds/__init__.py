@@ -12,6 +12,9 @@ Metacontroller's own, so existing controller objects keep every field they have 
 - the webhook TLS and authentication objects (``clientTLS``, ``authorization``, ``basicAuth``)
   also keep unknown fields, so no setting of a newer Metacontroller release is pruned;
 - the ``api-approved.kubernetes.io`` annotation the API server demands for a ``*.k8s.io`` group.
+
+``yaml_documents()`` renders the same objects as YAML text, the form the Helm chart ships in
+its ``crds/`` folder (``python -m proto.api.crds --yaml DIR`` writes them).
 """
 
 from __future__ import annotations
@@ -19,6 +22,13 @@ from __future__ import annotations
 import json
 from importlib import resources
 from typing import Any
+
+import yaml  # type: ignore[import-untyped]
+
+YAML_HEADER = (
+    "# Generated from proto/api/crds/{source}: do not edit. Change the JSON file\n"
+    "# and run `python -m proto.api.crds --yaml charts/metashard/crds`.\n"
+)
 
 
 def load_crds() -> list[dict[str, Any]]:
@@ -28,3 +38,14 @@ def load_crds() -> list[dict[str, Any]]:
         key=lambda entry: entry.name,
     )
     return [json.loads(entry.read_text(encoding="utf-8")) for entry in files]
+
+
+def yaml_documents() -> dict[str, str]:
+    """``{"<plural>.<group>.yaml": text}`` for every CRD, in block style with the JSON's key
+    order, each under a header naming its source file."""
+    out: dict[str, str] = {}
+    for crd in load_crds():
+        name = crd["metadata"]["name"]
+        body = yaml.safe_dump(crd, sort_keys=False, default_flow_style=False, width=100)
+        out[f"{name}.yaml"] = YAML_HEADER.format(source=f"{name}.json") + body
+    return out
