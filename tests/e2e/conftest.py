@@ -9,6 +9,8 @@
   logs are printed when the test fails).
 - ``hooks``: a programmable hook server (``tests.e2e.hookserver``) for the module.
 - ``stack``: one coordinator and two workers with the built-in reconcilers, for the module.
+- ``faults``: the embedded cluster's fault hooks (over its admin HTTP endpoints); a test that
+  needs them is skipped on a real cluster.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from loadtest.apiserver.background import ClusterProcess
+from loadtest.apiserver.background import ClusterProcess, HttpFaults
+from loadtest.apiserver.faults import FaultControl
 from loadtest.crds import install, simple_crd
 from proto.api.crds import load_crds
 from proto.kube import errors
@@ -58,6 +61,15 @@ def cluster() -> Iterator[str]:
         yield str(process.kubeconfig)
     finally:
         process.stop()
+
+
+@pytest.fixture
+def faults(cluster: str) -> Iterator[FaultControl]:
+    if os.environ.get(KUBECONFIG_ENV):
+        pytest.skip("needs the embedded cluster's fault hooks")
+    hooks = HttpFaults(load_config(cluster).server)
+    yield hooks
+    hooks.clear()
 
 
 @pytest_asyncio.fixture

@@ -15,6 +15,7 @@ import itertools
 import random
 import secrets
 import signal
+import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,8 +26,11 @@ import pytest_asyncio
 import zmq
 import zmq.asyncio
 
+from loadtest.apiserver.faults import FaultControl
+from manager.leaselock import LEASES
 from proto.kube import errors
 from proto.kube.client import Client
+from proto.kube.config import load_config
 from proto.kube.resources import Resource
 from proto.wire import Hello, encode
 from tests.e2e.harness import Proc, Processes, Recording, eventually
@@ -348,3 +352,54 @@ async def test_keys_survive_a_stall_between_the_fence_and_the_worker_timeout(
         finally:
             worker.popen.send_signal(signal.SIGCONT)
         await settle(world, procs)
+
+
+async def test_transient_discovery_errors_do_not_stop_the_coordinator(
+    world: World, procs: Processes, kube: Client, faults: FaultControl
+) -> None:
+    """500s on discovery while a controller names a resource that does not exist (so every
+    retry refreshes discovery) are retried: the other controllers keep running."""
+    coordinator = procs.coordinator()
+    start_workers(procs, ["w-a"])
+    await settle(world, procs)
+    broken = f"e2e-broken-{secrets.token_hex(3)}"
+    await kube.create(
+        CCS,
+        {
+            "apiVersion": "metacontroller.k8s.io/v1alpha1",
+            "kind": "CompositeController",
+            "metadata": {"name": broken},
+            "spec": {
+                "parentResource": {"apiVersion": "e2e.metashard.io/v1", "resource": "nothings"},
+                "hooks": {"sync": {"webhook": {"url": "http://127.0.0.1:9/unused"}}},
+            },
+        },
+    )
+    try:
+        faults.fail(4, status=500, method="GET", path=r"^/apis?$")
+        await asyncio.sleep(7.0)  # discovery is refreshed at most every 5 s
+        for name in world.names:
+            await world.touch(name)
+        await settle(world, procs)
+        assert coordinator.alive and await coordinator.ready(), procs.logs()
+    finally:
+        await kube.delete(CCS, broken)
+
+
+async def test_a_term_that_cannot_bind_gives_up_the_lease_and_exits(
+    procs: Processes, kube: Client, cluster: str
+) -> None:
+    """The port is taken (say, by a stalled old leader): the coordinator does not lead on
+    without a socket; it releases the Lease and exits non-zero so a standby takes over."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = procs.coordinator(leader_election=True, extra=["--bind", f"tcp://127.0.0.1:{port}"])
+        code = await asyncio.to_thread(proc.popen.wait, 30)
+    assert code == 1, procs.logs()
+    assert "the term failed" in proc.log.read_text()
+    lease = await kube.get(
+        LEASES, f"ms-{procs.endpoint[-5:]}", namespace=load_config(cluster).namespace
+    )
+    assert lease["spec"].get("holderIdentity", "") == "", lease

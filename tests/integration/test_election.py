@@ -202,3 +202,25 @@ async def test_epochs_grow_with_every_term_and_callbacks_do_not_overlap(
         ]
         times = [t for t, _, _ in e.journal]
         assert times == sorted(times)  # each term's stop came before the next term's start
+
+
+@pytest.mark.asyncio
+@pytest.mark.slow
+@pytest.mark.parametrize("status", [429, 500])
+async def test_a_leader_keeps_its_lease_through_a_short_storm_of_errors(
+    kube: Kube, namespace: str, status: int
+) -> None:
+    """A 3 s storm of 429s (with Retry-After) or 500s on the Lease: with the default timings
+    (lease 15 s, renew deadline 10 s, retry 2 s) the leader renews after it, and leads on."""
+    faults = kube.faults()
+    defaults = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
+    async with election(kube, namespace) as state:
+        leader = state.start("a", **defaults)
+        await until(lambda: leader.leading)
+        for _ in range(2):
+            faults.fail(100_000, status=status, path="/leases", retry_after=1)
+            await asyncio.sleep(3.0)
+            faults.clear()
+            await asyncio.sleep(2.5)
+        assert leader.leading, state.journal
+        assert [entry for entry in state.journal if entry[2] == "stopped"] == []
