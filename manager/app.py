@@ -24,6 +24,7 @@ from manager.election_metrics import PrometheusLeaderMetrics
 from manager.informer_metrics import PrometheusInformerMetrics
 from manager.informers import Informers
 from manager.leaselock import ClientLeaseLock
+from manager.link_auth import refused_peers_counter
 from manager.membership import Timing
 from manager.settings import CoordinatorSettings
 from manager.term import Term, TermFailed, TermSettings
@@ -61,6 +62,7 @@ class Coordinator:
         self._informer_metrics = PrometheusInformerMetrics(self.registry)
         self._term_metrics = TermMetrics(self.registry)
         self._dropped_frames = dropped_frames_counter(self.registry)
+        self._refused_peers = refused_peers_counter(self.registry)
         self._hook_metrics = PrometheusHookMetrics(self.registry)
         self._hooks: HookClient | None = None
         self.term: Term | None = None
@@ -139,6 +141,7 @@ class Coordinator:
                 grace=settings.worker_timeout - settings.heartbeat_interval,
                 retry_interval=settings.discovery_interval,
                 cache_flush_interval=settings.cache_flush_interval,
+                curve=settings.curve,
             ),
             discovery=self._client.discovery,
             informers=informers,
@@ -146,6 +149,7 @@ class Coordinator:
             hooks=self._hooks,
             metrics=self._term_metrics,
             dropped_frames=self._dropped_frames,
+            refused_peers=self._refused_peers,
             clock=self._clock,
         )
         self.term = term

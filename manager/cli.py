@@ -3,8 +3,10 @@
 - ``metashard coordinator [flags]``: the coordinator (``manager.settings`` lists the flags).
 - ``metashard worker --coordinator ENDPOINT [flags]``: one worker (``workers.settings``).
 - ``metashard run --workers N [coordinator flags] [--concurrency C]``: the coordinator in
-  this process and N workers as child processes, over a local ipc socket unless ``--bind``
-  says otherwise (``manager.supervisor``).
+  this process and N workers as child processes, over an ipc socket in a private (0700)
+  directory, removed at exit, unless ``--bind`` says otherwise; a ``tcp://`` bind without
+  ``--curve-keys`` gets ephemeral CURVE keys (``manager.supervisor``).
+- ``metashard curve-keys DIR``: write a new set of CURVE keys for the worker link.
 - ``metashard cluster [flags]``: the embedded cluster, a Kubernetes API-server emulator.
 - ``metashard rbac [PATH...] [flags]``: the least-privilege RBAC rules for a set of controllers
   (``manager.rbac_command``).
@@ -19,11 +21,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import signal
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from importlib import metadata
+from pathlib import Path
 from typing import NoReturn
 
 import uvloop
@@ -32,7 +36,7 @@ from manager import rbac_command
 from manager.app import Coordinator
 from manager.settings import CoordinatorSettings, add_arguments, from_args, from_namespace
 from manager.supervisor import Supervisor, worker_spec
-from proto import logs
+from proto import curve, logs
 from proto.ops import parse_address
 
 Handler = Callable[[list[str]], int]
@@ -73,13 +77,22 @@ def _run(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("--workers must be at least 1")
-    if args.bind is None:
-        args.bind = f"ipc://{tempfile.gettempdir()}/metashard-{os.getpid()}.sock"
-    settings = from_namespace(args)
-    logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
-    coordinator = Coordinator(settings)
-    uvloop.run(_until_signalled(lambda stop: _run_all(coordinator, settings, args, stop)))
-    return 1 if coordinator.failed else 0
+    private = tempfile.mkdtemp(prefix="metashard-")  # 0700: only this user reaches the socket
+    try:
+        if args.bind is None:
+            args.bind = f"ipc://{private}/link.sock"
+        elif not args.curve_keys and not args.bind.startswith(("ipc://", "inproc://")):
+            args.curve_keys = str(curve.generate(Path(private) / "curve"))
+        try:
+            settings = from_namespace(args)
+        except ValueError as e:
+            parser.error(str(e))
+        logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
+        coordinator = Coordinator(settings)
+        uvloop.run(_until_signalled(lambda stop: _run_all(coordinator, settings, args, stop)))
+        return 1 if coordinator.failed else 0
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
 
 
 def _worker_flags(settings: CoordinatorSettings, args: argparse.Namespace) -> list[str]:
@@ -90,6 +103,8 @@ def _worker_flags(settings: CoordinatorSettings, args: argparse.Namespace) -> li
         flags += ["--kubeconfig", settings.kubeconfig]
     if args.reconciler:
         flags += ["--reconciler", args.reconciler]
+    if settings.curve_keys:
+        flags += ["--curve-keys", settings.curve_keys]
     return flags
 
 
@@ -118,10 +133,27 @@ async def _run_all(
         await asyncio.gather(supervisor, return_exceptions=True)
 
 
+def _curve_keys(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="metashard curve-keys",
+        description="Write new CURVE keys for the worker link: server.secret, server.public, "
+        "worker.secret and worker.public (mode 0600). Give the coordinator server.secret and "
+        "worker.public, the workers worker.secret and server.public.",
+    )
+    parser.add_argument("directory", help="where to write them (created if missing)")
+    args = parser.parse_args(argv)
+    target = Path(args.directory)
+    if any((target / name).exists() for name in ("server.secret", "worker.secret")):
+        parser.error(f"{target} already holds keys: not overwriting them")
+    print(curve.generate(target))
+    return 0
+
+
 SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
     "coordinator": ("run the coordinator", _coordinator),
     "worker": ("run one worker process", lambda argv: _exec_module("workers", argv)),
     "run": ("run the coordinator and N worker processes on this machine", _run),
+    "curve-keys": ("write new CURVE keys for the worker link", _curve_keys),
     "cluster": (
         "run the embedded cluster (a Kubernetes API-server emulator)",
         lambda argv: _exec_module("loadtest.apiserver", argv),

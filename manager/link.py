@@ -13,6 +13,10 @@ Contract:
   dropped, and then count as unknown), and ``MAXMSGSIZE`` at twice the frame limit as a
   transport ceiling (a peer sending more is disconnected by libzmq; frames between the limit
   and the ceiling are received and dropped as ``oversized``).
+- Authentication: given a ``ServerCurve`` (``proto.curve``), the socket is a CURVE server
+  that admits only the configured worker public keys (``manager.link_auth``); refused
+  handshakes are counted in ``metashard_wire_peers_refused_total{reason}``. Without one,
+  anybody who reaches the endpoint can join: use it only on ipc or loopback.
 - ``send(routing_id, msg)`` never waits and never raises for a peer problem; it returns a
   ``SendResult``. Every send is a non-blocking send that is awaited, and completes (or fails)
   at once: a worker that stops reading fills its own pipe and gets ``FULL`` results without
@@ -44,6 +48,8 @@ import zmq
 import zmq.asyncio
 from prometheus_client import Counter
 
+from manager.link_auth import Gatekeeper
+from proto.curve import ServerCurve
 from proto.logs import get_logger
 from proto.wire import (
     DEFAULT_MAX_FRAME_SIZE,
@@ -80,6 +86,8 @@ class RouterLink:
         hwm: int = DEFAULT_HWM,
         heartbeat_ivl: float = 1.0,
         heartbeat_timeout: float = 5.0,
+        curve: ServerCurve | None = None,
+        refused: Counter | None = None,
     ) -> None:
         self._max_frame_size = max_frame_size
         ctx = context if context is not None else zmq.asyncio.Context.instance()
@@ -91,6 +99,10 @@ class RouterLink:
         sock.setsockopt(zmq.MAXMSGSIZE, 2 * max_frame_size)
         sock.setsockopt(zmq.HEARTBEAT_IVL, round(heartbeat_ivl * 1000))
         sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, round(heartbeat_timeout * 1000))
+        self._gatekeeper: Gatekeeper | None = None
+        if curve is not None:
+            self._gatekeeper = Gatekeeper(ctx, curve, refused=refused)
+            self._gatekeeper.secure(sock)
         self._socket = sock
         self._intake = Intake(
             log=get_logger("metashard.wire", side="coordinator"),
@@ -101,6 +113,8 @@ class RouterLink:
     def bind(self, endpoint: str) -> str:
         """Bind ``endpoint``; return the endpoint bound (with the port chosen, if any)."""
         self._socket.bind(endpoint)
+        if self._gatekeeper is not None:
+            self._gatekeeper.watch(self._socket)
         bound: str = self._socket.getsockopt_string(zmq.LAST_ENDPOINT)
         return bound
 
@@ -162,4 +176,7 @@ class RouterLink:
 
     def close(self) -> None:
         """Close the socket at once; unsent messages are dropped. Idempotent."""
+        if self._gatekeeper is not None:
+            self._gatekeeper.stop()
+            self._gatekeeper = None
         self._socket.close(linger=0)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from proto.api.duration import parse_seconds
 from proto.api.errors import DurationError
+from proto.curve import CurveKeyError, ServerCurve, server_keys
 from proto.flags import add_common, burst
 
 
@@ -31,6 +32,8 @@ class CoordinatorSettings:
     worker_timeout: float = 5.0
     log_format: str = "auto"
     log_level: str = "info"
+    curve_keys: str | None = None  # directory of the worker link's CURVE keys
+    curve: ServerCurve | None = None  # the keys read from it at start
 
 
 def _duration(text: str) -> float:
@@ -81,6 +84,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=1800.0,
         help="every parent is reconciled again this often, at low priority (Go duration)",
     )
+    p.add_argument(
+        "--curve-keys",
+        metavar="DIR",
+        help="authenticate workers with CURVE, keys from DIR (see the README); required to "
+        "bind anything but ipc:// or loopback unless --insecure-worker-link",
+    )
+    p.add_argument(
+        "--insecure-worker-link",
+        action="store_true",
+        help="allow an unauthenticated worker socket on a non-loopback address",
+    )
     p.add_argument("--heartbeat-interval", type=_duration, default=1.0)
     p.add_argument(
         "--worker-timeout",
@@ -88,6 +102,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=5.0,
         help="a worker silent this long loses its slots",
     )
+
+
+def _local(endpoint: str) -> bool:
+    """ipc://, inproc:// or a loopback tcp:// endpoint: unreachable from other hosts."""
+    scheme, _, rest = endpoint.partition("://")
+    if scheme in ("ipc", "inproc"):
+        return True
+    host = rest.rpartition(":")[0].strip("[]")
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def link_security(args: argparse.Namespace) -> ServerCurve | None:
+    """The CURVE keys of ``--curve-keys``; ``ValueError`` when they are unusable or when an
+    open socket would be reachable from other hosts without ``--insecure-worker-link``."""
+    if args.curve_keys:
+        try:
+            return server_keys(args.curve_keys)
+        except CurveKeyError as e:
+            raise ValueError(f"--curve-keys: {e}") from None
+    if not _local(args.bind) and not args.insecure_worker_link:
+        raise ValueError(
+            f"--bind {args.bind} is reachable from other hosts: give --curve-keys DIR so "
+            "that only workers holding the key can join (or --insecure-worker-link)"
+        )
+    return None
 
 
 def from_namespace(args: argparse.Namespace) -> CoordinatorSettings:
@@ -109,6 +148,8 @@ def from_namespace(args: argparse.Namespace) -> CoordinatorSettings:
         worker_timeout=args.worker_timeout,
         log_format=args.log_format,
         log_level=args.log_level,
+        curve_keys=args.curve_keys,
+        curve=link_security(args),
     )
 
 
@@ -118,4 +159,7 @@ def from_args(argv: Sequence[str]) -> CoordinatorSettings:
     args = parser.parse_args(list(argv))
     if args.worker_timeout < 3 * args.heartbeat_interval:
         parser.error("--worker-timeout must be at least 3 x --heartbeat-interval")
-    return from_namespace(args)
+    try:
+        return from_namespace(args)
+    except ValueError as e:
+        parser.error(str(e))

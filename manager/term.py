@@ -40,6 +40,7 @@ from manager.store import Store
 from manager.term_metrics import TermMetrics
 from manager.views import ControllerView
 from proto.clock import SYSTEM_CLOCK, Clock
+from proto.curve import ServerCurve
 from proto.hooks.client import HookClient
 from proto.kube.events import EventRecorder
 from proto.kube.resources import Discovery, Resource
@@ -62,6 +63,7 @@ class TermSettings:
     barrier_timeout: float = 5.0
     retry_interval: float = 30.0  # retry of controllers that could not start
     cache_flush_interval: float = 1800.0  # every parent is pushed again (LOW) this often
+    curve: ServerCurve | None = None  # authenticate workers with these keys
 
 
 class Term:
@@ -77,6 +79,7 @@ class Term:
         hooks: HookClient,
         metrics: TermMetrics | None = None,
         dropped_frames: Counter | None = None,
+        refused_peers: Counter | None = None,
         clock: Clock = SYSTEM_CLOCK,
         rng: random.Random | None = None,
         link: RouterLink | None = None,
@@ -86,7 +89,11 @@ class Term:
         self._informers = informers
         self._clock = clock
         metrics = metrics if metrics is not None else TermMetrics(None)
-        self.link = link if link is not None else RouterLink(dropped=dropped_frames)
+        self.link = (
+            link
+            if link is not None
+            else RouterLink(dropped=dropped_frames, curve=settings.curve, refused=refused_peers)
+        )
         self.endpoint = ""
         self.membership = Membership(
             epoch=epoch,

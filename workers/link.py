@@ -9,6 +9,9 @@ Contract:
   the same one as before). Use it on every leader change or rejoin: a DEALER keeps the
   messages it could not deliver and would hand them, stale, to the next coordinator, and a
   DEALER connected to two endpoints would spread messages over both.
+- Authentication: given a ``ClientCurve`` (``proto.curve``), the socket is a CURVE client
+  of the coordinator's public key, with the workers' key pair; a coordinator that does not
+  hold the matching secret key never completes the handshake.
 - Socket options: ``LINGER=0`` (close drops what is unsent), ``IMMEDIATE=1`` (messages are
   only queued to a completed connection: while there is none, ``send`` fails or waits instead
   of queueing; a broken connection's queue is discarded, not replayed), ZMTP heartbeats
@@ -42,6 +45,7 @@ import zmq
 import zmq.asyncio
 from prometheus_client import Counter
 
+from proto.curve import ClientCurve
 from proto.logs import get_logger
 from proto.wire import (
     DEFAULT_MAX_FRAME_SIZE,
@@ -80,6 +84,7 @@ class DealerLink:
         heartbeat_timeout: float = 5.0,
         reconnect_ivl: float = 0.1,
         reconnect_ivl_max: float = 5.0,
+        curve: ClientCurve | None = None,
     ) -> None:
         encoded = worker_id.encode("utf-8")
         if not 0 < len(encoded) <= 255 or encoded.startswith(b"\0"):
@@ -101,6 +106,13 @@ class DealerLink:
             zmq.RECONNECT_IVL: _ms(reconnect_ivl),
             zmq.RECONNECT_IVL_MAX: _ms(reconnect_ivl_max),
         }
+        self._keys: dict[zmq.SocketOption, bytes] = {}
+        if curve is not None:
+            self._keys = {
+                zmq.CURVE_SERVERKEY: curve.server_public,
+                zmq.CURVE_PUBLICKEY: curve.public,
+                zmq.CURVE_SECRETKEY: curve.secret,
+            }
         self._intake = Intake(
             log=get_logger("metashard.wire", side="worker", worker=worker_id),
             counter=dropped,
@@ -123,6 +135,8 @@ class DealerLink:
         sock = self._context.socket(zmq.DEALER)
         for option, value in self._options.items():
             sock.setsockopt(option, value)
+        for key_option, key in self._keys.items():
+            sock.setsockopt(key_option, key)
         sock.connect(endpoint)
         return sock
 

@@ -8,6 +8,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from proto.curve import ClientCurve, CurveKeyError, client_keys
 from proto.flags import add_common, burst
 
 
@@ -23,6 +24,7 @@ class WorkerSettings:
     reconciler: str | None = None  # MODULE:CALLABLE replacing the built-in reconcilers
     log_format: str = "auto"
     log_level: str = "info"
+    curve: ClientCurve | None = None  # the worker link's CURVE keys (--curve-keys)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,6 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_common(p)
     p.add_argument(
+        "--curve-keys",
+        metavar="DIR",
+        help="authenticate to the coordinator with CURVE, keys from DIR (see the README)",
+    )
+    p.add_argument(
         "--reconciler",
         help="MODULE:CALLABLE returning a reconciler factory (replaces the built-in reconcilers)",
     )
@@ -58,6 +65,12 @@ def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
         parser.error("--coordinator (or METASHARD_COORDINATOR) is required")
     if args.concurrency < 1:
         parser.error("--concurrency must be at least 1")
+    curve = None
+    if args.curve_keys:
+        try:
+            curve = client_keys(args.curve_keys)
+        except CurveKeyError as e:
+            parser.error(f"--curve-keys: {e}")
     return WorkerSettings(
         worker_id=args.worker_id or env.get("POD_NAME") or socket.gethostname(),
         coordinator=coordinator,
@@ -69,4 +82,5 @@ def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
         reconciler=args.reconciler,
         log_format=args.log_format,
         log_level=args.log_level,
+        curve=curve,
     )

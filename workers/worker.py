@@ -85,6 +85,7 @@ class Worker:
                 settings.worker_id,
                 settings.coordinator,
                 dropped=dropped_frames_counter(self.registry),
+                curve=settings.curve,
             )
             membership = Membership(
                 link,

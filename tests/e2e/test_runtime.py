@@ -28,6 +28,7 @@ import zmq.asyncio
 
 from loadtest.apiserver.faults import FaultControl
 from manager.leaselock import LEASES
+from proto import curve
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.config import load_config
@@ -403,3 +404,36 @@ async def test_a_term_that_cannot_bind_gives_up_the_lease_and_exits(
         LEASES, f"ms-{procs.endpoint[-5:]}", namespace=load_config(cluster).namespace
     )
     assert lease["spec"].get("holderIdentity", "") == "", lease
+
+
+async def test_with_curve_keys_a_plain_client_is_refused_and_counted(
+    world: World, procs: Processes, tmp_path: Path
+) -> None:
+    """The worker socket admits only workers holding the key: a plain ZeroMQ client that
+    says HELLO gets nothing (no WELCOME, no slots, no snapshots) and is counted."""
+    keys = str(curve.generate(tmp_path / "keys"))
+    coordinator = procs.coordinator(extra=["--curve-keys", keys])
+    procs.worker("w-a", reconciler=RECORDER, extra=["--curve-keys", keys])
+    await settle(world, procs)
+    ctx = zmq.asyncio.Context()
+    try:
+        rogue = ctx.socket(zmq.DEALER)
+        rogue.setsockopt(zmq.LINGER, 0)
+        rogue.connect(procs.endpoint)
+        await rogue.send(encode(Hello("w-rogue", "rogue", 64, 1)), flags=zmq.NOBLOCK)
+
+        async def refused() -> bool:
+            value = await coordinator.metric(
+                "metashard_wire_peers_refused_total", {"reason": "protocol"}
+            )
+            return value is not None and value >= 1
+
+        await eventually(refused, within=10, message=procs.logs)
+        assert await rogue.poll(500) == 0
+        assert await coordinator.metric("metashard_coordinator_workers") == 1
+        for name in world.names:
+            await world.touch(name)
+        await settle(world, procs)
+        assert {iv.worker for iv in world.recording.intervals()} == {"w-a"}
+    finally:
+        ctx.destroy(linger=0)

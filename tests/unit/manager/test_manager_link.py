@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import msgpack
@@ -13,6 +14,8 @@ from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
 from manager.link import RouterLink, SendResult
+from manager.link_auth import REFUSED_METRIC, refused_peers_counter
+from proto.curve import client_keys, generate, server_keys
 from proto.wire import (
     DROPPED_FRAMES_METRIC,
     Bye,
@@ -254,3 +257,40 @@ async def test_terminating_the_context_closes_the_link() -> None:
         await within(receiver)
     with pytest.raises(LinkClosed):
         await link.send(b"w-1", Heartbeat(1))
+
+
+@pytest.mark.asyncio
+async def test_with_curve_only_admitted_workers_get_in_and_others_are_counted(
+    ctx: zmq.asyncio.Context, tmp_path: Path
+) -> None:
+    keys = generate(tmp_path / "keys")
+    stranger = generate(tmp_path / "stranger")
+    registry = CollectorRegistry()
+    link = RouterLink(context=ctx, curve=server_keys(keys), refused=refused_peers_counter(registry))
+    endpoint = link.bind("tcp://127.0.0.1:0")
+    plain = _dealer(ctx, endpoint, b"plain")
+    await plain.send(encode(Hello("w-0", "plain", 1, 1)))
+    # Knows the coordinator's public key, but its own key is not admitted.
+    unknown = replace(client_keys(stranger), server_public=client_keys(keys).server_public)
+    impostor = DealerLink("w-0", endpoint, context=ctx, curve=unknown)
+    await impostor.send(Hello("w-0", "impostor", 1, 1))
+    worker = DealerLink("w-0", endpoint, context=ctx, curve=client_keys(keys))
+    hello = Hello("w-0", "inc-1", 4, os.getpid())
+    assert await within(worker.send(hello, wait=5))
+    route, received = await within(link.recv())
+    assert received == hello  # the only message that got through
+    assert await link.send(route, Heartbeat(1)) is SendResult.SENT
+    assert await within(worker.recv()) == Heartbeat(1)
+
+    def refused(reason: str) -> float:
+        return registry.get_sample_value(REFUSED_METRIC, {"reason": reason}) or 0.0
+
+    for _ in range(100):
+        if refused("protocol") >= 1 and refused("auth") >= 1:
+            break
+        await asyncio.sleep(0.02)
+    assert refused("protocol") >= 1 and refused("auth") >= 1
+    assert await link._socket.poll(100) == 0
+    for sock in (plain, impostor, worker):
+        sock.close()
+    link.close()

@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from manager.settings import from_args
+from proto.curve import generate, server_keys
 
 
 def test_defaults_follow_metacontroller_and_client_go() -> None:
-    s = from_args([])
+    s = from_args(["--insecure-worker-link"])
+    assert s.bind == "tcp://0.0.0.0:7070" and s.curve is None
     assert s.metrics_address == ":9999" and s.qps == 0 and s.burst == 0
     assert not s.leader_election and s.leader_election_id == "metashard"
     assert (s.lease_duration, s.renew_deadline, s.retry_period) == (15.0, 10.0, 2.0)
@@ -16,6 +20,7 @@ def test_defaults_follow_metacontroller_and_client_go() -> None:
 def test_go_durations_and_flags() -> None:
     s = from_args(
         [
+            "--insecure-worker-link",
             "--leader-election",
             "--discovery-interval",
             "20s",
@@ -32,7 +37,7 @@ def test_go_durations_and_flags() -> None:
     assert s.leader_election and s.discovery_interval == 20.0
     assert s.cache_flush_interval == 1800.0 and s.qps == 50 and s.burst == 100
     assert (s.heartbeat_interval, s.worker_timeout) == (0.5, 2.0)
-    assert from_args(["--leader-election=false"]).leader_election is False
+    assert from_args(["--leader-election=false", "--insecure-worker-link"]).leader_election is False
 
 
 @pytest.mark.parametrize(
@@ -42,3 +47,14 @@ def test_go_durations_and_flags() -> None:
 def test_bad_values_are_refused(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         from_args(argv)
+
+
+def test_an_open_worker_socket_needs_keys_or_an_explicit_opt_out(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        from_args([])  # tcp://0.0.0.0:7070 without --curve-keys
+    with pytest.raises(SystemExit):
+        from_args(["--curve-keys", str(tmp_path / "missing")])
+    assert from_args(["--bind", "tcp://127.0.0.1:7070"]).curve is None
+    assert from_args(["--bind", "ipc:///tmp/x.sock"]).curve is None
+    keys = generate(tmp_path / "keys")
+    assert from_args(["--curve-keys", str(keys)]).curve == server_keys(keys)
