@@ -16,7 +16,7 @@ import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
-from loadtest.apiserver import decode, errors, fields, render, scale
+from loadtest.apiserver import decode, errors, fields, protobuf, render, scale
 from loadtest.apiserver.lifecycle import DeleteOptions, Objects, Written
 from loadtest.apiserver.listing import ListOptions, list_page, needs_wait, parse_rv
 from loadtest.apiserver.patch import PatchFailed, json_patch, merge_patch, strategic_merge
@@ -50,6 +50,26 @@ def json_response(
 
 def error_response(err: errors.ApiError) -> web.Response:
     return json_response(err.status(), err.code, err.headers)
+
+
+def protobuf_object(rt: ResourceType, raw: bytes, warnings: list[str]) -> dict[str, Any]:
+    """The object of a protobuf body (``protobuf.decode``), its problems as API errors."""
+    try:
+        obj, skipped = protobuf.decode(raw)
+    except protobuf.Unsupported as err:
+        raise errors.ApiError(
+            415,
+            "UnsupportedMediaType",
+            f"the embedded cluster decodes {protobuf.CONTENT_TYPE} only for the common built-in "
+            f"types, not {err}; send application/json",
+        ) from None
+    except protobuf.ProtobufError as err:
+        raise errors.bad_request(
+            f"the object provided is unrecognized (must be of type {rt.kind}): {err} "
+            f"({decode.summarize(raw)})"
+        ) from None
+    warnings.extend(skipped)
+    return obj
 
 
 class RvWaiter:
@@ -124,14 +144,8 @@ class Handlers:
     ) -> dict[str, Any]:
         # Like the API server's input negotiation: no Content-Type means its first media type.
         media = decode.media_type(content_type) or "application/json"
-        if media == "application/vnd.kubernetes.protobuf":
-            raise errors.ApiError(
-                415,
-                "UnsupportedMediaType",
-                "the embedded cluster does not decode application/vnd.kubernetes.protobuf bodies; "
-                "send application/json (kubectl: use apply/create -f instead of the typed "
-                "generators such as 'kubectl create configmap')",
-            )
+        if media == protobuf.CONTENT_TYPE:
+            return self.check_object(rt, protobuf_object(rt, raw, warnings), validation, warnings)
         if media not in BODY_TYPES:
             raise errors.unsupported_media_type(BODY_TYPES)
         try:
