@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +17,7 @@ import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
-from loadtest.apiserver import decode, errors, fields, protobuf, render, scale
+from loadtest.apiserver import decode, errors, fields, protobuf, render, scale, tables
 from loadtest.apiserver.lifecycle import DeleteOptions, Objects, Written
 from loadtest.apiserver.listing import ListOptions, list_page, needs_wait, parse_rv
 from loadtest.apiserver.patch import PatchFailed, json_patch, merge_patch, strategic_merge
@@ -240,6 +241,41 @@ class Handlers:
             await self._reach(target)
         page = list_page(self.objects.storage, table, namespace, opts)
         return web.Response(body=render.list_bytes(rt, page.items, page.meta()), content_type=JSON)
+
+    async def table(
+        self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str, version: str
+    ) -> web.StreamResponse:
+        """GET or LIST answered as a ``meta.k8s.io`` Table (``tables``)."""
+        include = tables.include_object(request.query)
+        if name:
+            entries = [self.objects.get(rt, namespace, name)]
+            meta = {"resourceVersion": entries[0].obj["metadata"].get("resourceVersion", "")}
+        else:
+            opts = ListOptions.parse(request.query, rt, watch=False)
+            target = needs_wait(self.objects.storage, opts)
+            if target is not None:
+                await self._reach(target)
+            page = list_page(self.objects.storage, self.objects.table(rt), namespace, opts)
+            entries, meta = page.items, page.meta()
+        printer = self._printer(rt)
+        body = tables.table(
+            printer,
+            (render.view_dict(rt, e.obj) for e in entries),
+            version=version,
+            include=include,
+            now=time.time(),
+            list_meta=meta,
+        )
+        return json_response(body)
+
+    def _printer(self, rt: ResourceType) -> tables.Printer:
+        if not rt.custom:
+            return tables.builtin_printer(rt.group, rt.plural)
+        crds = self.objects.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        crd = crds and self.objects.table(crds).get("", f"{rt.plural}.{rt.group}")
+        versions = (crd.obj.get("spec") or {}).get("versions") or [] if crd else []
+        served: dict[str, Any] = next((v for v in versions if v.get("name") == rt.version), {})
+        return tables.crd_printer(served)
 
     # --- write --------------------------------------------------------------------------------
 
