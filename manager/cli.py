@@ -5,7 +5,8 @@
 - ``metashard run --workers N [coordinator flags] [--concurrency C]``: the coordinator in
   this process and N workers as child processes, over a local ipc socket unless ``--bind``
   says otherwise (``manager.supervisor``).
-- ``metashard cluster [flags]``: the embedded cluster, a Kubernetes API-server emulator.
+- ``metashard cluster [flags]``: the embedded cluster, a Kubernetes API-server emulator, with
+  the Metacontroller CRDs installed (``--no-metacontroller-crds`` to leave them out).
 
 Roles in other packages (the worker, the embedded cluster) run as their own processes
 (``python -m <package>``), so the coordinator never imports the worker code or the load-test
@@ -116,8 +117,8 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
     "worker": ("run one worker process", lambda argv: _exec_module("workers", argv)),
     "run": ("run the coordinator and N worker processes on this machine", _run),
     "cluster": (
-        "run the embedded cluster (a Kubernetes API-server emulator)",
-        lambda argv: _exec_module("loadtest.apiserver", argv),
+        "run the embedded cluster (a Kubernetes API-server emulator) with the Metacontroller CRDs",
+        lambda argv: _exec_module("loadtest.apiserver", ["--metacontroller-crds", *argv]),
     ),
 }
 
