@@ -34,7 +34,7 @@ from loadtest.apiserver.protobuf_schema import MESSAGES, ROOTS
 
 MAGIC = b"k8s\x00"
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
-SCALARS = frozenset({"s", "i", "b", "y"})
+SCALARS = frozenset({"s", "i", "l", "b", "y"})
 SPECIALS = frozenset({"time", "microtime", "quantity", "intstr", "raw", "fieldsv1"})
 
 
@@ -222,7 +222,7 @@ def _value(kind: str, wire: int, value: int | bytes, what: str, warnings: list[s
     return message(kind, buf, warnings)
 
 
-_ZERO: dict[str, Any] = {"s": "", "i": 0, "b": False, "y": ""}
+_ZERO: dict[str, Any] = {"s": "", "i": 0, "l": 0, "b": False, "y": ""}
 
 
 def _map_entry(f: Field, buf: bytes, warnings: list[str], where: str) -> tuple[str, Any]:
@@ -253,7 +253,7 @@ def message(name: str, buf: bytes, warnings: list[str]) -> dict[str, Any]:
             key, val = _map_entry(f, _bytes(wire, value, where), warnings, where)
             out.setdefault(f.name, {})[key] = val
         elif f.repeated:
-            if f.kind == "i":
+            if f.kind in ("i", "l"):
                 out.setdefault(f.name, []).extend(_ints(wire, value))
             else:
                 out.setdefault(f.name, []).append(_value(f.kind, wire, value, where, warnings))

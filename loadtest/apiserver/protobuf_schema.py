@@ -5,7 +5,7 @@ coordination/v1) and ``k8s.io/apimachinery`` (meta/v1): for each message, its fi
 ``NUMBER NAME TYPE`` separated by ``;``. ``NAME`` is the JSON name (``^`` for a struct Go
 inlines into its parent, such as ``Volume``'s ``VolumeSource``). ``TYPE`` is
 
-- a scalar: ``s`` string, ``i`` integer (int32/int64 varint), ``b`` bool, ``y`` bytes;
+- a scalar: ``s`` string, ``i`` int32, ``l`` int64, ``b`` bool, ``y`` bytes;
 - a special message: ``time`` (metav1.Time), ``microtime``, ``quantity``
   (resource.Quantity), ``intstr`` (intstr.IntOrString), ``raw`` (runtime.RawExtension),
   ``fieldsv1`` (metav1.FieldsV1);
@@ -78,10 +78,10 @@ MESSAGES: dict[str, str] = {
     "ClusterRoleBinding": "1 metadata ObjectMeta; 2 subjects [Subject]; 3 roleRef RoleRef",
     "ClusterTrustBundleProjection": (
         "1 name s?; 2 signerName s?; 3 labelSelector LabelSelector?; 5 optional b?; 4 path s!; "
-        "6 user i?"
+        "6 user l?"
     ),
     "Condition": (
-        "1 type s!; 2 status s!; 3 observedGeneration i; 4 lastTransitionTime time; "
+        "1 type s!; 2 status s!; 3 observedGeneration l; 4 lastTransitionTime time; "
         "5 reason s!; 6 message s!"
     ),
     "ConfigMap": "1 metadata ObjectMeta; 4 immutable b?; 2 data {s:s}; 3 binaryData {s:y}",
@@ -90,7 +90,7 @@ MESSAGES: dict[str, str] = {
     "ConfigMapProjection": "1 ^ LocalObjectReference; 2 items [KeyToPath]; 4 optional b?",
     "ConfigMapVolumeSource": (
         "1 ^ LocalObjectReference; 2 items [KeyToPath]; 3 defaultMode i?; 4 optional b?; "
-        "5 defaultUser i?"
+        "5 defaultUser l?"
     ),
     "Container": (
         "1 name s!; 2 image s; 3 command [s]; 4 args [s]; 5 workingDir s; "
@@ -126,10 +126,10 @@ MESSAGES: dict[str, str] = {
         "14 allocatedResourcesStatus [ResourceStatus]; 15 stopSignal s?"
     ),
     "ContainerUser": "1 linux LinuxContainerUser?",
-    "ControllerRevision": "1 metadata ObjectMeta; 2 data raw; 3 revision i!",
+    "ControllerRevision": "1 metadata ObjectMeta; 2 data raw; 3 revision l!",
     "CronJob": "1 metadata ObjectMeta; 2 spec CronJobSpec; 3 status CronJobStatus",
     "CronJobSpec": (
-        "1 schedule s!; 8 timeZone s?; 2 startingDeadlineSeconds i?; 3 concurrencyPolicy s; "
+        "1 schedule s!; 8 timeZone s?; 2 startingDeadlineSeconds l?; 3 concurrencyPolicy s; "
         "4 suspend b?; 5 jobTemplate JobTemplateSpec; 6 successfulJobsHistoryLimit i?; "
         "7 failedJobsHistoryLimit i?"
     ),
@@ -147,7 +147,7 @@ MESSAGES: dict[str, str] = {
     ),
     "DaemonSetStatus": (
         "1 currentNumberScheduled i!; 2 numberMisscheduled i!; 3 desiredNumberScheduled i!; "
-        "4 numberReady i!; 5 observedGeneration i; 6 updatedNumberScheduled i; "
+        "4 numberReady i!; 5 observedGeneration l; 6 updatedNumberScheduled i; "
         "7 numberAvailable i; 8 numberUnavailable i; 9 collisionCount i?; "
         "10 conditions [DaemonSetCondition]"
     ),
@@ -163,7 +163,7 @@ MESSAGES: dict[str, str] = {
         "7 paused b; 9 progressDeadlineSeconds i?"
     ),
     "DeploymentStatus": (
-        "1 observedGeneration i; 2 replicas i; 3 updatedReplicas i; 7 readyReplicas i; "
+        "1 observedGeneration l; 2 replicas i; 3 updatedReplicas i; 7 readyReplicas i; "
         "4 availableReplicas i; 5 unavailableReplicas i; 9 terminatingReplicas i?; "
         "6 conditions [DeploymentCondition]; 8 collisionCount i?"
     ),
@@ -171,10 +171,10 @@ MESSAGES: dict[str, str] = {
     "DownwardAPIProjection": "1 items [DownwardAPIVolumeFile]",
     "DownwardAPIVolumeFile": (
         "1 path s!; 2 fieldRef ObjectFieldSelector?; "
-        "3 resourceFieldRef ResourceFieldSelector?; 4 mode i?; 5 user i?"
+        "3 resourceFieldRef ResourceFieldSelector?; 4 mode i?; 5 user l?"
     ),
     "DownwardAPIVolumeSource": (
-        "1 items [DownwardAPIVolumeFile]; 2 defaultMode i?; 3 defaultUser i?"
+        "1 items [DownwardAPIVolumeFile]; 2 defaultMode i?; 3 defaultUser l?"
     ),
     "EmptyDirVolumeSource": "1 medium s; 2 sizeLimit quantity?; 3 mode i?",
     "EnvFromSource": "1 prefix s; 2 configMapRef ConfigMapEnvSource?; 3 secretRef SecretEnvSource?",
@@ -237,7 +237,7 @@ MESSAGES: dict[str, str] = {
         "6 message s"
     ),
     "JobSpec": (
-        "1 parallelism i?; 2 completions i?; 3 activeDeadlineSeconds i?; "
+        "1 parallelism i?; 2 completions i?; 3 activeDeadlineSeconds l?; "
         "11 podFailurePolicy PodFailurePolicy?; 16 successPolicy SuccessPolicy?; "
         "7 backoffLimit i?; 12 backoffLimitPerIndex i?; 13 maxFailedIndexes i?; "
         "4 selector LabelSelector?; 5 manualSelector b?; 6 template PodTemplateSpec; "
@@ -250,7 +250,7 @@ MESSAGES: dict[str, str] = {
         "10 failedIndexes s?; 8 uncountedTerminatedPods UncountedTerminatedPods?; 9 ready i?"
     ),
     "JobTemplateSpec": "1 metadata ObjectMeta; 2 spec JobSpec",
-    "KeyToPath": "1 key s!; 2 path s!; 3 mode i?; 4 user i?",
+    "KeyToPath": "1 key s!; 2 path s!; 3 mode i?; 4 user l?",
     "LabelSelector": "1 matchLabels {s:s}; 2 matchExpressions [LabelSelectorRequirement]",
     "LabelSelectorRequirement": "1 key s!; 2 operator s!; 3 values [s]",
     "Lease": "1 metadata ObjectMeta; 2 spec LeaseSpec",
@@ -263,7 +263,7 @@ MESSAGES: dict[str, str] = {
         "1 exec ExecAction?; 2 httpGet HTTPGetAction?; 3 tcpSocket TCPSocketAction?; "
         "4 sleep SleepAction?"
     ),
-    "LinuxContainerUser": "1 uid i!; 2 gid i!; 3 supplementalGroups [i]",
+    "LinuxContainerUser": "1 uid l!; 2 gid l!; 3 supplementalGroups [l]",
     "LoadBalancerIngress": "1 ip s; 2 hostname s; 3 ipMode s?; 4 ports [PortStatus]",
     "LoadBalancerStatus": "1 ingress [LoadBalancerIngress]",
     "LocalObjectReference": "1 name s",
@@ -297,8 +297,8 @@ MESSAGES: dict[str, str] = {
     "ObjectFieldSelector": "1 apiVersion s; 2 fieldPath s!",
     "ObjectMeta": (
         "1 name s; 2 generateName s; 3 namespace s; 4 selfLink s; 5 uid s; "
-        "6 resourceVersion s; 7 generation i; 8 creationTimestamp time; "
-        "9 deletionTimestamp time?; 10 deletionGracePeriodSeconds i?; 11 labels {s:s}; "
+        "6 resourceVersion s; 7 generation l; 8 creationTimestamp time; "
+        "9 deletionTimestamp time?; 10 deletionGracePeriodSeconds l?; 11 labels {s:s}; "
         "12 annotations {s:s}; 13 ownerReferences [OwnerReference]; 14 finalizers [s]; "
         "17 managedFields [ManagedFieldsEntry]"
     ),
@@ -347,10 +347,10 @@ MESSAGES: dict[str, str] = {
     ),
     "PodCertificateProjection": (
         "1 signerName s; 2 keyType s; 3 maxExpirationSeconds i?; 4 credentialBundlePath s; "
-        "5 keyPath s; 6 certificateChainPath s; 7 userAnnotations {s:s}; 8 user i?"
+        "5 keyPath s; 6 certificateChainPath s; 7 userAnnotations {s:s}; 8 user l?"
     ),
     "PodCondition": (
-        "1 type s!; 7 observedGeneration i; 2 status s!; 3 lastProbeTime time; "
+        "1 type s!; 7 observedGeneration l; 2 status s!; 3 lastProbeTime time; "
         "4 lastTransitionTime time; 5 reason s; 6 message s"
     ),
     "PodDNSConfig": "1 nameservers [s]; 2 searches [s]; 3 options [PodDNSConfigOption]",
@@ -374,15 +374,15 @@ MESSAGES: dict[str, str] = {
     "PodSchedulingGroup": "1 podGroupName s?",
     "PodSecurityContext": (
         "1 seLinuxOptions SELinuxOptions?; 8 windowsOptions WindowsSecurityContextOptions?; "
-        "2 runAsUser i?; 6 runAsGroup i?; 3 runAsNonRoot b?; 4 supplementalGroups [i]; "
-        "12 supplementalGroupsPolicy s?; 5 fsGroup i?; 7 sysctls [Sysctl]; "
+        "2 runAsUser l?; 6 runAsGroup l?; 3 runAsNonRoot b?; 4 supplementalGroups [l]; "
+        "12 supplementalGroupsPolicy s?; 5 fsGroup l?; 7 sysctls [Sysctl]; "
         "9 fsGroupChangePolicy s?; 10 seccompProfile SeccompProfile?; "
         "11 appArmorProfile AppArmorProfile?; 13 seLinuxChangePolicy s?"
     ),
     "PodSpec": (
         "1 volumes [Volume]; 20 initContainers [Container]; 2 containers [Container]; "
         "34 ephemeralContainers [EphemeralContainer]; 3 restartPolicy s; "
-        "4 terminationGracePeriodSeconds i?; 5 activeDeadlineSeconds i?; 6 dnsPolicy s; "
+        "4 terminationGracePeriodSeconds l?; 5 activeDeadlineSeconds l?; 6 dnsPolicy s; "
         "7 nodeSelector {s:s}; 8 serviceAccountName s; 9 serviceAccount s; "
         "21 automountServiceAccountToken b?; 10 nodeName s; 11 hostNetwork b; 12 hostPID b; "
         "13 hostIPC b; 27 shareProcessNamespace b?; 14 securityContext PodSecurityContext?; "
@@ -398,7 +398,7 @@ MESSAGES: dict[str, str] = {
         "43 schedulingGroup PodSchedulingGroup?; 44 evictionResponders [EvictionResponder]"
     ),
     "PodStatus": (
-        "17 observedGeneration i; 1 phase s; 2 conditions [PodCondition]; 3 message s; "
+        "17 observedGeneration l; 1 phase s; 2 conditions [PodCondition]; 3 message s; "
         "4 reason s; 11 nominatedNodeName s; 5 hostIP s; 16 hostIPs [HostIP]; 6 podIP s; "
         "12 podIPs [PodIP]; 7 startTime time?; 10 initContainerStatuses [ContainerStatus]; "
         "8 containerStatuses [ContainerStatus]; 9 qosClass s; "
@@ -421,13 +421,13 @@ MESSAGES: dict[str, str] = {
     "PreferredSchedulingTerm": "1 weight i!; 2 preference NodeSelectorTerm",
     "Probe": (
         "1 ^ ProbeHandler; 2 initialDelaySeconds i; 3 timeoutSeconds i; 4 periodSeconds i; "
-        "5 successThreshold i; 6 failureThreshold i; 7 terminationGracePeriodSeconds i?"
+        "5 successThreshold i; 6 failureThreshold i; 7 terminationGracePeriodSeconds l?"
     ),
     "ProbeHandler": (
         "1 exec ExecAction?; 2 httpGet HTTPGetAction?; 3 tcpSocket TCPSocketAction?; "
         "4 grpc GRPCAction?"
     ),
-    "ProjectedVolumeSource": "1 sources [VolumeProjection]; 2 defaultMode i?; 3 defaultUser i?",
+    "ProjectedVolumeSource": "1 sources [VolumeProjection]; 2 defaultMode i?; 3 defaultUser l?",
     "QuobyteVolumeSource": (
         "1 registry s!; 2 volume s!; 3 readOnly b; 4 user s; 5 group s; 6 tenant s"
     ),
@@ -444,7 +444,7 @@ MESSAGES: dict[str, str] = {
     ),
     "ReplicaSetStatus": (
         "1 replicas i!; 2 fullyLabeledReplicas i; 4 readyReplicas i; 5 availableReplicas i; "
-        "7 terminatingReplicas i?; 3 observedGeneration i; 6 conditions [ReplicaSetCondition]"
+        "7 terminatingReplicas i?; 3 observedGeneration l; 6 conditions [ReplicaSetCondition]"
     ),
     "ResourceClaim": "1 name s!; 2 request s",
     "ResourceFieldSelector": "1 containerName s; 2 resource s!; 3 divisor quantity",
@@ -471,11 +471,11 @@ MESSAGES: dict[str, str] = {
     "SecretKeySelector": "1 ^ LocalObjectReference; 2 key s!; 3 optional b?",
     "SecretProjection": "1 ^ LocalObjectReference; 2 items [KeyToPath]; 4 optional b?",
     "SecretVolumeSource": (
-        "1 secretName s; 2 items [KeyToPath]; 3 defaultMode i?; 4 optional b?; 5 defaultUser i?"
+        "1 secretName s; 2 items [KeyToPath]; 3 defaultMode i?; 4 optional b?; 5 defaultUser l?"
     ),
     "SecurityContext": (
         "1 capabilities Capabilities?; 2 privileged b?; 3 seLinuxOptions SELinuxOptions?; "
-        "10 windowsOptions WindowsSecurityContextOptions?; 4 runAsUser i?; 8 runAsGroup i?; "
+        "10 windowsOptions WindowsSecurityContextOptions?; 4 runAsUser l?; 8 runAsGroup l?; "
         "5 runAsNonRoot b?; 6 readOnlyRootFilesystem b?; 7 allowPrivilegeEscalation b?; "
         "9 procMount s?; 11 seccompProfile SeccompProfile?; "
         "12 appArmorProfile AppArmorProfile?"
@@ -485,7 +485,7 @@ MESSAGES: dict[str, str] = {
         "1 metadata ObjectMeta; 2 secrets [ObjectReference]; "
         "3 imagePullSecrets [LocalObjectReference]; 4 automountServiceAccountToken b?"
     ),
-    "ServiceAccountTokenProjection": "1 audience s; 2 expirationSeconds i?; 3 path s!; 4 user i?",
+    "ServiceAccountTokenProjection": "1 audience s; 2 expirationSeconds l?; 3 path s!; 4 user l?",
     "ServicePort": (
         "1 name s; 2 protocol s; 6 appProtocol s?; 3 port i!; 4 targetPort intstr; 5 nodePort i"
     ),
@@ -500,7 +500,7 @@ MESSAGES: dict[str, str] = {
     ),
     "ServiceStatus": "1 loadBalancer LoadBalancerStatus; 2 conditions [Condition]",
     "SessionAffinityConfig": "1 clientIP ClientIPConfig?",
-    "SleepAction": "1 seconds i!",
+    "SleepAction": "1 seconds l!",
     "StatefulSet": "1 metadata ObjectMeta; 2 spec StatefulSetSpec; 3 status StatefulSetStatus",
     "StatefulSetCondition": (
         "1 type s!; 2 status s!; 3 lastTransitionTime time; 4 reason s; 5 message s"
@@ -516,7 +516,7 @@ MESSAGES: dict[str, str] = {
         "11 ordinals StatefulSetOrdinals?"
     ),
     "StatefulSetStatus": (
-        "1 observedGeneration i; 2 replicas i!; 3 readyReplicas i; 4 currentReplicas i; "
+        "1 observedGeneration l; 2 replicas i!; 3 readyReplicas i; 4 currentReplicas i; "
         "5 updatedReplicas i; 6 currentRevision s; 7 updateRevision s; 9 collisionCount i?; "
         "10 conditions [StatefulSetCondition]; 11 availableReplicas i!"
     ),
@@ -530,7 +530,7 @@ MESSAGES: dict[str, str] = {
     "SuccessPolicyRule": "1 succeededIndexes s?; 2 succeededCount i?",
     "Sysctl": "1 name s!; 2 value s!",
     "TCPSocketAction": "1 port intstr; 2 host s",
-    "Toleration": "1 key s; 2 operator s; 3 value s; 4 effect s; 5 tolerationSeconds i?",
+    "Toleration": "1 key s; 2 operator s; 3 value s; 4 effect s; 5 tolerationSeconds l?",
     "TopologySpreadConstraint": (
         "1 maxSkew i!; 2 topologyKey s!; 3 whenUnsatisfiable s!; "
         "4 labelSelector LabelSelector?; 5 minDomains i?; 6 nodeAffinityPolicy s?; "
