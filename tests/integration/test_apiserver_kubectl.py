@@ -245,3 +245,32 @@ def test_logs_and_exec_say_what_the_emulator_does_not_do(kubectl: Kubectl) -> No
     assert logs.returncode != 0 and "does not serve the pods/log subresource" in logs.stderr
     exec_ = kubectl.run("exec", "p", "--", "ls")
     assert exec_.returncode != 0 and "does not serve the pods/exec subresource" in exec_.stderr
+
+
+def pod(spec: str) -> str:
+    return f"apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec: {spec}\n"
+
+
+def test_the_server_refuses_what_a_real_one_refuses_in_its_words(kubectl: Kubectl) -> None:
+    wrong_type = kubectl.run("apply", "-f", "-", stdin=pod("{containers: nginx}"))
+    assert wrong_type.returncode == 1
+    assert (
+        'Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into Go '
+        "struct field PodSpec.spec.containers of type []v1.Container" in wrong_type.stderr
+    )
+    no_image = kubectl.run("apply", "-f", "-", stdin=pod("{containers: [{name: web}]}"))
+    assert no_image.returncode == 1
+    assert 'The Pod "p" is invalid: spec.containers[0].image: Required value' in no_image.stderr
+    typo = kubectl.run(
+        "apply", "-f", "-", stdin=pod("{containers: [{name: web, image: x, imagePullPolcy: x}]}")
+    )
+    assert typo.returncode == 1
+    assert 'strict decoding error: unknown field "spec.containers[0].imagePullPolcy"' in (
+        typo.stderr
+    )
+    bad_port = kubectl.run("run", "bad", "--image=x", "--port=70000")
+    assert bad_port.returncode == 1
+    assert (
+        "spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and "
+        "65535, inclusive" in bad_port.stderr
+    )
