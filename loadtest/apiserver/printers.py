@@ -8,6 +8,7 @@ events.k8s.io: one storage), leases, deployments, replicasets, statefulsets,
 controllerrevisions, roles, clusterroles, rolebindings, clusterrolebindings and CRDs; the
 rest print NAME/AGE. Simplified against the real printers: pod RESTARTS is the count without
 "(5m ago)", pod STATUS does not look at init containers, descriptions are shortened.
+``human_duration`` is apimachinery's ``duration.HumanDuration`` (the AGE cells).
 """
 
 from __future__ import annotations

@@ -185,17 +185,6 @@ MESSAGES: dict[str, str] = {
         "5 fileKeyRef FileKeySelector?"
     ),
     "EphemeralContainer": "1 ^ EphemeralContainerCommon; 2 targetContainerName s",
-    "EphemeralContainerCommon": (
-        "1 name s!; 2 image s; 3 command [s]; 4 args [s]; 5 workingDir s; "
-        "6 ports [ContainerPort]; 19 envFrom [EnvFromSource]; 7 env [EnvVar]; "
-        "8 resources ResourceRequirements; 23 resizePolicy [ContainerResizePolicy]; "
-        "24 restartPolicy s?; 25 restartPolicyRules [ContainerRestartRule]; "
-        "9 volumeMounts [VolumeMount]; 21 volumeDevices [VolumeDevice]; "
-        "10 livenessProbe Probe?; 11 readinessProbe Probe?; 22 startupProbe Probe?; "
-        "12 lifecycle Lifecycle?; 13 terminationMessagePath s; 20 terminationMessagePolicy s; "
-        "14 imagePullPolicy s; 15 securityContext SecurityContext?; 16 stdin b; "
-        "17 stdinOnce b; 18 tty b"
-    ),
     "EphemeralVolumeSource": "1 volumeClaimTemplate PersistentVolumeClaimTemplate?",
     "Event": (
         "1 metadata ObjectMeta; 2 involvedObject ObjectReference; 3 reason s; 4 message s; "
@@ -587,3 +576,5 @@ MESSAGES: dict[str, str] = {
         "1 gmsaCredentialSpecName s?; 2 gmsaCredentialSpec s?; 3 runAsUserName s?; 4 hostProcess b?"
     ),
 }
+# Go keeps the two structs identical field for field.
+MESSAGES["EphemeralContainerCommon"] = MESSAGES["Container"]

@@ -41,8 +41,12 @@ SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 PORT_RANGE = "must be between 1 and 65535, inclusive"
 
 
-def _supported(values: tuple[str, ...]) -> str:
-    return "supported values: " + ", ".join(f'"{x}"' for x in values)
+def _one_of(value: Any, field: str, allowed: tuple[str, ...]) -> list[FieldError]:
+    """``field.NotSupported`` for a set value outside ``allowed``."""
+    if not value or value in allowed:
+        return []
+    supported = "supported values: " + ", ".join(f'"{x}"' for x in allowed)
+    return [FieldError(ErrorType.NOT_SUPPORTED, field, supported, value)]
 
 
 def _port_range(value: Any, field: str) -> list[FieldError]:
@@ -75,13 +79,7 @@ def _container(
             errors.append(FieldError(ErrorType.REQUIRED, f"{where}.containerPort", ""))
         else:
             errors.extend(_port_range(number, f"{where}.containerPort"))
-        protocol = port.get("protocol")
-        if protocol and protocol not in PROTOCOLS:
-            errors.append(
-                FieldError(
-                    ErrorType.NOT_SUPPORTED, f"{where}.protocol", _supported(PROTOCOLS), protocol
-                )
-            )
+        errors.extend(_one_of(port.get("protocol"), f"{where}.protocol", PROTOCOLS))
     for i, env in enumerate(c.get("env") or ()):
         if not env.get("name"):
             errors.append(FieldError(ErrorType.REQUIRED, f"{path}.env[{i}].name", ""))
@@ -94,16 +92,7 @@ def _container(
             errors.append(FieldError(ErrorType.NOT_FOUND, f"{where}.name", "", name))
         if not mount.get("mountPath"):
             errors.append(FieldError(ErrorType.REQUIRED, f"{where}.mountPath", ""))
-    policy = c.get("imagePullPolicy")
-    if policy and policy not in PULL_POLICIES:
-        errors.append(
-            FieldError(
-                ErrorType.NOT_SUPPORTED,
-                f"{path}.imagePullPolicy",
-                _supported(PULL_POLICIES),
-                policy,
-            )
-        )
+    errors.extend(_one_of(c.get("imagePullPolicy"), f"{path}.imagePullPolicy", PULL_POLICIES))
     return errors
 
 
@@ -119,26 +108,14 @@ def validate_pod_spec(spec: dict[str, Any], path: str) -> list[FieldError]:
             errors.extend(_container(container, f"{path}.{key}[{i}]", names, volumes))
     if not spec.get("containers"):
         errors.append(FieldError(ErrorType.REQUIRED, f"{path}.containers", ""))
-    policy = spec.get("restartPolicy")
-    if policy and policy not in RESTART_POLICIES:
-        errors.append(
-            FieldError(
-                ErrorType.NOT_SUPPORTED,
-                f"{path}.restartPolicy",
-                _supported(RESTART_POLICIES),
-                policy,
-            )
-        )
+    errors.extend(_one_of(spec.get("restartPolicy"), f"{path}.restartPolicy", RESTART_POLICIES))
     return errors
 
 
 def validate_service_spec(spec: dict[str, Any]) -> list[FieldError]:
     errors: list[FieldError] = []
     kind = spec.get("type") or "ClusterIP"
-    if kind not in SERVICE_TYPES:
-        errors.append(
-            FieldError(ErrorType.NOT_SUPPORTED, "spec.type", _supported(SERVICE_TYPES), kind)
-        )
+    errors.extend(_one_of(kind, "spec.type", SERVICE_TYPES))
     ports = spec.get("ports") or []
     names: set[str] = set()
     for i, port in enumerate(ports):
@@ -151,13 +128,7 @@ def validate_service_spec(spec: dict[str, Any]) -> list[FieldError]:
         if name:
             names.add(name)
         errors.extend(_port_range(port.get("port") or 0, f"{where}.port"))
-        protocol = port.get("protocol")
-        if protocol and protocol not in PROTOCOLS:
-            errors.append(
-                FieldError(
-                    ErrorType.NOT_SUPPORTED, f"{where}.protocol", _supported(PROTOCOLS), protocol
-                )
-            )
+        errors.extend(_one_of(port.get("protocol"), f"{where}.protocol", PROTOCOLS))
         target = port.get("targetPort")
         if isinstance(target, int):
             errors.extend(_port_range(target, f"{where}.targetPort"))
