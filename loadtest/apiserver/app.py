@@ -233,9 +233,9 @@ class Router:
         handlers = self.handlers
         watch = route.watch or request.query.get("watch", "").lower() in ("true", "1")
         form = tables.negotiate(request.headers.get("Accept"))
-        if form not in ("json", None) and method == "GET" and not watch and not sub:
-            route.verb = "GET" if name else "LIST"
-            return await handlers.table(request, rt, ns, name, form)
+        if form not in ("json", None) and method == "GET" and not sub:
+            route.verb = "WATCH" if watch else "GET" if name else "LIST"
+            return await handlers.table(request, rt, ns, name, form, watch=watch)
         if not _accepts_json(request.headers.get("Accept")):
             raise errors.not_acceptable()
         if sub == "scale" and rt.scale is not None:

@@ -225,14 +225,22 @@ class Handlers:
         entry = self.objects.get(rt, namespace, name)
         return web.Response(body=render.object_bytes(rt, entry), content_type=JSON)
 
-    async def collection(
-        self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str, watch: bool
-    ) -> web.StreamResponse:
+    @staticmethod
+    def _list_options(
+        request: web.BaseRequest, rt: ResourceType, name: str, *, watch: bool
+    ) -> ListOptions:
+        """The list/watch options of a request; a name in the path is a field selector."""
         opts = ListOptions.parse(request.query, rt, watch=watch)
         if name:
             opts = dataclasses.replace(
                 opts, field=(*opts.field, fields.Term("metadata.name", name, False))
             )
+        return opts
+
+    async def collection(
+        self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str, watch: bool
+    ) -> web.StreamResponse:
+        opts = self._list_options(request, rt, name, watch=watch)
         table = self.objects.table(rt)
         if opts.watch:
             return await self.watches.serve(request, rt, table, namespace, opts)
@@ -243,10 +251,27 @@ class Handlers:
         return web.Response(body=render.list_bytes(rt, page.items, page.meta()), content_type=JSON)
 
     async def table(
-        self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str, version: str
+        self,
+        request: web.BaseRequest,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        version: str,
+        *,
+        watch: bool = False,
     ) -> web.StreamResponse:
-        """GET or LIST answered as a ``meta.k8s.io`` Table (``tables``)."""
+        """GET, LIST or WATCH answered as ``meta.k8s.io`` Tables (``tables``)."""
         include = tables.include_object(request.query)
+        printer = self._printer(rt)
+        if watch:
+            opts = self._list_options(request, rt, name, watch=True)
+            transform = tables.watch_transform(
+                printer, version=version, include=include, now=time.time
+            )
+            table = self.objects.table(rt)
+            return await self.watches.serve(
+                request, rt, table, namespace, opts, transform=transform
+            )
         if name:
             entries = [self.objects.get(rt, namespace, name)]
             meta = {"resourceVersion": entries[0].obj["metadata"].get("resourceVersion", "")}
@@ -257,7 +282,6 @@ class Handlers:
                 await self._reach(target)
             page = list_page(self.objects.storage, self.objects.table(rt), namespace, opts)
             entries, meta = page.items, page.meta()
-        printer = self._printer(rt)
         body = tables.table(
             printer,
             (render.view_dict(rt, e.obj) for e in entries),

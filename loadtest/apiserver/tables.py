@@ -6,6 +6,10 @@
   built-in types, from a CRD's ``additionalPrinterColumns`` for custom resources (NAME plus
   the columns; a lone ``Age`` date column when there are none, as apiextensions-apiserver
   does), NAME/AGE otherwise.
+- ``watch_transform(...)``: for ``kubectl get -w``, each ADDED/MODIFIED/DELETED event's
+  object becomes a one-row Table; only the first carries ``columnDefinitions`` (later ones
+  have null, as the real server sets ``NoHeaders`` after the first event). BOOKMARK and
+  ERROR events pass unchanged.
 - ``includeObject``: ``Metadata`` (the default: a ``PartialObjectMetadata`` per row),
   ``Object`` (the object as the resource serves it) or ``None`` (no object).
 - ``jsonpath`` is the subset
@@ -228,3 +232,32 @@ def table(
         "columnDefinitions": [c.definition() for c in printer.columns],
         "rows": rows,
     }
+
+
+def watch_transform(
+    printer: Printer, *, version: str, include: str, now: Callable[[], float]
+) -> Callable[[bytes], bytes]:
+    """A rewriter of watch event lines into Table events (see the module docstring)."""
+    first = True
+
+    def transform(line: bytes) -> bytes:
+        nonlocal first
+        event = orjson.loads(line)
+        if event.get("type") not in ("ADDED", "MODIFIED", "DELETED"):
+            return line
+        obj = event["object"]
+        rv = (obj.get("metadata") or {}).get("resourceVersion", "")
+        body = table(
+            printer,
+            [obj],
+            version=version,
+            include=include,
+            now=now(),
+            list_meta={"resourceVersion": rv},
+        )
+        if not first:
+            body["columnDefinitions"] = None
+        first = False
+        return b'{"type":"%s","object":%s}\n' % (event["type"].encode(), orjson.dumps(body))
+
+    return transform

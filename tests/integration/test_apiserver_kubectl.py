@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,12 +41,15 @@ class Kubectl:
         self.kubeconfig = kubeconfig
         self.namespace = namespace
 
+    def command(self, *args: str) -> list[str]:
+        assert KUBECTL is not None
+        return [KUBECTL, "--kubeconfig", str(self.kubeconfig), "-n", self.namespace, *args]
+
     def run(
         self, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
-        assert KUBECTL is not None
         return subprocess.run(
-            [KUBECTL, "--kubeconfig", str(self.kubeconfig), "-n", self.namespace, *args],
+            self.command(*args),
             input=stdin,
             capture_output=True,
             text=True,
@@ -79,8 +83,7 @@ def kubectl(cluster: ClusterThread) -> Iterator[Kubectl]:
     namespace = f"kubectl-{uuid.uuid4().hex[:8]}"
     k = Kubectl(cluster.kubeconfig, namespace)
     k.ok("create", "namespace", namespace)
-    yield k
-    k.run("delete", "namespace", namespace, "--wait=false")
+    yield k  # the namespace goes with the module's cluster
 
 
 def strip(rows: list[list[str]]) -> list[list[str]]:
@@ -274,3 +277,23 @@ def test_the_server_refuses_what_a_real_one_refuses_in_its_words(kubectl: Kubect
         "spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and "
         "65535, inclusive" in bad_port.stderr
     )
+
+
+def test_get_watch_prints_rows_with_the_real_columns(kubectl: Kubectl) -> None:
+    watch = subprocess.Popen(
+        kubectl.command("get", "configmaps", "--watch-only"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(1.0)  # let the watch start before the change it is to see
+        kubectl.ok("create", "configmap", "watched", "--from-literal=a=b")
+        assert watch.stdout is not None
+        header = watch.stdout.readline().split()
+        row = watch.stdout.readline().split()
+    finally:
+        watch.terminate()
+        watch.communicate(timeout=30)
+    assert header == ["NAME", "DATA", "AGE"]
+    assert row[:2] == ["watched", "1"]

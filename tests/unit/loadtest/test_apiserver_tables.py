@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -249,3 +250,19 @@ def test_include_object_is_checked() -> None:
     assert tables.include_object({}) == "Metadata"
     with pytest.raises(ApiError):
         tables.include_object({"includeObject": "All"})
+
+
+def test_watch_events_become_one_row_tables_with_headers_once() -> None:
+    transform = tables.watch_transform(
+        tables.builtin_printer("", "configmaps"), version="v1", include="None", now=lambda: NOW
+    )
+    cm = {"kind": "ConfigMap", "apiVersion": "v1", "metadata": meta("c", resourceVersion="5")}
+    first = orjson.loads(transform(orjson.dumps({"type": "ADDED", "object": cm}) + b"\n"))
+    assert first["type"] == "ADDED" and first["object"]["kind"] == "Table"
+    assert first["object"]["metadata"] == {"resourceVersion": "5"}
+    assert [c["name"] for c in first["object"]["columnDefinitions"]] == ["Name", "Data", "Age"]
+    assert first["object"]["rows"] == [{"cells": ["c", 0, "5m"]}]
+    second = orjson.loads(transform(orjson.dumps({"type": "DELETED", "object": cm}) + b"\n"))
+    assert second["object"]["columnDefinitions"] is None
+    bookmark = b'{"type":"BOOKMARK","object":{"kind":"ConfigMap"}}\n'
+    assert transform(bookmark) == bookmark
