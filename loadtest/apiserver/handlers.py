@@ -426,9 +426,12 @@ class Handlers:
         body: dict[str, Any] = {}
         raw = await request.read() if request.can_read_body else b""
         if raw.strip():
+            protobuf_body = decode.media_type(request.headers.get("Content-Type")) == (
+                protobuf.CONTENT_TYPE
+            )
             try:
-                loaded = decode.loads(raw)
-            except decode.SyntaxProblem as err:
+                loaded = protobuf.decode(raw)[0] if protobuf_body else decode.loads(raw)
+            except (decode.SyntaxProblem, protobuf.ProtobufError) as err:
                 raise errors.bad_request(f"error decoding DeleteOptions: {err}") from None
             body = loaded if isinstance(loaded, dict) else {}
         policy = body.get("propagationPolicy", query.get("propagationPolicy"))

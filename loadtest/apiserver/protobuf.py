@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from loadtest.apiserver.protobuf_schema import MESSAGES, ROOTS
+from loadtest.apiserver.protobuf_schema import KIND_ROOTS, MESSAGES, ROOTS
 
 MAGIC = b"k8s\x00"
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
@@ -290,7 +290,7 @@ def envelope(raw: bytes) -> tuple[str, str, bytes]:
 def decode(raw: bytes) -> tuple[dict[str, Any], list[str]]:
     """The object in a Kubernetes protobuf body, and warnings about fields skipped."""
     api_version, kind, payload = envelope(raw)
-    root = ROOTS.get((api_version, kind))
+    root = ROOTS.get((api_version, kind)) or KIND_ROOTS.get(kind)
     if root is None:
         raise Unsupported(api_version, kind)
     warnings: list[str] = []

@@ -17,7 +17,8 @@ struct: ``?`` a pointer (present means set: kept even when zero), ``!`` a field 
 ``omitempty`` (kept), none: ``omitempty`` (a zero scalar is dropped). Non-pointer messages are
 always kept (Go writes structs even when empty), except a zero ``time`` (Go writes ``null``).
 
-``ROOTS`` maps ``(apiVersion, kind)`` of a ``runtime.Unknown`` envelope to its message. Fields
+``ROOTS`` maps ``(apiVersion, kind)`` of a ``runtime.Unknown`` envelope to its message
+(``KIND_ROOTS`` the kind alone, for ``DeleteOptions``). Fields
 of alpha API groups outside these packages (``JobSpec.scheduling``, field 17) are absent,
 so their numbers are reported as unknown fields.
 """
@@ -46,6 +47,8 @@ ROOTS: dict[tuple[str, str], str] = {
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "ClusterRoleBinding",
     ("coordination.k8s.io/v1", "Lease"): "Lease",
 }
+KIND_ROOTS: dict[str, str] = {"DeleteOptions": "DeleteOptions"}
+"""Kinds registered in every group version: a typed client sends its own ``apiVersion``."""
 
 MESSAGES: dict[str, str] = {
     "AWSElasticBlockStoreVolumeSource": "1 volumeID s!; 2 fsType s; 3 partition i; 4 readOnly b",
@@ -153,6 +156,11 @@ MESSAGES: dict[str, str] = {
     ),
     "DaemonSetUpdateStrategy": "1 type s; 2 rollingUpdate RollingUpdateDaemonSet?",
     "Deployment": "1 metadata ObjectMeta; 2 spec DeploymentSpec; 3 status DeploymentStatus",
+    "DeleteOptions": (
+        "1 gracePeriodSeconds l?; 2 preconditions Preconditions?; 3 orphanDependents b?; "
+        "4 propagationPolicy s?; 5 dryRun [s]; "
+        "6 ignoreStoreReadErrorWithClusterBreakingPotential b?"
+    ),
     "DeploymentCondition": (
         "1 type s!; 2 status s!; 6 lastUpdateTime time; 7 lastTransitionTime time; 4 reason s; "
         "5 message s"
@@ -407,6 +415,7 @@ MESSAGES: dict[str, str] = {
     ),
     "PortStatus": "1 port i!; 2 protocol s!; 3 error s?",
     "PortworxVolumeSource": "1 volumeID s!; 2 fsType s; 3 readOnly b",
+    "Preconditions": "1 uid s?; 2 resourceVersion s?",
     "PreferredSchedulingTerm": "1 weight i!; 2 preference NodeSelectorTerm",
     "Probe": (
         "1 ^ ProbeHandler; 2 initialDelaySeconds i; 3 timeoutSeconds i; 4 periodSeconds i; "

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from loadtest.apiserver import protobuf
 from loadtest.apiserver.protobuf_schema import MESSAGES, ROOTS
+from tests.protobuf_wire import encode, envelope, length_delimited, scalar, varint
 
 # Bodies kubectl v1.37 sent for `kubectl create configmap cm1 --from-literal=a=b
 # --from-literal=n=1`, `kubectl create deployment web --image=nginx --replicas=0 --port=80` and
@@ -75,74 +76,6 @@ def test_kubectl_bodies_decode_to_what_kubectl_sends_as_json(
     assert warnings == []
 
 
-# --- a small encoder, the decoder's inverse for the round trip ----------------------------------
-
-
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _key(number: int, wire: int) -> bytes:
-    return _varint(number << 3 | wire)
-
-
-def _len(number: int, payload: bytes) -> bytes:
-    return _key(number, 2) + _varint(len(payload)) + payload
-
-
-def _scalar(number: int, kind: str, value: Any) -> bytes:
-    if kind == "s":
-        return _len(number, value.encode())
-    if kind == "y":
-        return _len(number, base64.b64decode(value))
-    return _key(number, 0) + _varint(int(value))
-
-
-def _field(f: protobuf.Field, value: Any) -> bytes:
-    if f.kind in protobuf.SCALARS:
-        return _scalar(f.number, f.kind, value)
-    if f.kind == "quantity":
-        return _len(f.number, _scalar(1, "s", value))
-    if f.kind == "intstr":
-        inner = (
-            _scalar(1, "i", 0) + _scalar(2, "i", value)
-            if isinstance(value, int)
-            else (_scalar(1, "i", 1) + _scalar(3, "s", value))
-        )
-        return _len(f.number, inner)
-    return _len(f.number, encode(f.kind, value))
-
-
-def encode(name: str, obj: dict[str, Any]) -> bytes:
-    fields = {f.name: f for f in protobuf.table(name).values()}
-    out = b""
-    for key, value in obj.items():
-        f = fields[key]
-        if f.map_key is not None:
-            for k, v in value.items():
-                entry = _scalar(1, f.map_key, k) + _field(protobuf.Field(2, "value", f.kind), v)
-                out += _len(f.number, entry)
-        elif f.repeated:
-            out += b"".join(_field(f, item) for item in value)
-        else:
-            out += _field(f, value)
-    return out
-
-
-def envelope(api_version: str, kind: str, payload: bytes) -> bytes:
-    type_meta = _scalar(1, "s", api_version) + _scalar(2, "s", kind)
-    return protobuf.MAGIC + _len(1, type_meta) + _len(2, payload)
-
-
 # --- wire details ---------------------------------------------------------------------------
 
 
@@ -153,42 +86,46 @@ def test_every_table_parses_and_every_root_exists() -> None:
 
 
 def test_negative_integers_and_pointer_zeros() -> None:
-    spec = _scalar(1, "i", -1) + _scalar(7, "i", 0) + _scalar(5, "i", 0)
+    spec = scalar(1, "i", -1) + scalar(7, "i", 0) + scalar(5, "i", 0)
     obj = protobuf.message("DeploymentSpec", spec, [])
     # replicas is a pointer (kept), paused and minReadySeconds omitempty (zeros dropped)
     assert obj == {"replicas": -1}
-    assert protobuf.message("DeploymentSpec", _scalar(1, "i", 0), []) == {"replicas": 0}
+    assert protobuf.message("DeploymentSpec", scalar(1, "i", 0), []) == {"replicas": 0}
 
 
 def test_packed_and_unpacked_repeated_integers() -> None:
-    unpacked = _scalar(2, "i", 1) + _scalar(2, "i", 2)
-    packed = _len(2, _varint(3) + _varint(4))
+    unpacked = scalar(2, "i", 1) + scalar(2, "i", 2)
+    packed = length_delimited(2, varint(3) + varint(4))
     obj = protobuf.message("ContainerRestartRuleOnExitCodes", unpacked + packed, [])
     assert obj == {"values": [1, 2, 3, 4]}
 
 
 def test_specials_time_quantity_intstr() -> None:
-    meta = _len(8, _scalar(1, "i", 1_700_000_000))
+    meta = length_delimited(8, scalar(1, "i", 1_700_000_000))
     assert protobuf.message("ObjectMeta", meta, []) == {"creationTimestamp": "2023-11-14T22:13:20Z"}
-    assert protobuf.message("ObjectMeta", _len(8, b""), []) == {}
-    micro = _len(3, _scalar(1, "i", 0) + _scalar(2, "i", 123_456_000))
+    assert protobuf.message("ObjectMeta", length_delimited(8, b""), []) == {}
+    micro = length_delimited(3, scalar(1, "i", 0) + scalar(2, "i", 123_456_000))
     assert protobuf.message("LeaseSpec", micro, []) == {
         "acquireTime": "1970-01-01T00:00:00.123456Z"
     }
-    port = _len(4, _scalar(1, "i", 1) + _scalar(3, "s", "http")) + _scalar(3, "i", 80)
+    port = length_delimited(4, scalar(1, "i", 1) + scalar(3, "s", "http")) + scalar(3, "i", 80)
     assert protobuf.message("ServicePort", port, []) == {"targetPort": "http", "port": 80}
-    limits = _len(1, _scalar(1, "s", "cpu") + _len(2, _scalar(1, "s", "500m")))
+    limits = length_delimited(
+        1, scalar(1, "s", "cpu") + length_delimited(2, scalar(1, "s", "500m"))
+    )
     assert protobuf.message("ResourceRequirements", limits, []) == {"limits": {"cpu": "500m"}}
 
 
 def test_inlined_structs_merge_into_their_parent() -> None:
-    volume = _scalar(1, "s", "data") + _len(2, _len(2, b""))  # VolumeSource.emptyDir {}
+    volume = scalar(1, "s", "data") + length_delimited(
+        2, length_delimited(2, b"")
+    )  # VolumeSource.emptyDir {}
     assert protobuf.message("Volume", volume, []) == {"name": "data", "emptyDir": {}}
 
 
 def test_unknown_fields_are_skipped_loudly() -> None:
     warnings: list[str] = []
-    obj = protobuf.message("ConfigMap", _scalar(99, "s", "x") + _scalar(4, "b", 1), warnings)
+    obj = protobuf.message("ConfigMap", scalar(99, "s", "x") + scalar(4, "b", 1), warnings)
     assert obj == {"immutable": True}
     assert warnings == ["unknown field number 99 in ConfigMap (not decoded)"]
 
@@ -201,7 +138,10 @@ def test_unknown_fields_are_skipped_loudly() -> None:
         (protobuf.MAGIC + b"\x12\x02\x08", "runs past the end"),
         (protobuf.MAGIC + b"\x0b", "wire type 3"),
         (envelope("v1", "ConfigMap", b"\x08\xff"), "end of data"),
-        (envelope("v1", "ConfigMap", _len(2, _len(1, b"\xff\xfe"))), "UTF-8"),
+        (
+            envelope("v1", "ConfigMap", length_delimited(2, length_delimited(1, b"\xff\xfe"))),
+            "UTF-8",
+        ),
     ],
 )
 def test_malformed_bodies_raise(raw: bytes, message: str) -> None:
