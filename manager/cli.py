@@ -7,7 +7,8 @@
   directory, removed at exit, unless ``--bind`` says otherwise; a ``tcp://`` bind without
   ``--curve-keys`` gets ephemeral CURVE keys (``manager.supervisor``).
 - ``metashard curve-keys DIR``: write a new set of CURVE keys for the worker link.
-- ``metashard cluster [flags]``: the embedded cluster, a Kubernetes API-server emulator.
+- ``metashard cluster [flags]``: the embedded cluster, a Kubernetes API-server emulator, with
+  the Metacontroller CRDs installed (``--no-metacontroller-crds`` to leave them out).
 - ``metashard rbac [PATH...] [flags]``: the least-privilege RBAC rules for a set of controllers
   (``manager.rbac_command``).
 
@@ -155,8 +156,8 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
     "run": ("run the coordinator and N worker processes on this machine", _run),
     "curve-keys": ("write new CURVE keys for the worker link", _curve_keys),
     "cluster": (
-        "run the embedded cluster (a Kubernetes API-server emulator)",
-        lambda argv: _exec_module("loadtest.apiserver", argv),
+        "run the embedded cluster (a Kubernetes API-server emulator) with the Metacontroller CRDs",
+        lambda argv: _exec_module("loadtest.apiserver", ["--metacontroller-crds", *argv]),
     ),
     "rbac": ("print the least-privilege RBAC rules the controllers need", rbac_command.main),
 }

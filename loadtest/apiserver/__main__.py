@@ -1,7 +1,10 @@
 """``python -m loadtest.apiserver``: the embedded cluster as a process.
 
-Prints its URL as the first line of stdout (flushed; ``--port 0`` picks a free port), writes a
-kubeconfig with ``--kubeconfig PATH``, and stops cleanly on SIGTERM or SIGINT (exit 0).
+Prints its URL as the first line of stdout (flushed; ``--port 0`` picks a free port), then
+where its kubeconfig is (``--kubeconfig PATH``, else a file in a temporary directory removed
+on exit) and an ``export KUBECONFIG=...`` line to paste; stops cleanly on SIGTERM or SIGINT
+(exit 0). ``--metacontroller-crds`` installs the ``metacontroller.k8s.io`` CRDs at start
+(``metashard cluster`` passes it; ``--no-metacontroller-crds`` undoes it).
 """
 
 from __future__ import annotations
@@ -9,10 +12,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import shlex
 import signal
 import sys
 
 from loadtest.apiserver.cluster import EmbeddedCluster, Settings
+from proto.api.crds import load_crds
 from proto.logs import configure, get_logger
 
 
@@ -28,6 +33,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="authorize requests with RBAC and accept ServiceAccount tokens from the "
         "TokenRequest API (the --token, or no credentials without one, stays cluster-admin)",
+    )
+    parser.add_argument(
+        "--metacontroller-crds",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="install the metacontroller.k8s.io CRDs at start",
     )
     defaults = Settings()
     parser.add_argument(
@@ -52,6 +63,17 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def banner(cluster: EmbeddedCluster, *, crds: bool) -> str:
+    """What a person needs after the URL line: the kubeconfig and how to use it."""
+    installed = "; Metacontroller CRDs installed" if crds else ""
+    path = shlex.quote(str(cluster.kubeconfig.resolve()))
+    return (
+        f"# embedded cluster serving at {cluster.url}{installed}\n"
+        f"# kubeconfig: {path} (Ctrl-C stops the cluster)\n"
+        f"export KUBECONFIG={path}"
+    )
+
+
 async def serve(args: argparse.Namespace) -> None:
     settings = Settings(
         history_size=args.history_size,
@@ -66,6 +88,7 @@ async def serve(args: argparse.Namespace) -> None:
         kubeconfig=args.kubeconfig,
         settings=settings,
         rbac=args.rbac,
+        crds=load_crds() if args.metacontroller_crds else (),
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -73,6 +96,7 @@ async def serve(args: argparse.Namespace) -> None:
         loop.add_signal_handler(sig, stop.set)
     await cluster.start()
     print(cluster.url, flush=True)
+    print(banner(cluster, crds=args.metacontroller_crds), flush=True)
     get_logger(__name__).info(
         "embedded cluster serving", url=cluster.url, kubeconfig=str(cluster.kubeconfig)
     )

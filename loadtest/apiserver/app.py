@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from loadtest.apiserver import discovery, errors, openapi
+from loadtest.apiserver import discovery, errors, openapi, tables
 from loadtest.apiserver.faults import AdminHandler, Faults
 from loadtest.apiserver.handlers import Handlers, error_response, json_response
 from loadtest.apiserver.metrics import Metrics
@@ -242,8 +242,6 @@ class Router:
 
     async def _dispatch(self, request: web.BaseRequest, route: Route) -> web.StreamResponse:
         method = request.method
-        if not _accepts_json(request.headers.get("Accept")):
-            raise errors.not_acceptable()
         rt, ns, name, sub = route.rt, route.namespace, route.name, route.subresource
         handlers = self.handlers
         watch = route.watch or request.query.get("watch", "").lower() in ("true", "1")
@@ -252,6 +250,12 @@ class Router:
             if served is not None:
                 route.verb = method
                 return served
+        form = tables.negotiate(request.headers.get("Accept"))
+        if form not in ("json", None) and method == "GET" and not sub:
+            route.verb = "WATCH" if watch else "GET" if name else "LIST"
+            return await handlers.table(request, rt, ns, name, form, watch=watch)
+        if not _accepts_json(request.headers.get("Accept")):
+            raise errors.not_acceptable()
         if sub == "scale" and rt.scale is not None:
             route.verb = {"GET": "GET", "PUT": "PUT", "PATCH": "PATCH"}.get(method, method)
             return await handlers.scale(request, rt, ns, name)

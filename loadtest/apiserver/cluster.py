@@ -12,7 +12,9 @@ watcher queue limit, namespace grace period). A ``proto.clock.FakeClock`` passed
 ``clock`` steers every timer of the server (watch timeouts, bookmarks, the
 future-resourceVersion wait, compaction, the namespace controller) from a test.
 The cluster starts with the namespaces ``default``, ``kube-system``, ``kube-public`` and
-``kube-node-lease`` (each with its ``default`` ServiceAccount) and the ``kubernetes`` Service.
+``kube-node-lease`` (each with its ``default`` ServiceAccount) and the ``kubernetes`` Service,
+plus the CustomResourceDefinitions given as ``crds`` (created, then established by the CRD
+controller like any other; ``proto.api.crds.load_crds()`` gives Metacontroller's).
 
 ``rbac=True`` (off by default) turns on ServiceAccount tokens and RBAC authorization
 (``access.py``): the admin ``token`` (or, without one, a request with no credentials) is a
@@ -27,6 +29,7 @@ import asyncio
 import contextlib
 import shutil
 import tempfile
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -107,8 +110,10 @@ class EmbeddedCluster:
         settings: Settings | None = None,
         clock: Clock | None = None,
         rbac: bool = False,
+        crds: Iterable[Mapping[str, Any]] = (),
     ) -> None:
         self.host = host
+        self._crds = [dict(c) for c in crds]
         self.port = port
         self.token = token
         self.settings = settings or Settings()
@@ -186,6 +191,10 @@ class EmbeddedCluster:
         self.objects.create(svc_type, "default", kubernetes)
         if self.access is not None:
             self.access.bootstrap(self.registry)
+        crd_type = self.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        assert crd_type is not None
+        for definition in self._crds:
+            self.objects.create(crd_type, "", definition)
 
     async def start(self) -> None:
         self._bootstrap()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -16,7 +17,7 @@ import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
-from loadtest.apiserver import decode, errors, fields, render, scale
+from loadtest.apiserver import decode, errors, fields, protobuf, render, scale, tables
 from loadtest.apiserver.lifecycle import DeleteOptions, Objects, Written
 from loadtest.apiserver.listing import ListOptions, list_page, needs_wait, parse_rv
 from loadtest.apiserver.patch import PatchFailed, json_patch, merge_patch, strategic_merge
@@ -55,6 +56,26 @@ def json_response(
 
 def error_response(err: errors.ApiError) -> web.Response:
     return json_response(err.status(), err.code, err.headers)
+
+
+def protobuf_object(rt: ResourceType, raw: bytes, warnings: list[str]) -> dict[str, Any]:
+    """The object of a protobuf body (``protobuf.decode``), its problems as API errors."""
+    try:
+        obj, skipped = protobuf.decode(raw)
+    except protobuf.Unsupported as err:
+        raise errors.ApiError(
+            415,
+            "UnsupportedMediaType",
+            f"the embedded cluster decodes {protobuf.CONTENT_TYPE} only for the common built-in "
+            f"types, not {err}; send application/json",
+        ) from None
+    except protobuf.ProtobufError as err:
+        raise errors.bad_request(
+            f"the object provided is unrecognized (must be of type {rt.kind}): {err} "
+            f"({decode.summarize(raw)})"
+        ) from None
+    warnings.extend(skipped)
+    return obj
 
 
 class RvWaiter:
@@ -143,14 +164,8 @@ class Handlers:
     ) -> dict[str, Any]:
         # Like the API server's input negotiation: no Content-Type means its first media type.
         media = decode.media_type(content_type) or "application/json"
-        if media == "application/vnd.kubernetes.protobuf":
-            raise errors.ApiError(
-                415,
-                "UnsupportedMediaType",
-                "the embedded cluster does not decode application/vnd.kubernetes.protobuf bodies; "
-                "send application/json (kubectl: use apply/create -f instead of the typed "
-                "generators such as 'kubectl create configmap')",
-            )
+        if media == protobuf.CONTENT_TYPE:
+            return self.check_object(rt, protobuf_object(rt, raw, warnings), validation, warnings)
         if media not in BODY_TYPES:
             raise errors.unsupported_media_type(BODY_TYPES)
         try:
@@ -229,14 +244,22 @@ class Handlers:
         entry = self.objects.get(rt, namespace, name)
         return web.Response(body=render.object_bytes(rt, entry), content_type=JSON)
 
-    async def collection(
-        self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str, watch: bool
-    ) -> web.StreamResponse:
+    @staticmethod
+    def _list_options(
+        request: web.BaseRequest, rt: ResourceType, name: str, *, watch: bool
+    ) -> ListOptions:
+        """The list/watch options of a request; a name in the path is a field selector."""
         opts = ListOptions.parse(request.query, rt, watch=watch)
         if name:
             opts = dataclasses.replace(
                 opts, field=(*opts.field, fields.Term("metadata.name", name, False))
             )
+        return opts
+
+    async def collection(
+        self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str, watch: bool
+    ) -> web.StreamResponse:
+        opts = self._list_options(request, rt, name, watch=watch)
         table = self.objects.table(rt)
         if opts.watch:
             return await self.watches.serve(request, rt, table, namespace, opts)
@@ -245,6 +268,57 @@ class Handlers:
             await self._reach(target)
         page = list_page(self.objects.storage, table, namespace, opts)
         return web.Response(body=render.list_bytes(rt, page.items, page.meta()), content_type=JSON)
+
+    async def table(
+        self,
+        request: web.BaseRequest,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        version: str,
+        *,
+        watch: bool = False,
+    ) -> web.StreamResponse:
+        """GET, LIST or WATCH answered as ``meta.k8s.io`` Tables (``tables``)."""
+        include = tables.include_object(request.query)
+        printer = self._printer(rt)
+        if watch:
+            opts = self._list_options(request, rt, name, watch=True)
+            transform = tables.watch_transform(
+                printer, version=version, include=include, now=time.time
+            )
+            table = self.objects.table(rt)
+            return await self.watches.serve(
+                request, rt, table, namespace, opts, transform=transform
+            )
+        if name:
+            entries = [self.objects.get(rt, namespace, name)]
+            meta = {"resourceVersion": entries[0].obj["metadata"].get("resourceVersion", "")}
+        else:
+            opts = ListOptions.parse(request.query, rt, watch=False)
+            target = needs_wait(self.objects.storage, opts)
+            if target is not None:
+                await self._reach(target)
+            page = list_page(self.objects.storage, self.objects.table(rt), namespace, opts)
+            entries, meta = page.items, page.meta()
+        body = tables.table(
+            printer,
+            (render.view_dict(rt, e.obj) for e in entries),
+            version=version,
+            include=include,
+            now=time.time(),
+            list_meta=meta,
+        )
+        return json_response(body)
+
+    def _printer(self, rt: ResourceType) -> tables.Printer:
+        if not rt.custom:
+            return tables.builtin_printer(rt.group, rt.plural)
+        crds = self.objects.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        crd = crds and self.objects.table(crds).get("", f"{rt.plural}.{rt.group}")
+        versions = (crd.obj.get("spec") or {}).get("versions") or [] if crd else []
+        served: dict[str, Any] = next((v for v in versions if v.get("name") == rt.version), {})
+        return tables.crd_printer(served)
 
     # --- write --------------------------------------------------------------------------------
 
@@ -374,9 +448,12 @@ class Handlers:
         body: dict[str, Any] = {}
         raw = await request.read() if request.can_read_body else b""
         if raw.strip():
+            protobuf_body = decode.media_type(request.headers.get("Content-Type")) == (
+                protobuf.CONTENT_TYPE
+            )
             try:
-                loaded = decode.loads(raw)
-            except decode.SyntaxProblem as err:
+                loaded = protobuf.decode(raw)[0] if protobuf_body else decode.loads(raw)
+            except (decode.SyntaxProblem, protobuf.ProtobufError) as err:
                 raise errors.bad_request(f"error decoding DeleteOptions: {err}") from None
             body = loaded if isinstance(loaded, dict) else {}
         policy = body.get("propagationPolicy", query.get("propagationPolicy"))

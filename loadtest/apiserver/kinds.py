@@ -1,7 +1,8 @@
 """The ``Kind`` of built-in resources: typed decoding, defaults and validation.
 
-``Builtin`` combines a ``schema.Struct`` (decoding), a defaulting function and a validation
-function with the object-metadata rules every resource shares (``validate_meta``).
+``Builtin`` combines a ``schema.Struct`` (decoding; ``spec_decode`` types the specs below
+it), a defaulting function and a validation function with the object-metadata rules every
+resource shares (``validate_meta``) and the spec rules of ``validation_builtin``.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from loadtest.apiserver import spec_decode, validation_builtin
 from loadtest.apiserver.schema import Struct
 from proto.api import validation as v
 from proto.api.validation import ErrorType, FieldError
@@ -75,7 +77,9 @@ class Builtin:
         self.name_rule = name_rule
 
     def decode(self, obj: dict[str, Any]) -> list[str]:
-        return self.struct.decode(obj)
+        unknown = self.struct.decode(obj)
+        unknown.extend(spec_decode.decode_spec(self.struct.name, obj))
+        return unknown
 
     def default(self, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if self._defaults is not None:
@@ -85,6 +89,7 @@ class Builtin:
         errors = validate_meta(obj, self.name_rule)
         if self._validate is not None:
             errors.extend(self._validate(obj, old))
+        errors.extend(validation_builtin.validate(self.struct.name, obj, old))
         return errors
 
 

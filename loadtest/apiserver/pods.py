@@ -112,18 +112,10 @@ def default_pod(obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
 
 
 def validate_pod(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """The update rule (containers and names are checked by ``validation_builtin``)."""
     spec = obj.get("spec") or {}
     containers = spec.get("containers") or []
     errors: list[FieldError] = []
-    if not containers:
-        errors.append(FieldError(ErrorType.REQUIRED, "spec.containers", ""))
-    for i, container in enumerate(containers):
-        if not isinstance(container, dict):
-            continue
-        if not container.get("name"):
-            errors.append(FieldError(ErrorType.REQUIRED, f"spec.containers[{i}].name", ""))
-        if not container.get("image"):
-            errors.append(FieldError(ErrorType.REQUIRED, f"spec.containers[{i}].image", ""))
     if old is not None:
         old_names = [c.get("name") for c in (old.get("spec") or {}).get("containers") or []]
         new_names = [c.get("name") for c in containers if isinstance(c, dict)]

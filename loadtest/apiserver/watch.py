@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -188,7 +189,10 @@ class WatchHub:
         table: Table,
         namespace: str,
         opts: ListOptions,
+        *,
+        transform: Callable[[bytes], bytes] | None = None,
     ) -> web.StreamResponse:
+        """Stream the watch; ``transform`` rewrites each event line (Tables) if given."""
         response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
         response.enable_chunked_encoding()
         try:
@@ -211,7 +215,7 @@ class WatchHub:
             timers.append(call_later(self.clock, timeout, watcher.close))
             if opts.bookmarks:
                 self._schedule_bookmarks(watcher, timeout, timers)
-            await self._pump(watcher, response)
+            await self._pump(watcher, response, transform)
             if not watcher.aborted:
                 await response.write_eof()
             elif request.transport is not None:
@@ -240,14 +244,20 @@ class WatchHub:
         if timeout > 2:
             timers.append(call_later(self.clock, timeout - 2, send))
 
-    async def _pump(self, watcher: Watcher, response: web.StreamResponse) -> None:
+    async def _pump(
+        self,
+        watcher: Watcher,
+        response: web.StreamResponse,
+        transform: Callable[[bytes], bytes] | None,
+    ) -> None:
         while True:
             await watcher.ready.wait()
             watcher.ready.clear()
             if watcher.aborted:
                 return
             if watcher.queue:
-                data = b"".join(watcher.queue)
+                lines = watcher.queue if transform is None else map(transform, watcher.queue)
+                data = b"".join(lines)
                 watcher.queue.clear()
                 await response.write(data)
             if watcher.done:

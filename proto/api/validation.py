@@ -155,6 +155,7 @@ class ErrorType(Enum):
     DUPLICATE = ("FieldValueDuplicate", "Duplicate value")
     NOT_SUPPORTED = ("FieldValueNotSupported", "Unsupported value")
     FORBIDDEN = ("FieldValueForbidden", "Forbidden")
+    NOT_FOUND = ("FieldValueNotFound", "Not found")
     TOO_LONG = ("FieldValueTooLong", "Too long")
     TOO_MANY = ("FieldValueTooMany", "Too many")
 

@@ -69,7 +69,8 @@ async def test_content_negotiation_for_resources() -> None:
         for accept, status in (
             (table_then_json, 200),
             ("application/vnd.kubernetes.protobuf, */*", 200),
-            ("application/json;as=Table;v=v1;g=meta.k8s.io", 406),
+            ("application/json;as=Table;v=v1;g=meta.k8s.io", 200),
+            ("application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", 406),
             ("application/yaml", 406),
         ):
             async with api.session.get(path, headers={"Accept": accept}) as response:
