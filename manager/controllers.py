@@ -14,26 +14,46 @@ Contract:
   one controller never restarts an informer another one uses.
 - ``on_change(views, added)`` is called after every change with the full set of valid
   controllers and the names of those that started (or changed) in this change.
+- Hook connections: the Secrets and ConfigMaps a controller's webhooks (or its
+  ``endpointConfigs``) name are read one by one (``manager.hookrefs``: a GET per object, never
+  a list of all Secrets) and re-read every few seconds; each hook's resolved TLS material and
+  credentials go into the controller's definition (``ControllerView.connections``). When they
+  change the controller counts as changed, so workers get the new material without any edit
+  of the controller. A missing object or key, or material that does not load, is a Warning
+  event (``CreateError``) on the controller naming the object and the key (never a value),
+  once per distinct problem; that hook carries the problem instead of credentials, and its
+  calls fail (``SyncError`` on the parent) without reaching the hook server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
 
+from manager.hookrefs import HookReferences
 from manager.informer import Informer
 from manager.informers import Informers
 from manager.routing import Handler
 from manager.store import Cached
 from manager.views import ControllerView, group_resource
 from proto.api import names
-from proto.api.controllers import parse_composite_controller
+from proto.api.controllers import CompositeController, parse_composite_controller
+from proto.api.endpoints import (
+    Connection,
+    ObjectRef,
+    UnresolvedReference,
+    encode_connections,
+    object_refs,
+    resolve_all,
+)
 from proto.api.errors import InvalidControllerError
 from proto.clock import SYSTEM_CLOCK, Clock
+from proto.hooks.tls import build_context
 from proto.kube.errors import KubeError, ResourceNotFound
 from proto.kube.events import NORMAL, WARNING, EventRecorder
 from proto.kube.resources import Discovery, Resource
@@ -61,6 +81,7 @@ class Controllers:
         on_change: OnChange,
         clock: Clock = SYSTEM_CLOCK,
         retry_interval: float = 30.0,
+        references: HookReferences | None = None,
     ) -> None:
         self._discovery = discovery
         self._informers = informers
@@ -72,6 +93,8 @@ class Controllers:
         self.views: dict[str, ControllerView] = {}
         self._failed: dict[str, str] = {}  # name -> resourceVersion reported
         self._acquired: dict[str, tuple[Resource, Informer, Handler]] = {}
+        self._references = references
+        self._reported: dict[str, set[str]] = {}  # name -> connection problems reported
         self._changed = asyncio.Event()
         self._source: Informer | None = None
         self._loaded = asyncio.Event()
@@ -83,6 +106,11 @@ class Controllers:
 
     async def run(self) -> None:
         source = await self._watch_controllers()
+        refresher = None
+        if self._references is not None:
+            refresher = asyncio.create_task(
+                self._references.run(self._changed.set), name="hook-references"
+            )
         try:
             while True:
                 await source.wait_synced()
@@ -92,6 +120,9 @@ class Controllers:
                     await asyncio.wait_for(self._changed.wait(), self._retry_interval)
                 self._changed.clear()
         finally:
+            if refresher is not None:
+                refresher.cancel()
+                await asyncio.gather(refresher, return_exceptions=True)
             await self._release_all()
 
     async def _watch_controllers(self) -> Informer:
@@ -119,6 +150,14 @@ class Controllers:
             view = await self._view(cached)
             if view is not None:
                 wanted[view.name] = view
+        if self._references is not None:
+            self._references.use(
+                object_refs(
+                    s for v in wanted.values() for s in v.spec.connection_settings().values()
+                )
+            )
+        for name in set(self._reported) - set(wanted):
+            del self._reported[name]
         added = {n for n, v in wanted.items() if self.views.get(n) is not v}
         removed = set(self.views) - set(wanted)
         if not added and not removed:
@@ -132,7 +171,11 @@ class Controllers:
     async def _view(self, cached: Cached) -> ControllerView | None:
         current = self.views.get(cached.name)
         if current is not None and current.resource_version == cached.resource_version:
-            return current
+            connections = await self._connections(current.spec, orjson.loads(cached.raw))
+            if connections == current.connections:
+                return current
+            log.info("hook connection material changed", controller=current.name)
+            return dataclasses.replace(current, connections=connections)
         obj: dict[str, Any] = orjson.loads(cached.raw)
         try:
             view = await self._resolve(obj, cached)
@@ -170,7 +213,38 @@ class Controllers:
                 f"parent resource {spec.parent.resource}.{parent.group or 'core'} "
                 f"{parent.version} must have the status subresource enabled",
             )
-        return ControllerView(spec, cached.raw, cached.resource_version, parent, children)
+        connections = await self._connections(spec, obj)
+        return ControllerView(
+            spec, cached.raw, cached.resource_version, parent, children, connections
+        )
+
+    async def _connections(self, spec: CompositeController, obj: dict[str, Any]) -> bytes:
+        """The hooks' resolved connections; new problems become Warning events."""
+        settings = {hook.value: chosen for hook, chosen in spec.connection_settings().items()}
+        refs = object_refs(settings.values())
+        if refs and self._references is not None:
+            await self._references.read(refs)
+        connections, problems = resolve_all(settings, self._lookup)
+        for hook, connection in list(connections.items()):
+            if connection.error is None and connection.tls_material != (None, None, None):
+                try:
+                    build_context(*connection.tls_material)
+                except ValueError as err:
+                    connections[hook] = Connection(error=str(err))
+                    problems.append(str(err))
+        reported = self._reported.get(spec.name, set())
+        for problem in problems:
+            if problem not in reported:
+                message = f"hook connection unusable, its calls will fail: {problem}"
+                log.warning("hook connection unusable", controller=spec.name, problem=problem)
+                self._recorder.emit(obj, WARNING, names.REASON_CREATE_ERROR, message)
+        self._reported[spec.name] = set(problems)
+        return encode_connections(connections)
+
+    def _lookup(self, ref: ObjectRef) -> Mapping[str, bytes] | None:
+        if self._references is None:
+            raise UnresolvedReference(f"cannot read {ref}: no API client to read it with")
+        return self._references.lookup(ref)
 
     async def _use(self, views: dict[str, ControllerView]) -> None:
         needed: dict[str, Resource] = {}

@@ -226,7 +226,13 @@ class Related:
         body = orjson.dumps(
             customize_request(controller=view.spec.raw, parent=orjson.loads(parent.raw))
         )
-        endpoint = HookEndpoint(HookName.CUSTOMIZE, hook.webhook, COMPOSITE_CONTROLLER, view.name)
+        endpoint = HookEndpoint(
+            HookName.CUSTOMIZE,
+            hook.webhook,
+            COMPOSITE_CONTROLLER,
+            view.name,
+            view.connection(HookName.CUSTOMIZE),
+        )
         answer = await self._hooks.call(endpoint, body)
         response = decode_customize_response(
             answer, mode=hook.response_mode, version=hook.version, parent_namespace=parent.namespace

@@ -35,6 +35,7 @@ from typing import Any
 from prometheus_client import Counter
 
 from manager.controllers import Controllers
+from manager.hookrefs import HookReferences
 from manager.informers import Informers
 from manager.link import RouterLink, SendResult
 from manager.membership import Membership, Timing
@@ -97,6 +98,7 @@ class Term:
         informers: Informers,
         recorder: EventRecorder,
         hooks: HookClient,
+        references: HookReferences | None = None,
         metrics: TermMetrics | None = None,
         dropped_frames: Counter | None = None,
         clock: Clock = SYSTEM_CLOCK,
@@ -129,6 +131,7 @@ class Term:
             on_change=self._controllers_changed,
             clock=clock,
             retry_interval=settings.retry_interval,
+            references=references,
         )
         self.membership = Membership(
             epoch=epoch,

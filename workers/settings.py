@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from proto.flags import add_common, burst
+from proto.hooks.client import DEFAULT_MAX_RESPONSE_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +22,7 @@ class WorkerSettings:
     burst: int = 0
     metrics_address: str = ":9999"
     reconciler: str | None = None  # MODULE:CALLABLE replacing the built-in reconcilers
+    hook_max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # a longer hook answer fails
     log_format: str = "auto"
     log_level: str = "info"
 
@@ -42,6 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_common(p)
     p.add_argument(
+        "--hook-max-response-bytes",
+        type=int,
+        default=DEFAULT_MAX_RESPONSE_BYTES,
+        help="largest hook answer accepted, in bytes; a longer one fails the sync "
+        f"(default {DEFAULT_MAX_RESPONSE_BYTES}, 3 MiB: Kubernetes' request size limit)",
+    )
+    p.add_argument(
         "--reconciler",
         help="MODULE:CALLABLE returning a reconciler factory (replaces the built-in reconcilers)",
     )
@@ -58,6 +67,8 @@ def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
         parser.error("--coordinator (or METASHARD_COORDINATOR) is required")
     if args.concurrency < 1:
         parser.error("--concurrency must be at least 1")
+    if args.hook_max_response_bytes < 1:
+        parser.error("--hook-max-response-bytes must be at least 1")
     return WorkerSettings(
         worker_id=args.worker_id or env.get("POD_NAME") or socket.gethostname(),
         coordinator=coordinator,
@@ -67,6 +78,7 @@ def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
         burst=burst(args),
         metrics_address=args.metrics_address,
         reconciler=args.reconciler,
+        hook_max_response_bytes=args.hook_max_response_bytes,
         log_format=args.log_format,
         log_level=args.log_level,
     )

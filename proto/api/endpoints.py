@@ -295,9 +295,12 @@ Lookup = Callable[[ObjectRef], Mapping[str, bytes] | None]
 """The data of a Secret or ConfigMap (values decoded to bytes), ``None`` if it does not exist."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Connection:
-    """What a hook call needs, resolved: PEM text and the ``Authorization`` header value."""
+    """What a hook call needs, resolved: PEM text and the ``Authorization`` header value.
+
+    Its ``repr`` says which parts are present, never their content.
+    """
 
     ca_bundle: str | None = None
     client_cert: str | None = None
@@ -305,6 +308,15 @@ class Connection:
     authorization: str | None = None
     error: str | None = None
     """Why the settings could not be resolved: the hook must not be called."""
+
+    def __repr__(self) -> str:
+        present = [
+            name
+            for name in ("ca_bundle", "client_cert", "client_key", "authorization")
+            if getattr(self, name) is not None
+        ]
+        error = f", error={self.error!r}" if self.error is not None else ""
+        return f"Connection(set={present}{error})"
 
     @property
     def tls_material(self) -> tuple[str | None, str | None, str | None]:
@@ -359,6 +371,31 @@ def resolve(settings: Settings, lookup: Lookup) -> Connection:
         password = _text(settings.basic_auth.password, lookup, single_line=True)
         header = "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
     return Connection(ca_bundle=pem, client_cert=cert, client_key=key, authorization=header)
+
+
+def resolve_all(
+    settings: Mapping[str, Settings], lookup: Lookup
+) -> tuple[dict[str, Connection], list[str]]:
+    """Each hook's connection, and the problems found (one per hook whose settings fail).
+
+    A hook whose settings cannot be resolved gets a ``Connection`` carrying only ``error``:
+    it must not be called. Hooks sharing settings share the problem (reported once).
+    """
+    connections: dict[str, Connection] = {}
+    problems: list[str] = []
+    for hook, chosen in settings.items():
+        try:
+            connections[hook] = resolve(chosen, lookup)
+        except UnresolvedReference as err:
+            connections[hook] = Connection(error=str(err))
+            if str(err) not in problems:
+                problems.append(str(err))
+    return connections, problems
+
+
+def object_refs(settings: Iterable[Settings]) -> set[ObjectRef]:
+    """Every Secret and ConfigMap the settings name."""
+    return {ref.object for chosen in settings for ref in chosen.key_refs()}
 
 
 def encode_connections(connections: Mapping[str, Connection]) -> bytes:

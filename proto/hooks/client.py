@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from proto.api.controllers import HookName, Webhook
 from proto.api.endpoints import Connection
@@ -74,7 +75,7 @@ class HookEndpoint:
     controller_type: str
     """``CompositeController`` or ``DecoratorController``."""
     controller_name: str
-    connection: Connection = field(default_factory=Connection)
+    connection: Connection = field(default_factory=Connection, repr=False)
     """TLS material and credentials, resolved from the controller's Secrets and ConfigMaps."""
 
     @cached_property
@@ -243,8 +244,11 @@ class HookClient:
             cache = self._etags[key] = ETagCache(config, clock=self._clock)
         return cache
 
-    def drop_cached(self, predicate: Callable[[Hashable], bool]) -> None:
-        """Forget the cached answers of the parents that match (their slot moved away)."""
+    def drop_cached(self, predicate: Callable[[Any], bool]) -> None:
+        """Forget the cached answers of the parents that match (their slot moved away).
+
+        ``predicate`` is called with the ``cache_key``s given to ``call``.
+        """
         for cache in self._etags.values():
             cache.drop(predicate)
 

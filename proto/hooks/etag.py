@@ -22,6 +22,7 @@ import collections
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Any
 
 from proto.api.endpoints import ETag
 
@@ -79,7 +80,7 @@ class ETagCache:
             oldest = next(iter(self._entries))
             self._remove(oldest)
 
-    def drop(self, predicate: Callable[[Hashable], bool]) -> None:
+    def drop(self, predicate: Callable[[Any], bool]) -> None:
         for key in [k for k in self._entries if predicate(k)]:
             self._remove(key)
 

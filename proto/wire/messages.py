@@ -46,7 +46,7 @@ Invariants and conventions:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import ClassVar, Final
 
@@ -105,6 +105,9 @@ class ControllerDef:
     resource_version: str
     object: bytes  # the controller object as the API server's raw JSON
     resources: tuple[ResourceInfo, ...]
+    # hook name -> resolved TLS material and credentials of its webhook, as JSON
+    # (proto.api.endpoints.encode_connections; empty: none). Holds secrets: never log it.
+    connections: bytes = field(default=b"", repr=False)
 
 
 @dataclass(frozen=True, slots=True)
