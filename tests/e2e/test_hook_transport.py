@@ -61,11 +61,17 @@ def tls_servers() -> Iterator[Callable[..., HookServer]]:
 @pytest_asyncio.fixture
 async def controllers(kube: Client, stack: Processes) -> AsyncIterator[Callable[..., Any]]:
     """``await make(webhook, **spec)``: a CompositeController named ``e2e-<hex>`` whose sync
-    hook is ``webhook(name)``; ``spec`` adds to its spec."""
+    hook (and customize hook, with ``customize=True``) is ``webhook(name, hook)``; ``spec``
+    adds to its spec."""
     made: list[str] = []
 
-    async def make(webhook: Callable[[str], dict[str, Any]], **spec: Any) -> str:
+    async def make(
+        webhook: Callable[[str, str], dict[str, Any]], *, customize: bool = False, **spec: Any
+    ) -> str:
         name = f"e2e-{secrets.token_hex(3)}"
+        hooks = {"sync": {"webhook": webhook(name, "sync")}}
+        if customize:
+            hooks["customize"] = {"webhook": webhook(name, "customize")}
         await kube.create(
             CCS,
             {
@@ -86,7 +92,7 @@ async def controllers(kube: Client, stack: Processes) -> AsyncIterator[Callable[
                             "updateStrategy": {"method": "InPlace"},
                         }
                     ],
-                    "hooks": {"sync": {"webhook": webhook(name)}},
+                    "hooks": hooks,
                     **spec,
                 },
             },
@@ -159,7 +165,7 @@ async def test_a_private_ca_from_a_config_map_and_its_replacement(
     server = tls_servers(first, require_client_cert=False)
     await put_config_map(kube, namespace, "hook-ca", {"ca.crt": first.ca.read_text()})
     ca_ref = {"configMapRef": {"name": "hook-ca", "namespace": namespace}}
-    name = await controllers(lambda cc: {"url": server.url(cc), "caBundle": ca_ref})
+    name = await controllers(lambda cc, hook: {"url": server.url(cc, hook), "caBundle": ca_ref})
     server.program(name, fanout)
     await thing(kube, namespace, "p", name, {"children": 1, "data": "one"})
     await eventually(
@@ -191,6 +197,29 @@ async def test_a_private_ca_from_a_config_map_and_its_replacement(
     assert (await kube.get(CCS, name))["metadata"]["resourceVersion"] == cc_version
 
 
+async def test_customize_calls_from_the_coordinator_use_an_inline_ca(
+    kube: Client,
+    namespace: str,
+    controllers: Callable[..., Any],
+    pkis: tuple[Pki, Pki],
+    tls_servers: Callable[..., HookServer],
+) -> None:
+    pki, _ = pkis
+    server = tls_servers(pki, require_client_cert=False)
+    ca = {"inline": pki.ca.read_text()}
+    name = await controllers(
+        lambda cc, hook: {"url": server.url(cc, hook), "caBundle": ca}, customize=True
+    )
+
+    def answer(hook: str, request: dict[str, Any]) -> dict[str, Any]:
+        return {"relatedResources": []} if hook == "customize" else fanout(hook, request)
+
+    server.program(name, answer)
+    await thing(kube, namespace, "p", name, {"children": 1, "data": "one"})
+    await eventually(lambda: _is(child_data(kube, namespace, "p"), "one"), within=SYNC_WITHIN)
+    assert {hook for _, hook, _ in server.calls(name)} == {"customize", "sync"}
+
+
 async def test_client_certificate_and_bearer_token_rotated_in_place(
     kube: Client,
     namespace: str,
@@ -220,7 +249,9 @@ async def test_client_certificate_and_bearer_token_rotated_in_place(
             "secretRef": {"name": "hook-token", "namespace": namespace, "key": "token"},
         },
     }
-    name = await controllers(lambda cc: {"url": server.url(cc)}, endpointConfigs=[endpoint_config])
+    name = await controllers(
+        lambda cc, hook: {"url": server.url(cc, hook)}, endpointConfigs=[endpoint_config]
+    )
     server.program(name, fanout, authorization=f"Bearer {right}")
     cc_version = (await kube.get(CCS, name))["metadata"]["resourceVersion"]
     await thing(kube, namespace, "p", name, {"children": 1, "data": "one"})
@@ -258,7 +289,7 @@ async def test_a_missing_reference_is_reported_on_the_controller_and_the_hook_no
     kube: Client, namespace: str, controllers: Callable[..., Any], hooks: HookServer
 ) -> None:
     auth = {"secretRef": {"name": "absent", "namespace": namespace, "key": "token"}}
-    name = await controllers(lambda cc: {"url": hooks.url(cc), "authorization": auth})
+    name = await controllers(lambda cc, hook: {"url": hooks.url(cc, hook), "authorization": auth})
     hooks.program(name, fanout)
     await thing(kube, namespace, "p", name, {"children": 1, "data": "one"})
     expected = f"Secret {namespace}/absent not found"
@@ -286,7 +317,9 @@ async def test_etag_answers_are_reused(
     kube: Client, namespace: str, controllers: Callable[..., Any], hooks: HookServer
 ) -> None:
     etag = {"enabled": True, "cacheTimeoutSeconds": 60, "cacheCleanupSeconds": 30}
-    name = await controllers(lambda cc: {"url": hooks.url(cc), "etag": etag}, resyncPeriodSeconds=1)
+    name = await controllers(
+        lambda cc, hook: {"url": hooks.url(cc, hook), "etag": etag}, resyncPeriodSeconds=1
+    )
     hooks.program(name, fanout, etag=True)
     await thing(kube, namespace, "p", name, {"children": 1, "data": "one"})
     await eventually(lambda: _is(child_data(kube, namespace, "p"), "one"), within=SYNC_WITHIN)
