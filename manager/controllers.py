@@ -46,12 +46,11 @@ from proto.api.controllers import CompositeController, parse_composite_controlle
 from proto.api.endpoints import (
     Connection,
     ObjectRef,
-    UnresolvedReference,
     encode_connections,
     object_refs,
     resolve_all,
 )
-from proto.api.errors import InvalidControllerError
+from proto.api.errors import InvalidControllerError, UnresolvedReference
 from proto.clock import SYSTEM_CLOCK, Clock
 from proto.hooks.tls import build_context
 from proto.kube.errors import KubeError, ResourceNotFound

@@ -21,7 +21,8 @@ import binascii
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from proto.api.endpoints import ObjectRef, RefKind, UnresolvedReference
+from proto.api.endpoints import ObjectRef, RefKind
+from proto.api.errors import UnresolvedReference
 from proto.clock import SYSTEM_CLOCK, Clock
 from proto.kube.errors import ApiError, KubeError, NotFound
 from proto.kube.resources import Resource

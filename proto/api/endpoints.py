@@ -41,6 +41,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from proto.api.errors import UnresolvedReference
 from proto.api.fields import Fields
 
 DEFAULT_CA_KEY = "ca.crt"
@@ -285,10 +286,6 @@ def effective_settings(url: str, own: Settings, configs: Iterable[EndpointConfig
 
 
 # --- resolution -------------------------------------------------------------------------------
-
-
-class UnresolvedReference(ValueError):
-    """A Secret/ConfigMap or one of its keys is missing or unusable; names object and key."""
 
 
 Lookup = Callable[[ObjectRef], Mapping[str, bytes] | None]

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from manager.hookrefs import HookReferences, object_data
-from proto.api.endpoints import ObjectRef, RefKind, UnresolvedReference
+from proto.api.endpoints import ObjectRef, RefKind
+from proto.api.errors import UnresolvedReference
 from proto.kube.errors import Forbidden, NotFound
 from proto.kube.resources import Resource
 

@@ -22,7 +22,6 @@ from proto.api.endpoints import (
     ObjectRef,
     RefKind,
     Settings,
-    UnresolvedReference,
     decode_connections,
     effective_settings,
     encode_connections,
@@ -32,7 +31,7 @@ from proto.api.endpoints import (
     parse_settings,
     resolve,
 )
-from proto.api.errors import InvalidControllerError
+from proto.api.errors import InvalidControllerError, UnresolvedReference
 from proto.api.fields import Fields
 
 PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"
