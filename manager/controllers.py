@@ -30,12 +30,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 
-from manager.hookrefs import HookReferences
+from manager.hookrefs import HookReferences, resolve_connections
 from manager.informer import Informer
 from manager.informers import Informers
 from manager.routing import Handler
@@ -43,16 +43,9 @@ from manager.store import Cached
 from manager.views import ControllerView, group_resource
 from proto.api import names
 from proto.api.controllers import CompositeController, parse_composite_controller
-from proto.api.endpoints import (
-    Connection,
-    ObjectRef,
-    encode_connections,
-    object_refs,
-    resolve_all,
-)
-from proto.api.errors import InvalidControllerError, UnresolvedReference
+from proto.api.endpoints import object_refs
+from proto.api.errors import InvalidControllerError
 from proto.clock import SYSTEM_CLOCK, Clock
-from proto.hooks.tls import build_context
 from proto.kube.errors import KubeError, ResourceNotFound
 from proto.kube.events import NORMAL, WARNING, EventRecorder
 from proto.kube.resources import Discovery, Resource
@@ -220,17 +213,7 @@ class Controllers:
     async def _connections(self, spec: CompositeController, obj: dict[str, Any]) -> bytes:
         """The hooks' resolved connections; new problems become Warning events."""
         settings = {hook.value: chosen for hook, chosen in spec.connection_settings().items()}
-        refs = object_refs(settings.values())
-        if refs and self._references is not None:
-            await self._references.read(refs)
-        connections, problems = resolve_all(settings, self._lookup)
-        for hook, connection in list(connections.items()):
-            if connection.error is None and connection.tls_material != (None, None, None):
-                try:
-                    build_context(*connection.tls_material)
-                except ValueError as err:
-                    connections[hook] = Connection(error=str(err))
-                    problems.append(str(err))
+        connections, problems = await resolve_connections(settings, self._references)
         reported = self._reported.get(spec.name, set())
         for problem in problems:
             if problem not in reported:
@@ -238,12 +221,7 @@ class Controllers:
                 log.warning("hook connection unusable", controller=spec.name, problem=problem)
                 self._recorder.emit(obj, WARNING, names.REASON_CREATE_ERROR, message)
         self._reported[spec.name] = set(problems)
-        return encode_connections(connections)
-
-    def _lookup(self, ref: ObjectRef) -> Mapping[str, bytes] | None:
-        if self._references is None:
-            raise UnresolvedReference(f"cannot read {ref}: no API client to read it with")
-        return self._references.lookup(ref)
+        return connections
 
     async def _use(self, views: dict[str, ControllerView]) -> None:
         needed: dict[str, Resource] = {}

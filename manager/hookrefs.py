@@ -12,6 +12,10 @@ Contract:
   ``on_change()`` once per round in which any of them changed (created, deleted, data edited,
   or a read started or stopped failing): a rotated token or a renewed CA takes effect within
   that interval without editing the controller.
+- ``resolve_connections(settings, references)`` reads what the hooks' settings name and
+  resolves each hook's ``Connection`` (``proto.api.endpoints``), checking that TLS material
+  loads (``proto.hooks.tls``); it returns them encoded for the controller definition, and the
+  problems found (object and key, or which TLS part is wrong; never a value).
 """
 
 from __future__ import annotations
@@ -21,9 +25,18 @@ import binascii
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from proto.api.endpoints import ObjectRef, RefKind
+from proto.api.endpoints import (
+    Connection,
+    ObjectRef,
+    RefKind,
+    Settings,
+    encode_connections,
+    object_refs,
+    resolve_all,
+)
 from proto.api.errors import UnresolvedReference
 from proto.clock import SYSTEM_CLOCK, Clock
+from proto.hooks.tls import build_context
 from proto.kube.errors import ApiError, KubeError, NotFound
 from proto.kube.resources import Resource
 from proto.logs import get_logger
@@ -153,3 +166,27 @@ class HookReferences:
         except (KubeError, OSError, TimeoutError) as err:
             return _Failed(type(err).__name__)
         return object_data(ref.kind, obj)
+
+
+async def resolve_connections(
+    settings: Mapping[str, Settings], references: HookReferences | None
+) -> tuple[bytes, list[str]]:
+    """Hook name -> connection, encoded; and the problems found (see the module docstring)."""
+    refs = object_refs(settings.values())
+    if refs and references is not None:
+        await references.read(refs)
+
+    def lookup(ref: ObjectRef) -> Mapping[str, bytes] | None:
+        if references is None:
+            raise UnresolvedReference(f"cannot read {ref}: no API client to read it with")
+        return references.lookup(ref)
+
+    connections, problems = resolve_all(settings, lookup)
+    for hook, connection in list(connections.items()):
+        if connection.error is None and connection.tls_material != (None, None, None):
+            try:
+                build_context(*connection.tls_material)
+            except ValueError as err:
+                connections[hook] = Connection(error=str(err))
+                problems.append(str(err))
+    return encode_connections(connections), problems

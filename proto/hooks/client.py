@@ -206,8 +206,11 @@ class HookClient:
             raise HookResponseTooLarge(self._max_response_bytes, url=url) from None
         except HttpTransportError as err:
             raise HookTransportError(f"http error: {url}: {err}", url=url) from None
-        except ValueError as err:
-            raise HookTransportError(f"http error: {url}: {err}", url=url) from None
+        except ValueError:  # its text may quote a header value: not repeated here
+            raise HookTransportError(
+                f"http error: {url}: the request cannot be sent (a malformed URL or header)",
+                url=url,
+            ) from None
         finally:
             self._metrics.finished(endpoint.hook, labels, code=code, seconds=self._clock() - start)
         if code == 200:

@@ -7,8 +7,17 @@ from typing import Any
 
 import pytest
 
-from manager.hookrefs import HookReferences, object_data
-from proto.api.endpoints import ObjectRef, RefKind
+from manager.hookrefs import HookReferences, object_data, resolve_connections
+from proto.api.endpoints import (
+    Authorization,
+    CABundle,
+    Connection,
+    KeyRef,
+    ObjectRef,
+    RefKind,
+    Settings,
+    decode_connections,
+)
 from proto.api.errors import UnresolvedReference
 from proto.kube.errors import Forbidden, NotFound
 from proto.kube.resources import Resource
@@ -91,3 +100,37 @@ async def test_a_failed_read_is_reported_without_values() -> None:
     api.objects[("secrets", "ops", "token")] = {"data": {"token": b64("t")}}
     assert await refs.refresh() is True
     assert refs.lookup(TOKEN) == {"token": b"t"}
+
+
+@pytest.mark.asyncio
+async def test_connections_are_resolved_and_problems_named() -> None:
+    api = FakeApi()
+    api.objects[("secrets", "ops", "token")] = {"data": {"token": b64("s3cr3t")}}
+    api.objects[("configmaps", "ops", "roots")] = {"data": {"ca.crt": "no certificate here"}}
+    refs = HookReferences(api)
+    settings = {
+        "sync": Settings(authorization=Authorization("Bearer", KeyRef(TOKEN, "token"))),
+        "finalize": Settings(authorization=Authorization("Bearer", KeyRef(TOKEN, "other"))),
+        "customize": Settings(ca_bundle=CABundle(ref=KeyRef(ROOTS, "ca.crt"))),
+    }
+    encoded, problems = await resolve_connections(settings, refs)
+    connections = decode_connections(encoded)
+    assert connections["sync"] == Connection(authorization="Bearer s3cr3t")
+    assert connections["finalize"].error == "Secret ops/token has no key 'other'"
+    assert (
+        connections["customize"].error
+        == 'key "ca.crt" of ConfigMap ops/roots holds no PEM certificate'
+    )
+    assert problems == [connections["finalize"].error, connections["customize"].error]
+    assert not any("s3cr3t" in p for p in problems)
+    assert sorted(api.gets) == [("configmaps", "ops", "roots"), ("secrets", "ops", "token")]
+
+
+@pytest.mark.asyncio
+async def test_tls_material_that_does_not_load_is_a_problem() -> None:
+    pem = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----"
+    encoded, problems = await resolve_connections(
+        {"sync": Settings(ca_bundle=CABundle(inline=pem))}, None
+    )
+    assert problems and problems[0].startswith("caBundle: not a usable PEM")
+    assert decode_connections(encoded)["sync"].error == problems[0]
