@@ -38,6 +38,7 @@ class Reply:
     body: bytes = b"{}"
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds to wait before answering (a slow or hung hook)
+    chunked: bool = False  # sent in 64 KiB chunks without Content-Length (a streamed answer)
 
     @classmethod
     def json(cls, answer: Any, **kwargs: Any) -> Reply:
@@ -128,7 +129,7 @@ class HookServer:
         assert server is not None
         self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
 
-    async def _handle(self, request: web.Request) -> web.Response:
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         controller, hook = request.match_info["controller"], request.match_info["hook"]
         body = orjson.loads(await request.read())
         with self._lock:
@@ -159,6 +160,8 @@ class HookServer:
                 return self._close(web.Response(status=304, headers=headers))
         with self._lock:
             options.full_answers += 1
+        if reply.chunked:
+            return await self._stream(request, reply)
         return self._close(
             web.Response(
                 status=reply.status,
@@ -167,6 +170,20 @@ class HookServer:
                 content_type="application/json",
             )
         )
+
+    async def _stream(self, request: web.Request, reply: Reply) -> web.StreamResponse:
+        response = web.StreamResponse(status=reply.status, headers=reply.headers)
+        response.content_type = "application/json"
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        body = memoryview(reply.body)
+        try:
+            for start in range(0, len(body), 64 * 1024):
+                await response.write(body[start : start + 64 * 1024])
+            await response.write_eof()
+        except (ConnectionError, RuntimeError):
+            pass  # the client stopped reading
+        return response
 
     def _close(self, response: web.Response) -> web.Response:
         if self._tls is not None:

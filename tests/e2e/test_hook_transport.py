@@ -23,7 +23,7 @@ from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.resources import Resource
 from tests.e2e.harness import Processes, eventually
-from tests.e2e.hookserver import HookServer
+from tests.e2e.hookserver import HookServer, Reply
 from tests.e2e.test_composite import CCS, CONFIGMAPS, EVENTS, SELECTED_BY, fanout, get, thing
 from tests.unit.proto.pki import Pki, make_pki, server_tls
 
@@ -357,3 +357,58 @@ async def _has_sync_error(kube: Client, namespace: str, parent: str, text: str) 
         e["type"] == "Warning" and text in e.get("message", "")
         for e in await events_about(kube, parent, "SyncError", namespace)
     )
+
+
+def _peak_rss(pid: int) -> int | None:
+    """The most resident memory a process has had, in bytes (Linux ``VmHWM``), else None."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+async def test_a_50_mb_answer_fails_the_sync_and_worker_memory_stays_flat(
+    kube: Client,
+    namespace: str,
+    controllers: Callable[..., Any],
+    hooks: HookServer,
+    stack: Processes,
+) -> None:
+    # warm up: both workers joined and have reconciled (imports done, buffers grown)
+    warm = await controllers(lambda cc, hook: {"url": hooks.url(cc, hook)})
+    hooks.program(warm, fanout)
+    for i in range(4):
+        await thing(kube, namespace, f"warm-{i}", warm, {"children": 1, "data": "w"})
+    for i in range(4):
+        await eventually(
+            lambda i=i: _is(child_data(kube, namespace, f"warm-{i}"), "w"), within=SYNC_WITHIN
+        )
+    workers = [p for p in stack.procs if p.name.startswith("worker")]
+    before = {p.name: _peak_rss(p.popen.pid) for p in workers}
+    if None in before.values():
+        pytest.skip("no /proc here to read a worker's memory")
+    huge = b'{"status": {"pad": "' + b"x" * (50 * 1024 * 1024) + b'"}, "children": []}'
+    name = await controllers(lambda cc, hook: {"url": hooks.url(cc, hook)})
+    hooks.program(name, lambda hook, request: Reply(body=huge, chunked=True))
+    await thing(kube, namespace, "p", name, {"children": 1, "data": "one"})
+    limit = f"larger than the limit of {3 * 1024 * 1024} bytes"
+    await eventually(
+        lambda: _has_sync_error(kube, namespace, "p", limit),
+        within=SYNC_WITHIN,
+        message="no SyncError naming the size limit",
+    )
+    await eventually(lambda: _more_calls(hooks, name, 3), within=SYNC_WITHIN)  # a few retries
+    growth = max((_peak_rss(p.popen.pid) or 0) - (before[p.name] or 0) for p in workers)
+    calls = len(hooks.calls(name))
+    print(f"50 MB answers x{calls}: the workers' peak RSS grew by {growth / 2**20:.1f} MiB at most")
+    assert growth < 40 * 1024 * 1024
+    parent = await get(kube, THINGS_OF, namespace, "p")
+    assert parent is not None and "status" not in parent
+
+
+async def _more_calls(hooks: HookServer, name: str, count: int) -> bool:
+    return len(hooks.calls(name)) >= count
