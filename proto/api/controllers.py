@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from proto.api import names
@@ -206,10 +206,17 @@ class CompositeController:
         return hook_settings(self.hooks, self.endpoint_configs)
 
 
+class HookSet(Protocol):
+    """The hooks of a controller of any kind (``CompositeHooks`` conforms)."""
+
+    def get(self, name: HookName) -> Hook | None: ...
+
+
 def hook_settings(
-    hooks: CompositeHooks, endpoint_configs: tuple[EndpointConfig, ...]
+    hooks: HookSet, endpoint_configs: tuple[EndpointConfig, ...]
 ) -> dict[HookName, Settings]:
-    """Hook name -> the connection settings it uses (see ``proto.api.endpoints``)."""
+    """Hook name -> the connection settings it uses (see ``proto.api.endpoints``); shared by
+    every controller kind."""
     out: dict[HookName, Settings] = {}
     for name in HookName:
         hook = hooks.get(name)
