@@ -38,6 +38,9 @@ Invariants and conventions:
   slot the worker does not own, with a NACK.
 - Object payloads (``ControllerDef.object``, everything in a SNAPSHOT) are the API server's
   raw JSON bytes, carried as msgpack ``bin`` and never decoded by the wire layer.
+- ``ControllerDef.connections`` carries each hook's resolved TLS material and credentials
+  (read by the coordinator from the Secrets and ConfigMaps the controller names): WELCOME and
+  CONTROLLERS hold secrets, so the link must be private, and nothing may log them.
 - Group keys of ``children`` and ``related`` are ``<Kind>.<apiVersion>`` (``Pod.v1``,
   ``Deployment.apps/v1``), as in Metacontroller's hook requests.
 - Sequences are tuples, so every message is immutable and can be shared between tasks.
