@@ -51,17 +51,17 @@ def build_context(
     ca_bundle: str | None, client_cert: str | None, client_key: str | None
 ) -> ssl.SSLContext:
     """A verifying client context with TLS 1.2 at least (see the module docstring)."""
-    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    if ca_bundle is not None:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if ca_bundle is None:
+        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+    else:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies; only the given roots
         try:
             context.load_verify_locations(cadata=ca_bundle)
         except (ssl.SSLError, ValueError) as err:
             raise ValueError(
                 f"caBundle: not a usable PEM certificate bundle ({_reason(err)})"
             ) from None
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
     if (client_cert is None) != (client_key is None):
         raise ValueError("clientTLS: a certificate and its private key are both required")
     if client_cert is not None and client_key is not None:
