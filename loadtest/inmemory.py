@@ -19,7 +19,7 @@ read-only, as reconcilers treat snapshot objects.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -229,7 +229,9 @@ class ScriptedHooks:
     requests: list[tuple[HookEndpoint, dict[str, Any]]] = field(default_factory=list)
     keep: bool = True
 
-    async def call(self, endpoint: HookEndpoint, body: bytes) -> bytes:
+    async def call(
+        self, endpoint: HookEndpoint, body: bytes, *, cache_key: Hashable | None = None
+    ) -> bytes:
         request = orjson.loads(body)
         if self.keep:
             self.requests.append((endpoint, request))

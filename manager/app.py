@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry
 
 from manager.election import ElectionConfig, LeaderElector, default_identity
 from manager.election_metrics import PrometheusLeaderMetrics
+from manager.hookrefs import HookReferences
 from manager.informer_metrics import PrometheusInformerMetrics
 from manager.informers import Informers
 from manager.leaselock import ClientLeaseLock
@@ -147,6 +148,7 @@ class Coordinator:
             informers=informers,
             recorder=self._recorder,
             hooks=self._hooks,
+            references=HookReferences(self._client, clock=self._clock),
             metrics=self._term_metrics,
             dropped_frames=self._dropped_frames,
             refused_peers=self._refused_peers,

@@ -74,6 +74,11 @@ def _run(argv: list[str]) -> int:
     parser.add_argument(
         "--reconciler", help="MODULE:CALLABLE for the workers (see metashard worker)"
     )
+    parser.add_argument(
+        "--hook-max-response-bytes",
+        type=int,
+        help="largest hook answer the workers accept (see metashard worker)",
+    )
     parser.set_defaults(bind=None)
     args = parser.parse_args(argv)
     if args.workers < 1:
@@ -106,6 +111,8 @@ def _worker_flags(settings: CoordinatorSettings, args: argparse.Namespace) -> li
         flags += ["--reconciler", args.reconciler]
     if settings.curve_keys:
         flags += ["--curve-keys", settings.curve_keys]
+    if args.hook_max_response_bytes is not None:
+        flags += ["--hook-max-response-bytes", str(args.hook_max_response_bytes)]
     return flags
 
 

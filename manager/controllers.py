@@ -18,24 +18,36 @@ Contract:
   one controller never restarts an informer another one uses.
 - ``on_change(views, added)`` is called after every change with the full set of valid
   controllers and the names of those that started (or changed) in this change.
+- Hook connections: the Secrets and ConfigMaps a controller's webhooks (or its
+  ``endpointConfigs``) name are read one by one (``manager.hookrefs``: a GET per object, never
+  a list of all Secrets) and re-read every few seconds; each hook's resolved TLS material and
+  credentials go into the controller's definition (``ControllerView.connections``). When they
+  change the controller counts as changed, so workers get the new material without any edit
+  of the controller. A missing object or key, or material that does not load, is a Warning
+  event (``CreateError``) on the controller naming the object and the key (never a value),
+  once per distinct problem; that hook carries the problem instead of credentials, and its
+  calls fail (``SyncError`` on the parent) without reaching the hook server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 
+from manager.hookrefs import HookReferences, resolve_connections
 from manager.informer import Informer
 from manager.informers import Informers
 from manager.routing import Handler
 from manager.store import Cached
 from manager.views import ControllerView, group_resource
 from proto.api import names
-from proto.api.controllers import parse_composite_controller
+from proto.api.controllers import CompositeController, parse_composite_controller
+from proto.api.endpoints import object_refs
 from proto.api.errors import InvalidControllerError
 from proto.clock import SYSTEM_CLOCK, Clock
 from proto.kube.errors import KubeError, ResourceNotFound
@@ -69,6 +81,7 @@ class Controllers:
         on_change: OnChange,
         clock: Clock = SYSTEM_CLOCK,
         retry_interval: float = 30.0,
+        references: HookReferences | None = None,
     ) -> None:
         self._discovery = discovery
         self._informers = informers
@@ -80,6 +93,8 @@ class Controllers:
         self.views: dict[str, ControllerView] = {}
         self._failed: dict[str, str] = {}  # name -> resourceVersion reported
         self._acquired: dict[str, tuple[Resource, Informer, Handler]] = {}
+        self._references = references
+        self._reported: dict[str, set[str]] = {}  # name -> connection problems reported
         self._changed = asyncio.Event()
         self._source: Informer | None = None
         self._loaded = asyncio.Event()
@@ -92,6 +107,11 @@ class Controllers:
 
     async def run(self) -> None:
         source = await self._watch_controllers()
+        refresher = None
+        if self._references is not None:
+            refresher = asyncio.create_task(
+                self._references.run(self._changed.set), name="hook-references"
+            )
         try:
             while True:
                 await source.wait_synced()
@@ -102,6 +122,9 @@ class Controllers:
                     await asyncio.wait_for(self._changed.wait(), wait)
                 self._changed.clear()
         finally:
+            if refresher is not None:
+                refresher.cancel()
+                await asyncio.gather(refresher, return_exceptions=True)
             await self._release_all()
 
     async def _watch_controllers(self) -> Informer:
@@ -146,6 +169,14 @@ class Controllers:
             self._backoff = min(max(2 * self._backoff, 1.0), self._retry_interval)
         else:
             self._backoff = 0.0
+        if self._references is not None:
+            self._references.use(
+                object_refs(
+                    s for v in wanted.values() for s in v.spec.connection_settings().values()
+                )
+            )
+        for name in set(self._reported) - set(wanted):
+            del self._reported[name]
         added = {n for n, v in wanted.items() if self.views.get(n) is not v}
         removed = set(self.views) - set(wanted)
         if not added and not removed:
@@ -159,7 +190,11 @@ class Controllers:
     async def _view(self, cached: Cached) -> ControllerView | None:
         current = self.views.get(cached.name)
         if current is not None and current.resource_version == cached.resource_version:
-            return current
+            connections = await self._connections(current.spec, orjson.loads(cached.raw))
+            if connections == current.connections:
+                return current
+            log.info("hook connection material changed", controller=current.name)
+            return dataclasses.replace(current, connections=connections)
         obj: dict[str, Any] = orjson.loads(cached.raw)
         try:
             view = await self._resolve(obj, cached)
@@ -199,7 +234,23 @@ class Controllers:
                 f"parent resource {spec.parent.resource}.{parent.group or 'core'} "
                 f"{parent.version} must have the status subresource enabled",
             )
-        return ControllerView(spec, cached.raw, cached.resource_version, parent, children)
+        connections = await self._connections(spec, obj)
+        return ControllerView(
+            spec, cached.raw, cached.resource_version, parent, children, connections
+        )
+
+    async def _connections(self, spec: CompositeController, obj: dict[str, Any]) -> bytes:
+        """The hooks' resolved connections; new problems become Warning events."""
+        settings = {hook.value: chosen for hook, chosen in spec.connection_settings().items()}
+        connections, problems = await resolve_connections(settings, self._references)
+        reported = self._reported.get(spec.name, set())
+        for problem in problems:
+            if problem not in reported:
+                message = f"hook connection unusable, its calls will fail: {problem}"
+                log.warning("hook connection unusable", controller=spec.name, problem=problem)
+                self._recorder.emit(obj, WARNING, names.REASON_CREATE_ERROR, message)
+        self._reported[spec.name] = set(problems)
+        return connections
 
     async def _use(self, views: dict[str, ControllerView]) -> None:
         needed: dict[str, Resource] = {}

@@ -96,6 +96,7 @@ class Related:
         self._watched: dict[str, _Watched] = {}
         self._namespaces: Informer | None = None
         self._releases: set[asyncio.Future[None]] = set()
+        self._known: set[str] = set()  # controller names, to forget those that go
 
     # --- what the router and the term ask -----------------------------------------------------
 
@@ -128,7 +129,13 @@ class Related:
         self._schedule(key)
 
     def set_controllers(self, views: Iterable[ControllerView]) -> None:
-        """Forget the parents of controllers that are gone or no longer have a customize hook."""
+        """Forget the parents of controllers that are gone or no longer have a customize hook,
+        and the hook client's TLS contexts of controllers that are gone."""
+        views = list(views)
+        names = {v.name for v in views}
+        for gone in self._known - names:
+            self._hooks.forget(controller_type=COMPOSITE_CONTROLLER, controller_name=gone)
+        self._known = names
         live = {v.name: v for v in views if self.applies(v)}
         for key, entry in list(self._entries.items()):
             if live.get(entry.view.name) is not entry.view:
@@ -226,7 +233,13 @@ class Related:
         body = orjson.dumps(
             customize_request(controller=view.spec.raw, parent=orjson.loads(parent.raw))
         )
-        endpoint = HookEndpoint(HookName.CUSTOMIZE, hook.webhook, COMPOSITE_CONTROLLER, view.name)
+        endpoint = HookEndpoint(
+            HookName.CUSTOMIZE,
+            hook.webhook,
+            COMPOSITE_CONTROLLER,
+            view.name,
+            view.connection(HookName.CUSTOMIZE),
+        )
         answer = await self._hooks.call(endpoint, body)
         response = decode_customize_response(
             answer, mode=hook.response_mode, version=hook.version, parent_namespace=parent.namespace

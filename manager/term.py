@@ -28,6 +28,7 @@ from prometheus_client import Counter
 
 from manager.controllers import Controllers
 from manager.dispatch import Dispatch
+from manager.hookrefs import HookReferences
 from manager.informers import Informers
 from manager.link import RouterLink
 from manager.membership import Membership, Timing
@@ -77,6 +78,7 @@ class Term:
         informers: Informers,
         recorder: EventRecorder,
         hooks: HookClient,
+        references: HookReferences | None = None,
         metrics: TermMetrics | None = None,
         dropped_frames: Counter | None = None,
         refused_peers: Counter | None = None,
@@ -128,6 +130,7 @@ class Term:
             on_change=self._controllers_changed,
             clock=clock,
             retry_interval=settings.retry_interval,
+            references=references,
         )
         self.snapshots = SnapshotServer(
             epoch=epoch,

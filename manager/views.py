@@ -7,14 +7,15 @@ everything here is pure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import orjson
 
 from manager.store import Cached
-from proto.api.controllers import CompositeController, group_of
+from proto.api.controllers import CompositeController, HookName, group_of
+from proto.api.endpoints import Connection, decode_connections
 from proto.api.names import CONTROLLER_UID_LABEL
 from proto.api.objectmap import TypeKey
 from proto.api.selectors import Selector, SelectorError, from_label_selector, from_match_labels
@@ -48,6 +49,8 @@ class ControllerView:
     resource_version: str
     parent: Resource
     children: tuple[Resource, ...]
+    connections: bytes = field(default=b"", repr=False)
+    """Each hook's resolved TLS material and credentials (``proto.api.endpoints``)."""
 
     @property
     def name(self) -> str:
@@ -66,7 +69,16 @@ class ControllerView:
             resource_version=self.resource_version,
             object=self.raw,
             resources=(resource_info(self.parent), *(resource_info(c) for c in self.children)),
+            connections=self.connections,
         )
+
+    def connection(self, hook: HookName) -> Connection:
+        """The resolved connection of one hook (empty when it uses none)."""
+        return self._connections.get(hook.value) or Connection()
+
+    @cached_property
+    def _connections(self) -> dict[str, Connection]:
+        return decode_connections(self.connections)
 
     def key(self, namespace: str, name: str) -> ParentKey:
         return ParentKey(

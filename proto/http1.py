@@ -24,9 +24,17 @@ Contract:
 - Response bodies: ``Content-Length``, ``chunked`` or until close; none for ``HEAD``, 204 and
   304; interim 1xx responses are skipped. Header names and values containing CR or LF are
   refused (``ValueError``) before anything is sent.
+- Body size: ``request(..., max_body=n)`` refuses a response body longer than ``n`` bytes
+  with ``BodyTooLarge`` as soon as that is known: at once from ``Content-Length``, else as
+  soon as the chunks or the bytes read until close pass ``n``; at most ``n`` plus one read's
+  worth of bytes is ever buffered, and the connection is closed.
 - TLS: ``ssl_context`` for ``https`` origins (default: the system's trust store), with an
-  optional ``server_hostname`` override. ``proxy`` (``http://[user:pass@]host:port``) carries
-  plain requests in absolute form and ``https`` ones through a ``CONNECT`` tunnel.
+  optional ``server_hostname`` override; ``request(..., ssl_context=ctx)`` uses ``ctx`` for
+  that request instead. Connections are pooled per (origin, context), so a connection made
+  with one context (CA, client certificate) never carries a request meant for another;
+  ``discard(ctx)`` closes the idle connections made with ``ctx`` and forgets their pools.
+  ``proxy`` (``http://[user:pass@]host:port``) carries plain requests in absolute form and
+  ``https`` ones through a ``CONNECT`` tunnel.
 """
 
 from __future__ import annotations
@@ -47,6 +55,14 @@ _NO_BODY_STATUSES = (204, 304)
 
 class HttpTransportError(Exception):
     """The exchange failed below HTTP semantics: connect, reset, early close, bad framing."""
+
+
+class BodyTooLarge(HttpTransportError):
+    """The response body is longer than the ``max_body`` the caller allowed."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"response body larger than {limit} bytes")
+        self.limit = limit
 
 
 class _StaleConnection(HttpTransportError):
@@ -136,6 +152,8 @@ class _Connection(asyncio.Protocol):
         self._framing = ""  # "", "length", "chunked", "close"
         self._length = 0
         self._chunks: list[bytes] = []
+        self._chunked_size = 0
+        self._max_body: int | None = None
 
     # --- asyncio.Protocol ---------------------------------------------------------------------
 
@@ -167,10 +185,13 @@ class _Connection(asyncio.Protocol):
 
     # --- one exchange -------------------------------------------------------------------------
 
-    def exchange(self, data: bytes, *, head_only: bool) -> asyncio.Future[HttpResponse]:
+    def exchange(
+        self, data: bytes, *, head_only: bool, max_body: int | None = None
+    ) -> asyncio.Future[HttpResponse]:
         assert self.transport is not None and self._waiter is None
         self._waiter = asyncio.get_running_loop().create_future()
         self._head_only = head_only
+        self._max_body = max_body
         self._received = bool(self._buffer)
         self._framing = ""
         self.transport.write(data)
@@ -213,7 +234,7 @@ class _Connection(asyncio.Protocol):
             if self._head_only or status in _NO_BODY_STATUSES:
                 self._framing, self._length = "length", 0
             elif "chunked" in headers.get("transfer-encoding", "").lower():
-                self._framing, self._chunks = "chunked", []
+                self._framing, self._chunks, self._chunked_size = "chunked", [], 0
             elif "content-length" in headers:
                 try:
                     self._length = int(headers["content-length"])
@@ -223,10 +244,15 @@ class _Connection(asyncio.Protocol):
                     ) from None
                 if self._length < 0:
                     raise HttpTransportError(f"negative Content-Length: {self._length}")
+                if self._max_body is not None and self._length > self._max_body:
+                    raise BodyTooLarge(self._max_body)
                 self._framing = "length"
             else:
                 self._framing, self.keep_alive = "close", False
-        if self._framing == "length":
+        if self._framing == "close":
+            if self._max_body is not None and len(buffer) > self._max_body:
+                raise BodyTooLarge(self._max_body)
+        elif self._framing == "length":
             if len(buffer) >= self._length:
                 body = bytes(buffer[: self._length])
                 del buffer[: self._length]
@@ -253,11 +279,15 @@ class _Connection(asyncio.Protocol):
                 self._finish(b"".join(self._chunks))
                 return
             start = line_end + 2
+            limit = self._max_body
+            if limit is not None and self._chunked_size + size > limit:
+                raise BodyTooLarge(limit)
             if len(buffer) < start + size + 2:
                 return
             if buffer[start + size : start + size + 2] != b"\r\n":
                 raise HttpTransportError("chunk not followed by CRLF")
             self._chunks.append(bytes(buffer[start : start + size]))
+            self._chunked_size += size
             del buffer[: start + size + 2]
 
 
@@ -269,6 +299,7 @@ class _Pool:
         self.idle: list[_Connection] = []
         self.open = 0
         self.waiters: collections.deque[asyncio.Future[_Connection | None]] = collections.deque()
+        self.discarded = False
 
     def wake(self, conn: _Connection | None) -> bool:
         """Hand ``conn`` (or a free slot: ``None``) to the first live waiter."""
@@ -300,7 +331,7 @@ class HttpClient:
         self._connect_timeout = connect_timeout
         self._idle_timeout = idle_timeout
         self._limit = limit_per_origin
-        self._pools: dict[_Origin, _Pool] = {}
+        self._pools: dict[tuple[_Origin, ssl.SSLContext | None], _Pool] = {}
         self._origins: dict[str, _Origin] = {}
         self._proxy: _Origin | None = None
         self._proxy_auth: str | None = None
@@ -337,25 +368,43 @@ class HttpClient:
         *,
         headers: Mapping[str, str] | None = None,
         body: bytes | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        max_body: int | None = None,
     ) -> HttpResponse:
         """Send one request and return its response (any status). See the module docstring."""
         origin, target = self._split(url)
         data = self._encode(method, origin, target, headers or {}, body)
+        pool = (origin, ssl_context if origin.tls else None)
         for attempt in (1, 2):
-            conn = await self._acquire(origin)
+            conn = await self._acquire(pool)
             try:
-                response = await conn.exchange(data, head_only=method == "HEAD")
+                response = await conn.exchange(data, head_only=method == "HEAD", max_body=max_body)
             except _StaleConnection:
-                self._release(origin, conn, reusable=False)
+                self._release(pool, conn, reusable=False)
                 if attempt == 2:
                     raise HttpTransportError("the server closed the connection twice") from None
                 continue
             except BaseException:
-                self._release(origin, conn, reusable=False)
+                self._release(pool, conn, reusable=False)
                 raise
-            self._release(origin, conn, reusable=conn.keep_alive and not conn.closed)
+            self._release(pool, conn, reusable=conn.keep_alive and not conn.closed)
             return response
         raise AssertionError("unreachable")
+
+    def discard(self, ssl_context: ssl.SSLContext) -> None:
+        """Close the idle connections made with ``ssl_context`` and forget their pools.
+
+        Connections of that context still in use close when their exchange ends.
+        """
+        for key in [k for k in self._pools if k[1] is ssl_context]:
+            pool = self._pools[key]
+            pool.discarded = True
+            for conn in pool.idle:
+                conn.close()
+                pool.open -= 1
+            pool.idle.clear()
+            if pool.open == 0 and not pool.waiters:
+                del self._pools[key]
 
     # --- requests -----------------------------------------------------------------------------
 
@@ -396,12 +445,13 @@ class HttpClient:
 
     # --- connections --------------------------------------------------------------------------
 
-    async def _acquire(self, origin: _Origin) -> _Connection:
+    async def _acquire(self, key: tuple[_Origin, ssl.SSLContext | None]) -> _Connection:
         if self._closed:
             raise HttpTransportError("the HTTP client is closed")
-        pool = self._pools.get(origin)
+        origin, context = key
+        pool = self._pools.get(key)
         if pool is None:
-            pool = self._pools[origin] = _Pool(self._limit)
+            pool = self._pools[key] = _Pool(self._limit)
         while True:
             now = time.monotonic()
             while pool.idle:
@@ -415,7 +465,7 @@ class HttpClient:
             if pool.open < pool.limit:
                 pool.open += 1
                 try:
-                    return await self._connect(origin)
+                    return await self._connect(origin, context)
                 except BaseException:
                     pool.open -= 1
                     pool.wake(None)
@@ -428,7 +478,7 @@ class HttpClient:
                 if waiter.done() and not waiter.cancelled():  # pass on what was handed over
                     handed = waiter.result()
                     if handed is not None:
-                        self._release(origin, handed, reusable=True)
+                        self._release(key, handed, reusable=True)
                     else:
                         pool.wake(None)
                 raise
@@ -438,21 +488,25 @@ class HttpClient:
                 conn_or_slot.reused = True
                 return conn_or_slot
 
-    def _release(self, origin: _Origin, conn: _Connection, *, reusable: bool) -> None:
-        pool = self._pools[origin]
-        if not reusable or self._closed:
+    def _release(
+        self, key: tuple[_Origin, ssl.SSLContext | None], conn: _Connection, *, reusable: bool
+    ) -> None:
+        pool = self._pools[key]
+        if not reusable or self._closed or pool.discarded:
             conn.close()
             pool.open -= 1
-            pool.wake(None)
+            if not pool.wake(None) and pool.discarded and pool.open == 0:
+                del self._pools[key]
             return
         conn.idle_since = time.monotonic()
         if not pool.wake(conn):
             pool.idle.append(conn)
 
-    async def _connect(self, origin: _Origin) -> _Connection:
+    async def _connect(self, origin: _Origin, context: ssl.SSLContext | None) -> _Connection:
         loop = asyncio.get_running_loop()
-        context: ssl.SSLContext | None = None
-        if origin.tls:
+        if not origin.tls:
+            context = None
+        elif context is None:
             if self._ssl is None:
                 self._ssl = ssl.create_default_context()
             context = self._ssl

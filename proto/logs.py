@@ -10,6 +10,11 @@ Contract:
 - Levels below ``level`` cost one function call (filtering bound logger).
 - Third-party libraries logging through the stdlib (aiohttp, kubernetes) are rendered by the
   same processors, so every line of a process has one format.
+- No credential reaches the output: exception tracebacks are rendered without frame locals
+  (JSON: ``exception`` as a list of frames; console: plain text), and then every value of the
+  record, the rendered traceback included, goes through ``proto.redact.redact``: values under
+  credential-like keys (``authorization``, ``cookie``, ``token``...) and credential headers in
+  text (``'Authorization': 'Bearer ...'``, URL userinfo) read ``[REDACTED]``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from typing import Any, Literal
 
 import orjson
 import structlog
+from structlog.tracebacks import ExceptionDictTransformer
+
+from proto.redact import REDACTED, is_sensitive, redact
 
 Format = Literal["json", "console", "auto"]
 
@@ -48,6 +56,21 @@ def _orjson_dumps(obj: Any, default: Any = None) -> str:
     return orjson.dumps(obj, default=default or str).decode()
 
 
+_FIXED_KEYS = frozenset(("level", "timestamp", "logger"))
+
+
+def _redact_record(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    """Replace credentials anywhere in the record (see the module docstring)."""
+    for key, value in event_dict.items():
+        if key in _FIXED_KEYS:
+            continue
+        if key != "event" and is_sensitive(key):
+            event_dict[key] = REDACTED
+        elif isinstance(value, str | list | tuple | dict):
+            event_dict[key] = redact(value)
+    return event_dict
+
+
 def configure(*, fmt: Format = "auto", level: str = "info") -> None:
     """Configure structlog and the stdlib root logger for this process.
 
@@ -68,10 +91,20 @@ def configure(*, fmt: Format = "auto", level: str = "info") -> None:
     ]
     renderer: Any
     if fmt == "json":
-        shared.append(structlog.processors.dict_tracebacks)
+        # structlog's own dict_tracebacks shows frame locals: a header dict in any frame
+        # would be written out whole
+        shared.append(
+            structlog.processors.ExceptionRenderer(ExceptionDictTransformer(show_locals=False))
+        )
         renderer = structlog.processors.JSONRenderer(serializer=_orjson_dumps)
     else:
-        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        # rendered to text here (no locals) so it is redacted like every other value; the
+        # console renderer's rich tracebacks would show frame locals
+        shared.append(structlog.processors.ExceptionRenderer())
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback
+        )
+    shared.append(_redact_record)
 
     structlog.configure(
         processors=[*shared, renderer],

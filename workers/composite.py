@@ -12,7 +12,8 @@ functions in their own modules, the writes happen here:
 4. Children are claimed, adopted and released (``workers.claims``).
 5. The sync hook is called, or the finalize hook (``finalizing: true``) for a parent being
    deleted or unselected. The request embeds the snapshot's raw JSON
-   (``workers.syncrequest``).
+   (``workers.syncrequest``). The hook's TLS material and credentials come resolved in the
+   definition (``ControllerDef.connections``); the parent's key is the ETag cache key.
 6. The response is decoded and its children checked (``proto.api.hooks``): namespaces
    defaulted, ``controller-uid`` added, types declared, labels matched by the selector.
 7. ``finalized: true`` from the finalize hook removes our finalizer.
@@ -50,13 +51,14 @@ Differences from Metacontroller, on purpose:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any, Protocol
 
 import orjson
 
 from proto.api import names
 from proto.api.controllers import HookName, UpdateMethod, parse_composite_controller
+from proto.api.endpoints import Connection, decode_connections
 from proto.api.errors import HookResponseError
 from proto.api.hooks import ChildType, DesiredChild, SyncResponse, decode_sync_response
 from proto.api.hooks import desired_children as check_children
@@ -84,7 +86,11 @@ _MAX_WARNED = 100  # distinct loose-decoding problems logged per controller
 class Hooks(Protocol):
     """``proto.hooks.client.HookClient`` conforms."""
 
-    async def call(self, endpoint: HookEndpoint, body: bytes) -> bytes: ...
+    async def call(
+        self, endpoint: HookEndpoint, body: bytes, *, cache_key: Hashable | None = None
+    ) -> bytes:
+        """``cache_key`` (the parent's key) lets the hook's ETag cache serve a 304."""
+        ...
 
 
 class Events(Protocol):
@@ -136,8 +142,15 @@ class CompositeReconciler:
         self._targets = targets
         self._child_writer = children.ChildWriter(writer, targets)
         self._warned: set[str] = set()
+        connections = decode_connections(definition.connections)
         self._endpoints = {
-            name: HookEndpoint(name, hook.webhook, names.COMPOSITE_CONTROLLER, spec.name)
+            name: HookEndpoint(
+                name,
+                hook.webhook,
+                names.COMPOSITE_CONTROLLER,
+                spec.name,
+                connections.get(name.value) or Connection(),
+            )
             for name in (HookName.SYNC, HookName.FINALIZE)
             if (hook := spec.hooks.get(name)) is not None
         }
@@ -370,7 +383,7 @@ class CompositeReconciler:
         )
         failed = f"{name.value} hook failed for {self._describe(parent)}"
         try:
-            answer = await self._hooks.call(endpoint, body)
+            answer = await self._hooks.call(endpoint, body, cache_key=request.key)
             response = decode_sync_response(answer, mode=hook.response_mode)
         except HookRetryAfter as err:
             raise RequeueAfter(err.delay, str(err)) from None

@@ -16,7 +16,8 @@ Invariants:
   metric series removed (``on_stop`` removes what the runner does not own, e.g. hook metrics).
 - ``cancel(predicate)`` stops the running reconciles of matching keys at their next await
   (fencing: the coordinator is gone) and drops their queued keys; ``drain(predicate)`` drops
-  queued keys and waits for running ones to finish (a slot is being revoked).
+  queued keys and waits for running ones to finish (a slot is being revoked). Both pass the
+  predicate to ``on_discard`` (per-key state kept outside the runner, e.g. ETag caches).
 - Read-your-writes: the resourceVersions a reconcile reports through ``wrote`` become the
   barrier of the key's next fetch; a fetch that returned satisfied it.
 """
@@ -79,6 +80,7 @@ class Runner:
         queue_metrics: MetricsProvider | None = None,
         metrics: ControllerMetrics | None = None,
         on_stop: Callable[[ControllerDef], None] | None = None,
+        on_discard: Callable[[KeyFilter], None] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -91,6 +93,7 @@ class Runner:
         self._queue_metrics = queue_metrics or NoMetricsProvider()
         self._metrics = metrics or NoControllerMetrics()
         self._on_stop = on_stop
+        self._on_discard = on_discard
         self._controllers: dict[str, _Controller] = {}
         self._running: dict[ParentKey, asyncio.Task[Outcome]] = {}
         self._barriers: dict[ParentKey, dict[str, int]] = {}
@@ -189,6 +192,8 @@ class Runner:
             controller.queue.discard(predicate)
         for key in [k for k in self._barriers if predicate(k)]:
             del self._barriers[key]
+        if self._on_discard is not None:
+            self._on_discard(predicate)
 
     @property
     def in_flight(self) -> int:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from proto.curve import ClientCurve, CurveKeyError, client_keys
 from proto.flags import add_common, burst
+from proto.hooks.client import DEFAULT_MAX_RESPONSE_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,7 @@ class WorkerSettings:
     burst: int = 0
     metrics_address: str = ":9999"
     reconciler: str | None = None  # MODULE:CALLABLE replacing the built-in reconcilers
+    hook_max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # a longer hook answer fails
     log_format: str = "auto"
     log_level: str = "info"
     curve: ClientCurve | None = None  # the worker link's CURVE keys (--curve-keys)
@@ -49,6 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="authenticate to the coordinator with CURVE, keys from DIR (see the README)",
     )
     p.add_argument(
+        "--hook-max-response-bytes",
+        type=int,
+        default=DEFAULT_MAX_RESPONSE_BYTES,
+        help="largest hook answer accepted, in bytes; a longer one fails the sync "
+        f"(default {DEFAULT_MAX_RESPONSE_BYTES}, 3 MiB: Kubernetes' request size limit)",
+    )
+    p.add_argument(
         "--reconciler",
         help="MODULE:CALLABLE returning a reconciler factory (replaces the built-in reconcilers)",
     )
@@ -71,6 +80,8 @@ def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
             curve = client_keys(args.curve_keys)
         except CurveKeyError as e:
             parser.error(f"--curve-keys: {e}")
+    if args.hook_max_response_bytes < 1:
+        parser.error("--hook-max-response-bytes must be at least 1")
     return WorkerSettings(
         worker_id=args.worker_id or env.get("POD_NAME") or socket.gethostname(),
         coordinator=coordinator,
@@ -80,6 +91,7 @@ def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
         burst=burst(args),
         metrics_address=args.metrics_address,
         reconciler=args.reconciler,
+        hook_max_response_bytes=args.hook_max_response_bytes,
         log_format=args.log_format,
         log_level=args.log_level,
         curve=curve,

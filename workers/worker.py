@@ -1,7 +1,9 @@
 """The worker process: wires the link, membership, runner, API client and ops endpoint.
 
-Reconcilers share one API client, one webhook client (hook metrics on the worker's registry)
-and one event recorder (component ``metacontroller``); pending events are flushed on exit.
+Reconcilers share one API client, one webhook client (hook metrics on the worker's registry,
+answers capped at ``--hook-max-response-bytes``) and one event recorder (component
+``metacontroller``); pending events are flushed on exit. Cached hook answers (ETag) of keys the
+runner drops (their slot was revoked, or the worker fenced) are dropped with them.
 
 ``Worker(settings).run(stop)`` runs until ``stop`` is set, then leaves gracefully: running
 reconciles finish, the coordinator gets a BYE, sockets and sessions close.
@@ -24,7 +26,7 @@ from proto.kube.events import EventRecorder
 from proto.kube.session import Session
 from proto.logs import bind, get_logger
 from proto.ops import OpsServer
-from proto.wire import dropped_frames_counter
+from proto.wire import ControllerDef, dropped_frames_counter
 from workers.controller_metrics import PrometheusControllerMetrics
 from workers.link import DealerLink
 from workers.membership import Membership
@@ -73,12 +75,15 @@ class Worker:
             events = EventRecorder(
                 client, component=names.EVENT_COMPONENT, instance=settings.worker_id
             )
+            hooks = HookClient(
+                http, metrics=hook_metrics, max_response_bytes=settings.hook_max_response_bytes
+            )
             context = WorkerContext(
                 worker_id=settings.worker_id,
                 client=client,
                 http=http,
                 registry=self.registry,
-                hooks=HookClient(http, metrics=hook_metrics),
+                hooks=hooks,
                 events=events,
             )
             link = DealerLink(
@@ -101,9 +106,8 @@ class Worker:
                 clock=self._clock,
                 queue_metrics=PrometheusMetricsProvider(registry=self.registry),
                 metrics=PrometheusControllerMetrics(registry=self.registry),
-                on_stop=lambda d: hook_metrics.forget(
-                    controller_type=d.kind.value, controller_name=d.name
-                ),
+                on_stop=lambda d: _forget_hooks(hooks, hook_metrics, d),
+                on_discard=hooks.drop_cached,
             )
             membership.work = runner
             self.membership = membership
@@ -133,3 +137,9 @@ class Worker:
         while True:
             runner.update_metrics()
             await self._clock.sleep(METRICS_TICK)
+
+
+def _forget_hooks(hooks: HookClient, metrics: PrometheusHookMetrics, gone: ControllerDef) -> None:
+    """A controller went away: drop its hook metric series, ETag caches and TLS contexts."""
+    metrics.forget(controller_type=gone.kind.value, controller_name=gone.name)
+    hooks.forget(controller_type=gone.kind.value, controller_name=gone.name)

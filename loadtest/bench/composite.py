@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
 import orjson
@@ -173,7 +173,9 @@ class _Writer:
 
 
 class _Hook:
-    async def call(self, endpoint: HookEndpoint, body: bytes) -> bytes:
+    async def call(
+        self, endpoint: HookEndpoint, body: bytes, *, cache_key: Hashable | None = None
+    ) -> bytes:
         return ANSWER
 
 

@@ -11,6 +11,9 @@ field. Defaults are Metacontroller's:
   ``parentResource.labelSelector`` absent selects every parent; ``generateSelector`` false.
 - ``resyncPeriodSeconds`` is kept as given; ``resync_period_seconds`` applies Metacontroller's
   one-second floor.
+- The connection settings (``caBundle``, ``clientTLS``, ``authorization``, ``basicAuth``,
+  ``etag``, ``spec.endpointConfigs``) are validated here with Metacontroller's rules
+  (``proto.api.endpoints``); ``connection_settings()`` says which apply to each hook.
 
 Stricter than Metacontroller, on purpose (each would only fail later, on every sync): ``hooks``
 and ``hooks.sync`` are required, a webhook needs ``url`` or ``service`` + ``path``, the URL must
@@ -26,11 +29,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from proto.api import names
 from proto.api.duration import parse_seconds
+from proto.api.endpoints import (
+    EndpointConfig,
+    ETag,
+    Settings,
+    effective_settings,
+    parse_endpoint_configs,
+    parse_etag,
+    parse_settings,
+)
 from proto.api.errors import DurationError, InvalidControllerError
 from proto.api.fields import Fields
 from proto.api.selectors import Selector
@@ -91,19 +103,17 @@ class ServiceRef:
 class Webhook:
     """Where and how to call one hook.
 
-    ``url`` is the effective URL. The connection settings (``etag``, ``ca_bundle``,
-    ``client_tls``, ``authorization``, ``basic_auth``) are kept as the raw objects.
+    ``url`` is the effective URL. ``settings`` are the webhook's own ``caBundle``,
+    ``clientTLS``, ``authorization`` and ``basicAuth`` (``proto.api.endpoints``; the
+    controller's ``endpointConfigs`` apply when all four are absent).
     """
 
     url: str
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     service: ServiceRef | None = None
     path: str | None = None
-    etag: Mapping[str, Any] | None = None
-    ca_bundle: Mapping[str, Any] | None = None
-    client_tls: Mapping[str, Any] | None = None
-    authorization: Mapping[str, Any] | None = None
-    basic_auth: Mapping[str, Any] | None = None
+    etag: ETag | None = None
+    settings: Settings = Settings()  # noqa: RUF009 (frozen, immutable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +181,7 @@ class CompositeController:
     resync_period: int | None
     """``resyncPeriodSeconds`` as written (``None`` when absent)."""
     generate_selector: bool
-    endpoint_configs: tuple[Mapping[str, Any], ...]
+    endpoint_configs: tuple[EndpointConfig, ...]
     raw: Mapping[str, Any]
     """The object as read; sent whole as the hook request's ``controller``. Do not mutate."""
 
@@ -190,6 +200,30 @@ class CompositeController:
     def rolling(self) -> bool:
         """True when some child type rolls out revision by revision."""
         return any(c.update_strategy.method.rolling for c in self.children)
+
+    def connection_settings(self) -> dict[HookName, Settings]:
+        """The connection settings each hook uses (its own, or its endpoint config's)."""
+        return hook_settings(self.hooks, self.endpoint_configs)
+
+
+class HookSet(Protocol):
+    """The hooks of a controller of any kind (``CompositeHooks`` conforms)."""
+
+    def get(self, name: HookName) -> Hook | None: ...
+
+
+def hook_settings(
+    hooks: HookSet, endpoint_configs: tuple[EndpointConfig, ...]
+) -> dict[HookName, Settings]:
+    """Hook name -> the connection settings it uses (see ``proto.api.endpoints``); shared by
+    every controller kind."""
+    out: dict[HookName, Settings] = {}
+    for name in HookName:
+        hook = hooks.get(name)
+        if hook is not None:
+            webhook = hook.webhook
+            out[name] = effective_settings(webhook.url, webhook.settings, endpoint_configs)
+    return out
 
 
 def group_of(api_version: str) -> str:
@@ -259,11 +293,8 @@ def parse_webhook(fields: Fields) -> Webhook:
         timeout_seconds=_parse_timeout(fields),
         service=service,
         path=path,
-        etag=fields.get_raw_object("etag"),
-        ca_bundle=fields.get_raw_object("caBundle"),
-        client_tls=fields.get_raw_object("clientTLS"),
-        authorization=fields.get_raw_object("authorization"),
-        basic_auth=fields.get_raw_object("basicAuth"),
+        etag=parse_etag(fields.get_object("etag")),
+        settings=parse_settings(fields),
     )
 
 
@@ -394,6 +425,6 @@ def parse_composite_controller(obj: Mapping[str, Any]) -> CompositeController:
         hooks=_parse_composite_hooks(spec),
         resync_period=resync,
         generate_selector=bool(spec.get_bool("generateSelector")),
-        endpoint_configs=tuple(item.obj for item in spec.get_objects("endpointConfigs")),
+        endpoint_configs=parse_endpoint_configs(spec),
         raw=obj,
     )

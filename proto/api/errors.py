@@ -9,7 +9,10 @@
     ├── HookResponseError        a hook answered HTTP 200 with a body that cannot be used: fail
     │                            this reconcile (``SyncError`` Warning event on the parent),
     │                            touch nothing, retry with backoff
-    └── DurationError            a Go duration string does not parse (``time.ParseDuration``)
+    ├── DurationError            a Go duration string does not parse (``time.ParseDuration``)
+    └── UnresolvedReference      a Secret or ConfigMap a webhook's TLS or credentials name is
+                                 missing or unusable: report it on the controller (object and
+                                 key, never a value) and do not call that hook
 
 Every class is also a ``ValueError``: each one means "this input is wrong". Messages name the
 offending field by its JSON path (``spec.hooks.sync.webhook.timeout``, ``children[2].kind``).
@@ -34,3 +37,7 @@ class HookResponseError(ApiError):
 
 class DurationError(ApiError):
     """A duration string that Go's ``time.ParseDuration`` rejects; the message is Go's."""
+
+
+class UnresolvedReference(ApiError):
+    """A referenced Secret/ConfigMap or key is missing or unusable; names object and key."""

@@ -1,26 +1,35 @@
 """The webhook executor: POST a hook request, return the body of a 200 answer.
 
-``HookClient(session).call(endpoint, body)`` sends ``body`` (JSON bytes, encoded by the caller)
-to the endpoint's webhook as Metacontroller does:
+``HookClient(http).call(endpoint, body, cache_key=...)`` sends ``body`` (JSON bytes, encoded by
+the caller) to the endpoint's webhook as Metacontroller does:
 
 - ``POST`` with ``Content-Type: application/json`` to ``webhook.url`` (``url`` as written, or
   ``<protocol>://<name>.<namespace>:<port><path>`` built from ``service``: see
-  ``proto.api.controllers``), with the webhook's timeout over the whole exchange.
+  ``proto.api.controllers``).
+- The webhook's ``timeout`` bounds the whole call: waiting for a pooled connection, connect,
+  TLS handshake, sending, and reading the whole body.
+- The endpoint's resolved ``Connection`` (``proto.api.endpoints``) supplies the
+  ``Authorization`` header and the TLS material: a verifying context with TLS 1.2 at least,
+  with the given CA roots (else the system's) and client certificate (``proto.hooks.tls``).
+  A connection that failed to resolve (``Connection.error``) or whose material does not load
+  raises ``HookConnectionError`` and nothing is sent.
 - Only 200 is success. 429 raises ``HookRetryAfter`` with the ``Retry-After`` delay (integer
   seconds or an RFC 1123 date; unparsable or past: 0). Other statuses raise
   ``HookStatusError`` with an excerpt of the body; timeouts, connection failures and malformed
   HTTP raise ``HookTransportError`` (tree in ``proto.hooks.errors``).
   ``asyncio.CancelledError`` passes.
-- One ``proto.http1.HttpClient`` per process (keep-alive connections per hook server) is
-  injected and shared by every controller; the hook client never closes it.
+- A body longer than ``max_response_bytes`` (default 3 MiB, Kubernetes' request size limit)
+  raises ``HookResponseTooLarge``; reading stops there, nothing more is buffered.
+- ETag (``webhook.etag.enabled``, calls given a ``cache_key``, i.e. the parent): the last
+  ``(ETag, body)`` per parent is kept (``proto.hooks.etag``, one cache per controller and
+  hook); the next call sends ``If-None-Match`` and a 304 or 412 answer returns the cached body.
+  ``drop_cached(predicate)`` forgets parents (their slot moved away); ``forget`` a controller.
+- One ``proto.http1.HttpClient`` per process (keep-alive connections per hook server and TLS
+  material) is injected and shared by every controller; the hook client never closes it.
 - Metrics go to an injected ``HookMetrics`` (``proto.hooks.metrics``), with the endpoint's
-  ``url``, ``controller_name`` and ``controller_type``.
-
-Connection settings that are parsed but not applied yet (``proto.api.controllers.Webhook``):
-``etag`` (a cache of ``(ETag, body)`` per parent, ``If-None-Match``, 304/412 answered from the
-cache) belongs in a wrapper around ``call``; ``caBundle``/``clientTLS`` become a per-endpoint
-``ssl`` context and ``authorization``/``basicAuth`` an ``Authorization`` header, both resolved
-from Secrets outside this module and added where ``_request_options`` builds the request.
+  ``url`` (without userinfo or query string), ``controller_name`` and ``controller_type``.
+- No credential appears in an error message, a metric label or a log line: URLs are shown
+  through ``proto.redact.safe_url`` and header values are never put into messages.
 """
 
 from __future__ import annotations
@@ -29,20 +38,35 @@ import asyncio
 import calendar
 import math
 import re
+import ssl
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 from proto.api.controllers import HookName, Webhook
-from proto.hooks.errors import HookRetryAfter, HookStatusError, HookTransportError
+from proto.api.endpoints import Connection
+from proto.hooks.errors import (
+    HookConnectionError,
+    HookResponseTooLarge,
+    HookRetryAfter,
+    HookStatusError,
+    HookTransportError,
+)
+from proto.hooks.etag import ETagCache
 from proto.hooks.metrics import HookMetrics, NoHookMetrics
-from proto.http1 import HttpClient, HttpTransportError
+from proto.hooks.tls import TlsContexts
+from proto.http1 import BodyTooLarge, HttpClient, HttpTransportError
+from proto.redact import safe_url
 
 BODY_EXCERPT_BYTES = 1024
-_HEADERS = {"Content-Type": "application/json"}
+DEFAULT_MAX_RESPONSE_BYTES = 3 * 1024 * 1024
+_JSON = "application/json"
+_CACHE_HIT_STATUSES = (304, 412)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class HookEndpoint:
     """One hook of one controller."""
 
@@ -51,10 +75,21 @@ class HookEndpoint:
     controller_type: str
     """``CompositeController`` or ``DecoratorController``."""
     controller_name: str
+    connection: Connection = field(default_factory=Connection, repr=False)
+    """TLS material and credentials, resolved from the controller's Secrets and ConfigMaps."""
+
+    @cached_property
+    def shown_url(self) -> str:
+        """The URL without userinfo or query string: for labels and messages."""
+        return safe_url(self.webhook.url)
 
     @property
     def metric_labels(self) -> tuple[str, str, str]:
-        return (self.webhook.url, self.controller_name, self.controller_type)
+        return (self.shown_url, self.controller_name, self.controller_type)
+
+    @property
+    def controller(self) -> tuple[str, str]:
+        return (self.controller_type, self.controller_name)
 
 
 # --- Retry-After ------------------------------------------------------------------------------
@@ -114,17 +149,39 @@ class HookClient:
         http: HttpClient,
         *,
         metrics: HookMetrics | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
+        if max_response_bytes < 1:
+            raise ValueError(f"max_response_bytes must be positive, got {max_response_bytes}")
         self._http = http
         self._metrics: HookMetrics = metrics if metrics is not None else NoHookMetrics()
+        self._max_response_bytes = max_response_bytes
         self._clock = clock
         self._wall_clock = wall_clock
+        self._tls = TlsContexts(on_replaced=http.discard)
+        self._etags: dict[tuple[str, str, HookName], ETagCache] = {}
 
-    async def call(self, endpoint: HookEndpoint, body: bytes) -> bytes:
-        """POST ``body``; the response body of a 200. Raises ``HookError`` subclasses."""
-        url = endpoint.webhook.url
+    async def call(
+        self, endpoint: HookEndpoint, body: bytes, *, cache_key: Hashable | None = None
+    ) -> bytes:
+        """POST ``body``; the response body of a 200. Raises ``HookError`` subclasses.
+
+        ``cache_key`` (the parent) enables the ETag cache when the webhook asks for it.
+        """
+        url = endpoint.shown_url
+        connection = endpoint.connection
+        if connection.error is not None:
+            raise HookConnectionError(f"not calling {url}: {connection.error}", url=url)
+        headers = {"Content-Type": _JSON}
+        if connection.authorization is not None:
+            headers["Authorization"] = connection.authorization
+        context = self._context(endpoint)
+        cache = self._cache(endpoint) if cache_key is not None else None
+        cached = cache.get(cache_key) if cache is not None else None
+        if cached is not None:
+            headers["If-None-Match"] = cached.etag
         labels = endpoint.metric_labels
         timeout = endpoint.webhook.timeout_seconds
         self._metrics.started(endpoint.hook, labels)
@@ -132,20 +189,75 @@ class HookClient:
         code: int | None = None
         try:
             async with asyncio.timeout(timeout):
-                response = await self._http.request("POST", url, headers=_HEADERS, body=body)
+                response = await self._http.request(
+                    "POST",
+                    endpoint.webhook.url,
+                    headers=headers,
+                    body=body,
+                    ssl_context=context,
+                    max_body=self._max_response_bytes,
+                )
             code = response.status
         except TimeoutError:
             raise HookTransportError(
                 f"http error: no answer from {url} within {timeout:g}s", url=url, timed_out=True
             ) from None
-        except (HttpTransportError, ValueError) as err:
-            raise HookTransportError(f"http error: {err}", url=url) from err
+        except BodyTooLarge:
+            raise HookResponseTooLarge(self._max_response_bytes, url=url) from None
+        except HttpTransportError as err:
+            raise HookTransportError(f"http error: {url}: {err}", url=url) from None
+        except ValueError:  # its text may quote a header value: not repeated here
+            raise HookTransportError(
+                f"http error: {url}: the request cannot be sent (a malformed URL or header)",
+                url=url,
+            ) from None
         finally:
             self._metrics.finished(endpoint.hook, labels, code=code, seconds=self._clock() - start)
         if code == 200:
+            etag = response.headers.get("etag")
+            if cache is not None and etag:
+                cache.put(cache_key, etag, response.body)
             return response.body
+        if cached is not None and code in _CACHE_HIT_STATUSES:
+            return cached.body
         if code == 429:
             delay = parse_retry_after(response.headers.get("retry-after"), now=self._wall_clock())
             raise HookRetryAfter(delay, url=url)
         excerpt = response.body[:BODY_EXCERPT_BYTES]
         raise HookStatusError(code, excerpt.decode("utf-8", "replace"), url=url)
+
+    def _context(self, endpoint: HookEndpoint) -> ssl.SSLContext | None:
+        if not endpoint.webhook.url.startswith("https:"):
+            return None
+        key = (*endpoint.controller, endpoint.hook)
+        try:
+            return self._tls.get(key, endpoint.connection.tls_material)
+        except ValueError as err:
+            url = endpoint.shown_url
+            raise HookConnectionError(f"not calling {url}: {err}", url=url) from None
+
+    def _cache(self, endpoint: HookEndpoint) -> ETagCache | None:
+        config = endpoint.webhook.etag
+        key = (*endpoint.controller, endpoint.hook)
+        if config is None or not config.enabled:
+            self._etags.pop(key, None)
+            return None
+        cache = self._etags.get(key)
+        if cache is None or cache.config != config:
+            cache = self._etags[key] = ETagCache(config, clock=self._clock)
+        return cache
+
+    def drop_cached(self, predicate: Callable[[Any], bool]) -> None:
+        """Forget the cached answers of the parents that match (their slot moved away).
+
+        ``predicate`` is called with the ``cache_key``s given to ``call``.
+        """
+        for cache in self._etags.values():
+            cache.drop(predicate)
+
+    def forget(self, *, controller_type: str, controller_name: str) -> None:
+        """Drop the ETag caches and TLS contexts of a controller that went away."""
+        ours = (controller_type, controller_name)
+        for key in [k for k in self._etags if k[:2] == ours]:
+            del self._etags[key]
+        self._tls.forget(lambda key: isinstance(key, tuple) and key[:2] == ours)

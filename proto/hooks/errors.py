@@ -7,8 +7,15 @@
     │                          failure (no backoff step, no SyncError event)
     ├── HookStatusError        any other status but 200: a failure, re-queue with backoff; the
     │                          message carries the status and an excerpt of the body
-    └── HookTransportError     no HTTP answer (timeout, refused, reset, DNS): a failure,
-                               re-queue with backoff; ``timed_out`` tells timeouts apart
+    ├── HookTransportError     no HTTP answer (timeout, refused, reset, DNS, TLS): a failure,
+    │                          re-queue with backoff; ``timed_out`` tells timeouts apart
+    ├── HookResponseTooLarge   the body passed the size limit: a failure, re-queue with backoff
+    └── HookConnectionError    the hook's TLS material or credentials are unusable (a missing
+                               Secret key, a malformed certificate): the hook is not called; a
+                               failure, re-queue with backoff
+
+``url`` and every message name the hook by its URL without userinfo or query
+(``proto.redact.safe_url``), and no message carries a credential.
 
 A 200 whose body cannot be used is a ``proto.api.errors.HookResponseError``, raised by the
 response parser, not by the HTTP layer.
@@ -48,3 +55,15 @@ class HookTransportError(HookError):
     def __init__(self, message: str, *, url: str, timed_out: bool = False) -> None:
         super().__init__(message, url=url)
         self.timed_out = timed_out
+
+
+class HookResponseTooLarge(HookError):
+    """The answer's body is longer than the limit; reading stopped there."""
+
+    def __init__(self, limit: int, *, url: str) -> None:
+        super().__init__(f"the answer of {url} is larger than the limit of {limit} bytes", url=url)
+        self.limit = limit
+
+
+class HookConnectionError(HookError):
+    """The hook cannot be called safely: its TLS material or credentials are unusable."""

@@ -38,6 +38,9 @@ Invariants and conventions:
   slot the worker does not own, with a NACK.
 - Object payloads (``ControllerDef.object``, everything in a SNAPSHOT) are the API server's
   raw JSON bytes, carried as msgpack ``bin`` and never decoded by the wire layer.
+- ``ControllerDef.connections`` carries each hook's resolved TLS material and credentials
+  (read by the coordinator from the Secrets and ConfigMaps the controller names): WELCOME and
+  CONTROLLERS hold secrets, so the link must be private, and nothing may log them.
 - Group keys of ``children`` and ``related`` are ``<Kind>.<apiVersion>`` (``Pod.v1``,
   ``Deployment.apps/v1``), as in Metacontroller's hook requests.
 - Sequences are tuples, so every message is immutable and can be shared between tasks.
@@ -46,7 +49,7 @@ Invariants and conventions:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import ClassVar, Final
 
@@ -105,6 +108,9 @@ class ControllerDef:
     resource_version: str
     object: bytes  # the controller object as the API server's raw JSON
     resources: tuple[ResourceInfo, ...]
+    # hook name -> resolved TLS material and credentials of its webhook, as JSON
+    # (proto.api.endpoints.encode_connections; empty: none). Holds secrets: never log it.
+    connections: bytes = field(default=b"", repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,11 +7,21 @@ module. ``program(controller, handler)`` sets how one controller's hooks answer:
 and returns a ``Reply`` or, for a plain 200, the JSON answer itself. ``calls(controller)``
 lists what was received, ``(time, hook, request)``. ``url(controller, hook)`` is what the
 CompositeController's webhook points at.
+
+Transport features, for the hook-transport tests: ``HookServer(tls=context)`` serves HTTPS
+(``url`` says ``https``) and closes every connection after its answer, so each call makes a
+new handshake (a replaced certificate is seen by the next call). ``program(...,
+authorization="Bearer x")`` answers 401 to calls without exactly that header, before the
+handler runs (counted by ``refused``). ``program(..., etag=True)`` tags answers with an ETag
+of their body and answers 304 to an ``If-None-Match`` that names the current one;
+``full_answers`` counts the answers that carried a body.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +38,7 @@ class Reply:
     body: bytes = b"{}"
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds to wait before answering (a slow or hung hook)
+    chunked: bool = False  # sent in 64 KiB chunks without Content-Length (a streamed answer)
 
     @classmethod
     def json(cls, answer: Any, **kwargs: Any) -> Reply:
@@ -37,8 +48,19 @@ class Reply:
 Handler = Callable[[str, dict[str, Any]], "Reply | dict[str, Any]"]
 
 
+@dataclass
+class _Options:
+    authorization: str | None = None
+    etag: bool = False
+    refused: int = 0
+    full_answers: int = 0
+    not_modified: int = 0
+
+
 class HookServer:
-    def __init__(self) -> None:
+    def __init__(self, *, tls: ssl.SSLContext | None = None) -> None:
+        self._tls = tls
+        self._options: dict[str, _Options] = {}
         self._handlers: dict[str, Handler] = {}
         self._calls: dict[str, list[tuple[float, str, dict[str, Any]]]] = {}
         self._lock = threading.Lock()
@@ -59,11 +81,35 @@ class HookServer:
         self._thread.join(10)
 
     def url(self, controller: str, hook: str = "sync") -> str:
-        return f"http://127.0.0.1:{self.port}/{controller}/{hook}"
+        scheme = "https" if self._tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}/{controller}/{hook}"
 
-    def program(self, controller: str, handler: Handler) -> None:
+    def program(
+        self,
+        controller: str,
+        handler: Handler,
+        *,
+        authorization: str | None = None,
+        etag: bool = False,
+    ) -> None:
         with self._lock:
             self._handlers[controller] = handler
+            options = self._options.setdefault(controller, _Options())
+            options.authorization, options.etag = authorization, etag
+
+    def refused(self, controller: str) -> int:
+        """Calls answered 401 for a missing or wrong ``Authorization`` header."""
+        with self._lock:
+            return self._options.get(controller, _Options()).refused
+
+    def full_answers(self, controller: str) -> int:
+        """Answers with a body (under ``etag``: not 304)."""
+        with self._lock:
+            return self._options.get(controller, _Options()).full_answers
+
+    def not_modified(self, controller: str) -> int:
+        with self._lock:
+            return self._options.get(controller, _Options()).not_modified
 
     def calls(
         self, controller: str, hook: str | None = None
@@ -77,16 +123,22 @@ class HookServer:
         app.router.add_post("/{controller}/{hook}", self._handle)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=self._tls)
         await site.start()
         server = site._server
         assert server is not None
         self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
 
-    async def _handle(self, request: web.Request) -> web.Response:
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         controller, hook = request.match_info["controller"], request.match_info["hook"]
         body = orjson.loads(await request.read())
         with self._lock:
+            options = self._options.get(controller, _Options())
+            if options.authorization and request.headers.get("Authorization") != (
+                options.authorization
+            ):
+                options.refused += 1
+                return self._close(web.Response(status=401, text="wrong or missing credentials"))
             self._calls.setdefault(controller, []).append((time.monotonic(), hook, body))
             handler = self._handlers.get(controller)
         if handler is None:
@@ -98,9 +150,42 @@ class HookServer:
         reply = answer if isinstance(answer, Reply) else Reply.json(answer)
         if reply.delay:
             await asyncio.sleep(reply.delay)
-        return web.Response(
-            status=reply.status,
-            body=reply.body,
-            headers=reply.headers,
-            content_type="application/json",
+        headers = dict(reply.headers)
+        if options.etag and reply.status == 200:
+            tag = '"' + hashlib.sha256(reply.body).hexdigest()[:16] + '"'
+            headers["ETag"] = tag
+            if request.headers.get("If-None-Match") == tag:
+                with self._lock:
+                    options.not_modified += 1
+                return self._close(web.Response(status=304, headers=headers))
+        with self._lock:
+            options.full_answers += 1
+        if reply.chunked:
+            return await self._stream(request, reply)
+        return self._close(
+            web.Response(
+                status=reply.status,
+                body=reply.body,
+                headers=headers,
+                content_type="application/json",
+            )
         )
+
+    async def _stream(self, request: web.Request, reply: Reply) -> web.StreamResponse:
+        response = web.StreamResponse(status=reply.status, headers=reply.headers)
+        response.content_type = "application/json"
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        body = memoryview(reply.body)
+        try:
+            for start in range(0, len(body), 64 * 1024):
+                await response.write(body[start : start + 64 * 1024])
+            await response.write_eof()
+        except (ConnectionError, RuntimeError):
+            pass  # the client stopped reading
+        return response
+
+    def _close(self, response: web.Response) -> web.Response:
+        if self._tls is not None:
+            response.force_close()  # every call makes a new TLS handshake
+        return response

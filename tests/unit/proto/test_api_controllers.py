@@ -18,6 +18,16 @@ from proto.api.controllers import (
     UpdateMethod,
     parse_composite_controller,
 )
+from proto.api.endpoints import (
+    BasicAuth,
+    CABundle,
+    EndpointConfig,
+    ETag,
+    KeyRef,
+    ObjectRef,
+    RefKind,
+    Settings,
+)
 from proto.api.errors import InvalidControllerError
 from tests.unit.proto.api_examples import FANOUT, load_simple_yaml
 
@@ -131,7 +141,12 @@ def test_everything_set() -> None:
             },
             resyncPeriodSeconds=0,
             generateSelector=False,
-            endpointConfigs=[{"host": "hooks.ops:8443", "basicAuth": {"secretRef": {}}}],
+            endpointConfigs=[
+                {
+                    "host": "hooks.ops:8443",
+                    "basicAuth": {"secretRef": {"name": "b", "namespace": "o"}},
+                }
+            ],
         )
     )
     assert cc.parent.label_selector.matches({"tier": "gold"})
@@ -147,13 +162,22 @@ def test_everything_set() -> None:
     assert hook.service == ServiceRef("hooks", "ops", 8443, "http")
     assert hook.timeout_seconds == 90.0
     assert cc.hooks.sync.response_mode is ResponseMode.STRICT
-    assert hook.etag == {"enabled": True, "cacheTimeoutSeconds": 60}
-    assert hook.ca_bundle == {"inline": "PEM"}
+    assert hook.etag == ETag(enabled=True, cache_timeout_seconds=60)
+    assert hook.settings == Settings(ca_bundle=CABundle(inline="PEM"))
     customize = cc.hooks.customize
     assert customize is not None
     assert customize.webhook.url == "https://c.ops:80/customize"
     assert cc.resync_period == 0 and cc.resync_period_seconds == 1.0
-    assert cc.endpoint_configs == ({"host": "hooks.ops:8443", "basicAuth": {"secretRef": {}}},)
+    (config,) = cc.endpoint_configs
+    secret = ObjectRef(RefKind.SECRET, "o", "b")
+    assert config == EndpointConfig(
+        "hooks.ops:8443",
+        Settings(basic_auth=BasicAuth(KeyRef(secret, "username"), KeyRef(secret, "password"))),
+    )
+    settings = cc.connection_settings()
+    assert settings[HookName.SYNC] == hook.settings  # its own: the endpoint config is ignored
+    assert settings[HookName.CUSTOMIZE] == Settings()  # c.ops:80 matches no config
+    assert HookName.FINALIZE not in settings
 
 
 @pytest.mark.parametrize(

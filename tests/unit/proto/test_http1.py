@@ -22,7 +22,7 @@ from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proto.http1 import HttpClient, HttpResponse, HttpTransportError, _Connection
+from proto.http1 import BodyTooLarge, HttpClient, HttpResponse, HttpTransportError, _Connection
 from tests.unit.proto.pki import Pki, server_tls
 
 
@@ -395,6 +395,60 @@ async def test_only_absolute_http_urls_are_accepted(url: str) -> None:
     async with HttpClient() as client:
         with pytest.raises(ValueError):
             await client.request("GET", url)
+
+
+# --- body size limit ---------------------------------------------------------------------------
+
+_BIG = b"x" * 5000
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "answer",
+    [
+        reply(_BIG),
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + b"".join(b"3e8\r\n" + b"y" * 1000 + b"\r\n" for _ in range(5))
+        + b"0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + _BIG,
+    ],
+    ids=["content-length", "chunked", "until-close"],
+)
+async def test_a_body_over_max_body_is_refused_and_its_connection_closed(
+    serve: Serve, answer: bytes
+) -> None:
+    server = await serve(answer_with(answer))
+    async with HttpClient() as client:
+        with pytest.raises(BodyTooLarge, match="larger than 4096 bytes"):
+            await client.request("GET", f"{server.url}/big", max_body=4096)
+        response = await client.request("GET", f"{server.url}/big", max_body=5000)
+    assert response.body == _BIG.replace(b"x", b"y") if b"chunked" in answer else _BIG
+    assert server.connections == 2  # the refused one was not reused
+
+
+@pytest.mark.asyncio
+async def test_a_declared_length_over_the_limit_fails_before_the_body_arrives(
+    serve: Serve,
+) -> None:
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 999999999\r\n\r\npartial"
+    server = await serve(answer_with(answer))
+    async with HttpClient() as client, asyncio.timeout(2):  # the body never comes
+        with pytest.raises(BodyTooLarge):
+            await client.request("GET", f"{server.url}/x", max_body=100)
+
+
+@pytest.mark.asyncio
+async def test_each_request_may_bring_its_own_tls_context(pki: Pki, tls_site: str) -> None:
+    trusted = ssl.create_default_context(cafile=pki.ca)
+    async with HttpClient() as client:  # the default context does not know the private CA
+        response = await client.request("GET", f"{tls_site}/a", ssl_context=trusted)
+        assert response.body == b"secret /a"
+        with pytest.raises(HttpTransportError, match="CERTIFICATE_VERIFY_FAILED"):
+            await client.request("GET", f"{tls_site}/b")  # never the pooled trusted connection
+        client.discard(trusted)
+        assert all(key[1] is not trusted for key in client._pools)
+        response = await client.request("GET", f"{tls_site}/c", ssl_context=trusted)
+        assert response.body == b"secret /c"
 
 
 # --- TLS and proxies ----------------------------------------------------------------------------

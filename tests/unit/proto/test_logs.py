@@ -91,3 +91,43 @@ def test_loggers_made_before_configure_follow_it(capsys: pytest.CaptureFixture[s
     early.info("after configure")
     (line,) = _lines(capsys)
     assert line["logger"] == "early" and line["worker"] == "w-9"
+
+
+def _fail_with_header() -> None:
+    headers = {"Authorization": "Bearer SECRET-TOKEN-1", "Content-Type": "application/json"}
+    cookie = "session=SECRET-COOKIE-2"
+    assert headers and cookie  # locals of the failing frame, never in its message
+    raise RuntimeError("hook refused")
+
+
+@pytest.mark.parametrize("fmt", ["json", "console"])
+def test_tracebacks_never_carry_frame_locals(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
+    logs.configure(fmt=fmt, level="info")  # type: ignore[arg-type]
+    try:
+        _fail_with_header()
+    except RuntimeError:
+        logs.get_logger("test").exception("hook call failed")
+        logging.getLogger("aiohttp.client").exception("stdlib too")
+    err = capsys.readouterr().err
+    assert "hook refused" in err and "_fail_with_header" in err  # the traceback is there
+    assert err.count("hook call failed") == 1 and "stdlib too" in err
+    assert "SECRET" not in err
+
+
+@pytest.mark.parametrize("fmt", ["json", "console"])
+def test_credentials_in_values_and_messages_are_redacted(
+    fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs.configure(fmt=fmt, level="info")  # type: ignore[arg-type]
+    log = logs.get_logger("test")
+    headers = {"Authorization": "Bearer SECRET1", "Accept": "application/json"}
+    log.warning("request", headers=headers, url="https://user:SECRET2@hooks.example/sync")
+    log.warning("sent {'Proxy-Authorization': 'Basic U0VDUkVUMw=='}", authorization="SECRET4")
+    try:
+        raise ValueError(f"bad answer to {headers}")
+    except ValueError:
+        log.exception("failed")
+    err = capsys.readouterr().err
+    assert "SECRET" not in err and "U0VDUkVUMw" not in err
+    assert "application/json" in err and "hooks.example/sync" in err
+    assert "[REDACTED]" in err

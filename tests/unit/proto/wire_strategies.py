@@ -54,6 +54,7 @@ controllers = st.builds(
     resource_version=text,
     object=blobs,
     resources=st.lists(resources, max_size=3).map(tuple),
+    connections=blobs,
 )
 controller_lists = st.lists(controllers, max_size=3).map(tuple)
 

@@ -218,3 +218,15 @@ async def test_a_removed_controller_is_reported_to_on_stop() -> None:
     assert stopped == ["a"]
     await r.close()
     assert stopped == ["a", "b"]
+
+
+@pytest.mark.asyncio
+async def test_discarded_keys_are_reported_to_on_discard() -> None:
+    seen: list[list[str]] = []
+    names = ["a", "b", "c"]
+    r = runner(Script(), on_discard=lambda pred: seen.append([n for n in names if pred(key(n))]))
+    r.set_controllers((definition(),))
+    r.cancel(lambda k: k.name == "a")  # fenced
+    await r.drain(lambda k: k.name in "bc")  # a slot revoked
+    assert seen == [["a"], ["b", "c"]]
+    await r.close()

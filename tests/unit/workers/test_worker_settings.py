@@ -17,3 +17,13 @@ def test_identity_and_endpoint_from_flags_or_environment() -> None:
 def test_missing_or_bad_values_are_refused(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         from_args(argv, {})
+
+
+def test_the_hook_answer_limit_defaults_to_3_mib_and_must_be_positive() -> None:
+    base = ["--coordinator", "tcp://c:1"]
+    assert from_args(base, {}).hook_max_response_bytes == 3 * 1024 * 1024
+    assert (
+        from_args([*base, "--hook-max-response-bytes", "1000"], {}).hook_max_response_bytes == 1000
+    )
+    with pytest.raises(SystemExit):
+        from_args([*base, "--hook-max-response-bytes", "0"], {})
