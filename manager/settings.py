@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from manager.election import ElectionConfig
 from proto.api.duration import parse_seconds
 from proto.api.errors import DurationError
 from proto.curve import CurveKeyError, ServerCurve, server_keys
@@ -129,7 +130,23 @@ def link_security(args: argparse.Namespace) -> ServerCurve | None:
     return None
 
 
+def check_timings(args: argparse.Namespace) -> None:
+    """``ValueError`` for timings that cannot work together (checked before anything starts,
+    by every command that runs a coordinator)."""
+    if args.worker_timeout < 3 * args.heartbeat_interval:
+        raise ValueError("--worker-timeout must be at least 3 x --heartbeat-interval")
+    if args.leader_election:
+        ElectionConfig(
+            identity="check",
+            lease_duration=args.lease_duration,
+            renew_deadline=args.renew_deadline,
+            retry_period=args.retry_period,
+        )
+
+
 def from_namespace(args: argparse.Namespace) -> CoordinatorSettings:
+    """The settings of parsed flags; ``ValueError`` when they cannot work (say why)."""
+    check_timings(args)
     return CoordinatorSettings(
         bind=args.bind,
         kubeconfig=args.kubeconfig,
@@ -157,8 +174,6 @@ def from_args(argv: Sequence[str]) -> CoordinatorSettings:
     parser = argparse.ArgumentParser(prog="metashard coordinator")
     add_arguments(parser)
     args = parser.parse_args(list(argv))
-    if args.worker_timeout < 3 * args.heartbeat_interval:
-        parser.error("--worker-timeout must be at least 3 x --heartbeat-interval")
     try:
         return from_namespace(args)
     except ValueError as e:

@@ -147,6 +147,12 @@ class Membership:
             and slot_of(key, slot_count=self._slot_count) in self._slots
         )
 
+    def in_contact(self) -> bool:
+        """Whether this worker may still act on what it was given: joined, and heard from
+        the coordinator within the fence timeout (``workers.fencing``). A graceful leave
+        still finishes what runs."""
+        return self.welcomed and self._clock.now() - self._last_contact <= self._fence_timeout
+
     async def fetch(self, key: ParentKey, barrier: Mapping[str, str]) -> Snapshot:
         if not self.welcomed or self.epoch is None:
             raise KeyDropped("not joined to a coordinator")

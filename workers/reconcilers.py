@@ -22,16 +22,20 @@ from proto.kube.events import EventRecorder
 from proto.wire import ControllerDef, ControllerKind
 from workers.composite import CompositeReconciler
 from workers.reconciler import Reconciler, ReconcilerFactory
+from workers.writer import Writer
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerContext:
-    """What a reconciler may use: the worker's identity, API client, HTTP client, metrics,
-    the webhook client (hook metrics on ``registry``) and the event recorder (component
-    ``metacontroller``), all shared by every controller of the process."""
+    """What a reconciler may use: the worker's identity, API client (writes go through
+    ``writer``), HTTP client, metrics, the webhook client (hook metrics on ``registry``; its
+    calls, like the writes, are refused once the worker is out of contact with the
+    coordinator) and the event recorder (component ``metacontroller``), all shared by every
+    controller of the process."""
 
     worker_id: str
-    client: Client
+    client: Client  # reads
+    writer: Writer  # writes: refused while the worker is out of contact (workers.fencing)
     http: HttpClient
     registry: CollectorRegistry
     hooks: HookClient
@@ -49,7 +53,7 @@ def builtin(context: WorkerContext) -> ReconcilerFactory:
     def factory(definition: ControllerDef) -> Reconciler:
         if definition.kind == ControllerKind.COMPOSITE:
             return CompositeReconciler(
-                definition, writer=context.client, hooks=context.hooks, events=context.events
+                definition, writer=context.writer, hooks=context.hooks, events=context.events
             )
         raise UnsupportedController(f"no built-in reconciler for {definition.kind.value}")
 

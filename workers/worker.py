@@ -28,6 +28,7 @@ from proto.logs import bind, get_logger
 from proto.ops import OpsServer
 from proto.wire import ControllerDef, dropped_frames_counter
 from workers.controller_metrics import PrometheusControllerMetrics
+from workers.fencing import FencedHookClient, FencedWriter
 from workers.link import DealerLink
 from workers.membership import Membership
 from workers.reconcilers import FactoryBuilder, WorkerContext, builtin, load
@@ -75,17 +76,6 @@ class Worker:
             events = EventRecorder(
                 client, component=names.EVENT_COMPONENT, instance=settings.worker_id
             )
-            hooks = HookClient(
-                http, metrics=hook_metrics, max_response_bytes=settings.hook_max_response_bytes
-            )
-            context = WorkerContext(
-                worker_id=settings.worker_id,
-                client=client,
-                http=http,
-                registry=self.registry,
-                hooks=hooks,
-                events=events,
-            )
             link = DealerLink(
                 settings.worker_id,
                 settings.coordinator,
@@ -97,6 +87,21 @@ class Worker:
                 worker_id=settings.worker_id,
                 concurrency=settings.concurrency,
                 clock=self._clock,
+            )
+            hooks = FencedHookClient(
+                http,
+                metrics=hook_metrics,
+                max_response_bytes=settings.hook_max_response_bytes,
+                in_contact=membership.in_contact,
+            )
+            context = WorkerContext(
+                worker_id=settings.worker_id,
+                client=client,
+                writer=FencedWriter(client, membership.in_contact),
+                http=http,
+                registry=self.registry,
+                hooks=hooks,
+                events=events,
             )
             runner = Runner(
                 factory=self._builder(context),

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
-from manager.settings import from_args
+from manager.settings import add_arguments, from_args, from_namespace
 from proto.curve import generate, server_keys
 
 
@@ -58,3 +59,22 @@ def test_an_open_worker_socket_needs_keys_or_an_explicit_opt_out(tmp_path: Path)
     assert from_args(["--bind", "ipc:///tmp/x.sock"]).curve is None
     keys = generate(tmp_path / "keys")
     assert from_args(["--curve-keys", str(keys)]).curve == server_keys(keys)
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--worker-timeout", "2s", "--heartbeat-interval", "1s"],
+        ["--leader-election", "--leader-election-lease-duration", "5s"],
+        ["--leader-election", "--leader-election-renew-deadline", "2s"],
+    ],
+)
+def test_timings_that_cannot_work_are_refused_before_anything_starts(flags: list[str]) -> None:
+    """The same check for ``metashard coordinator`` and ``metashard run`` (which parses with
+    ``from_namespace``): a usage error, never an error inside a task that nobody awaits."""
+    with pytest.raises(SystemExit):
+        from_args(["--insecure-worker-link", *flags])
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    with pytest.raises(ValueError):
+        from_namespace(parser.parse_args(["--insecure-worker-link", *flags]))

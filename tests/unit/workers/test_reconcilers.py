@@ -24,6 +24,7 @@ async def test_builtin_runs_composite_controllers_only() -> None:
         context = WorkerContext(
             worker_id="w",
             client=cluster,
+            writer=cluster,
             http=http,
             registry=CollectorRegistry(),
             hooks=HookClient(http),

@@ -145,13 +145,14 @@ async def test_silence_fences_the_worker_and_it_joins_again(world) -> None:  # t
     await coordinator.send(Assign(5, (slot_of(KEY),), (KEY,)))
     await serve_fetch(coordinator)
     await asyncio.sleep(0.05)
-    assert script.running == 1
+    assert script.running == 1 and membership.in_contact()
     # No heartbeat from the coordinator: within the fence timeout the reconcile is cancelled.
     started = asyncio.get_running_loop().time()
     _, again = await coordinator.expect(Hello, seconds=3.0)
     assert isinstance(again, Hello) and again.incarnation == first.incarnation
     assert asyncio.get_running_loop().time() - started < 1.5
     assert script.running == 0 and not membership.welcomed and not membership.owns(KEY)
+    assert not membership.in_contact()
 
 
 @pytest.mark.asyncio
