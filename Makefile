@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint unit bench demo clean image crds
+.PHONY: test lint unit bench demo chaos clean image crds
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ unit: $(STAMP)
 
 test: lint
 	$(PY) -m pytest
+
+# The chaos test for longer than CI runs it (METASHARD_CHAOS_SECONDS, default here 120).
+CHAOS_SECONDS ?= 120
+chaos: $(STAMP)
+	METASHARD_CHAOS_SECONDS=$(CHAOS_SECONDS) $(PY) -m pytest -s -p no:cacheprovider tests/e2e/test_chaos.py
 
 demo: $(STAMP)
 	$(PY) -m loadtest.demo

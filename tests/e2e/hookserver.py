@@ -6,7 +6,9 @@ module. ``program(controller, handler)`` sets how one controller's hooks answer:
 ``handler(hook, request)`` gets the hook name (``sync``, ``finalize``) and the decoded request,
 and returns a ``Reply`` or, for a plain 200, the JSON answer itself. ``calls(controller)``
 lists what was received, ``(time, hook, request)``. ``url(controller, hook)`` is what the
-CompositeController's webhook points at.
+CompositeController's webhook points at. ``overlaps(controller)`` lists the calls that arrived
+for a parent (by uid) while another call for the same parent was still being answered: the
+runtime promises there are none.
 
 Transport features, for the hook-transport tests: ``HookServer(tls=context)`` serves HTTPS
 (``url`` says ``https``) and closes every connection after its answer, so each call makes a
@@ -63,6 +65,8 @@ class HookServer:
         self._options: dict[str, _Options] = {}
         self._handlers: dict[str, Handler] = {}
         self._calls: dict[str, list[tuple[float, str, dict[str, Any]]]] = {}
+        self._answering: dict[tuple[str, str], int] = {}
+        self._overlaps: dict[str, list[tuple[float, str]]] = {}
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -111,6 +115,11 @@ class HookServer:
         with self._lock:
             return self._options.get(controller, _Options()).not_modified
 
+    def overlaps(self, controller: str) -> list[tuple[float, str]]:
+        """``(time, parent uid)`` of each call that overlapped another for the same parent."""
+        with self._lock:
+            return list(self._overlaps.get(controller, ()))
+
     def calls(
         self, controller: str, hook: str | None = None
     ) -> list[tuple[float, str, dict[str, Any]]]:
@@ -130,8 +139,23 @@ class HookServer:
         self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        controller, hook = request.match_info["controller"], request.match_info["hook"]
+        controller = request.match_info["controller"]
         body = orjson.loads(await request.read())
+        parent = body.get("parent") or body.get("object") or {}
+        uid = str((parent.get("metadata") or {}).get("uid", ""))
+        ident = (controller, uid)
+        with self._lock:
+            if uid and self._answering.get(ident, 0):
+                self._overlaps.setdefault(controller, []).append((time.monotonic(), uid))
+            self._answering[ident] = self._answering.get(ident, 0) + 1
+        try:
+            return await self._answer(request, body)
+        finally:
+            with self._lock:
+                self._answering[ident] -= 1
+
+    async def _answer(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        controller, hook = request.match_info["controller"], request.match_info["hook"]
         with self._lock:
             options = self._options.get(controller, _Options())
             if options.authorization and request.headers.get("Authorization") != (

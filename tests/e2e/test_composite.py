@@ -49,6 +49,7 @@ Answer = Callable[[str, dict[str, Any]], "Reply | dict[str, Any]"]
 
 
 MakeController = Callable[..., Awaitable[str]]
+GC_WITHIN = 60.0 if os.environ.get(KUBECONFIG_ENV) else 30.0
 
 
 @pytest_asyncio.fixture
@@ -262,7 +263,12 @@ async def test_fanout_writes_exactly_what_is_needed_and_updates_in_place(
     if not os.environ.get(KUBECONFIG_ENV):  # a real cluster may not let us read /metrics
         assert before is not None and after is not None
     if before is not None and after is not None:
-        assert after - before == Counter(
+        made = after - before
+        if os.environ.get(KUBECONFIG_ENV):
+            # The counts are cluster-wide: a real cluster's garbage collector and namespace
+            # controller may be deleting what earlier tests left behind meanwhile.
+            made = Counter({k: v for k, v in made.items() if k[0] != "DELETE"})
+        assert made == Counter(
             {("POST", "things"): 5, ("POST", "configmaps"): 15, ("PUT", "things/status"): 5}
         ), "per parent: its own POST, 3 ConfigMap POSTs, 1 status PUT and nothing else"
 
@@ -295,7 +301,9 @@ async def test_fanout_writes_exactly_what_is_needed_and_updates_in_place(
     async def cascaded() -> bool:
         return not any(n.startswith("p2-") for n in await configmaps(kube, namespace))
 
-    await eventually(cascaded, within=30, message=stack.logs)
+    # A real cluster's garbage collector learns a CRD at its discovery resync (30 s): the
+    # cascade from a Thing can take that long on a cluster whose test CRD is new.
+    await eventually(cascaded, within=GC_WITHIN, message=stack.logs)
     assert await sync_errors(kube, namespace) == {}
 
     # the workers count hook calls under Metacontroller's metric names
