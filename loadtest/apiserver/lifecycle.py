@@ -26,6 +26,7 @@ import orjson
 
 from loadtest.apiserver import admission, crd, errors, render, timefmt
 from loadtest.apiserver.kinds import go_strings
+from loadtest.apiserver.ownership import FieldOwner, keep_stored
 from loadtest.apiserver.registry import Registry, ResourceType
 from loadtest.apiserver.storage import Entry, Storage, Table
 from proto.api.validation import ErrorType, FieldError, Verbatim
@@ -82,6 +83,8 @@ def _shape(rt: ResourceType, obj: dict[str, Any], meta: dict[str, Any]) -> dict[
     ordered_meta.update(
         (k, v) for k, v in meta.items() if k not in ordered_meta and k != "managedFields"
     )
+    if "managedFields" in meta:
+        ordered_meta["managedFields"] = meta["managedFields"]
     api_version = f"{group}/{version}" if group else version
     if rt.view is not None:
         api_version = "v1"
@@ -117,7 +120,13 @@ class Objects:
     # --- create -------------------------------------------------------------------------------
 
     def create(
-        self, rt: ResourceType, namespace: str, obj: dict[str, Any], *, dry_run: bool = False
+        self,
+        rt: ResourceType,
+        namespace: str,
+        obj: dict[str, Any],
+        *,
+        dry_run: bool = False,
+        owner: FieldOwner | None = None,
     ) -> Written:
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
@@ -157,6 +166,8 @@ class Objects:
                     details={},
                 )
         rt.behaviour.default(obj, None)
+        if owner is not None:
+            owner.record(rt, None, obj)
         if rt.kind == "Pod" and not rt.group:
             admission.service_account(self.storage, obj)
         self._validate(rt, obj, None)
@@ -185,6 +196,7 @@ class Objects:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        owner: FieldOwner | None = None,
     ) -> Written:
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
@@ -203,11 +215,11 @@ class Objects:
         if current is None:
             if rt.create_on_update and not subresource:
                 meta.pop("resourceVersion", None)
-                return self.create(rt, namespace, obj, dry_run=dry_run)
+                return self.create(rt, namespace, obj, dry_run=dry_run, owner=owner)
             raise errors.not_found(rt.plural, rt.group, name)
         self._preconditions(rt, current, meta)
         new = self._merge(rt, current, render.to_storage(rt, obj), subresource)
-        return self.store(rt, table, current, new, dry_run=dry_run)
+        return self.store(rt, table, current, new, dry_run=dry_run, owner=owner)
 
     def _preconditions(self, rt: ResourceType, current: Entry, meta: dict[str, Any]) -> None:
         rv = meta.get("resourceVersion", "")
@@ -300,9 +312,17 @@ class Objects:
         new: dict[str, Any],
         *,
         dry_run: bool = False,
+        owner: FieldOwner | None = None,
     ) -> Written:
-        """Validate and write ``new`` over ``current`` (the last step of every update)."""
+        """Validate and write ``new`` over ``current`` (the last step of every update).
+
+        ``owner`` records the write's managedFields; without one the stored ones are kept.
+        """
         old = current.obj
+        if owner is not None:
+            owner.record(rt, old, new)
+        else:
+            keep_stored(old, new)
         self._validate(rt, new, old)
         meta, old_meta = new["metadata"], old["metadata"]
         if old_meta.get("deletionTimestamp"):

@@ -1,0 +1,145 @@
+"""The server-side apply request: ``PATCH`` with ``application/apply-patch+yaml``.
+
+- ``fieldManager`` is required (422 ``PatchOptions``), ``force`` is ``true``/``false``;
+- the body is YAML or JSON and must name its ``apiVersion`` and ``kind`` (400
+  ``invalid object type``); unknown fields are dropped or refused per ``fieldValidation``
+  like any body;
+- an absent object is created by the apply (201; a made-up ``resourceVersion`` in the body is
+  ignored), otherwise the configuration is merged into it (``ssa.managed.apply``); the
+  resulting object then goes through the normal create/update path (defaults, validation,
+  status/spec separation, no-op detection, ``dryRun``);
+- conflicts are a 409 ``Conflict`` with one ``FieldManagerConflict`` cause per field;
+- the ``kubectl`` manager may take the fields listed in the object's
+  ``kubectl.kubernetes.io/last-applied-configuration`` annotation from other managers, and
+  its apply rewrites that annotation from the applied configuration (kubectl's upgrade path
+  from client-side apply).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from loadtest.apiserver import decode, errors, ownership, timefmt
+from loadtest.apiserver.lifecycle import Objects, Written
+from loadtest.apiserver.registry import ResourceType
+from loadtest.apiserver.ssa import fieldpath as fp
+from loadtest.apiserver.ssa import managed
+from loadtest.apiserver.ssa.fieldset import to_set
+
+KUBECTL = "kubectl"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+Check = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def parse_force(value: str | None) -> bool:
+    if value in (None, "", "false", "False", "0"):
+        return False
+    if value in ("true", "True", "1"):
+        return True
+    raise errors.bad_request(f'invalid value for force: "{value}"')
+
+
+def decode_config(raw: bytes) -> dict[str, Any]:
+    try:
+        config = decode.loads_yaml(raw)
+    except decode.SyntaxProblem as err:
+        raise errors.bad_request(f"error decoding YAML: {err}") from None
+    if not isinstance(config, dict):
+        raise errors.bad_request("invalid object type: /, Kind=")
+    api_version, kind = config.get("apiVersion"), config.get("kind")
+    if not api_version or not kind:
+        group, _, version = str(api_version or "").rpartition("/")
+        raise errors.bad_request(f"invalid object type: {group}/{version}, Kind={kind or ''}")
+    return config
+
+
+def apply(
+    objects: Objects,
+    rt: ResourceType,
+    namespace: str,
+    name: str,
+    subresource: str,
+    *,
+    raw: bytes,
+    manager: str,
+    force: bool,
+    dry_run: bool,
+    check: Check,
+) -> Written:
+    """Apply the configuration in ``raw`` for ``manager`` and write the result."""
+    config = check(decode_config(raw))
+    meta = config.get("metadata")
+    if not isinstance(meta, dict):
+        meta = config["metadata"] = {}
+    if meta.get("name", name) != name:
+        raise errors.bad_request(
+            f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+            f"({name})"
+        )
+    meta["name"] = name
+    for key in ("resourceVersion", "managedFields", "uid", "creationTimestamp"):
+        meta.pop(key, None)
+    scope = ownership.scope(rt, subresource)
+    table = objects.table(rt)
+    current = table.get(namespace if rt.namespaced else "", name)
+    live = current.copy() if current is not None else None
+    may_take: fp.Node | None = None
+    if manager == KUBECTL and live is not None:
+        may_take = _last_applied_fields(live, scope)
+    try:
+        obj, entries, _ = managed.apply(
+            live,
+            config,
+            manager=manager,
+            scope=scope,
+            force=force,
+            now=timefmt.now(),
+            zero=lambda: ownership.zero(rt.kind),
+            may_take=may_take,
+        )
+    except managed.Conflicts as err:
+        raise errors.ApiError(
+            409,
+            "Conflict",
+            str(err),
+            details={
+                "causes": [
+                    {"reason": "FieldManagerConflict", "message": f"conflict with {who}", "field": path}
+                    for who, path in err.conflicts
+                ]
+            },
+        ) from None
+    if may_take is not None:
+        obj = _rewrite_last_applied(obj, config)
+    owner = ownership.FieldOwner(manager, subresource, entries, applied=True)
+    if current is None:
+        if subresource:
+            raise errors.not_found(rt.plural, rt.group, name)
+        return objects.create(rt, namespace, obj, dry_run=dry_run, owner=owner)
+    obj["metadata"]["resourceVersion"] = str(current.rv)
+    return objects.update(
+        rt, namespace, name, obj, subresource=subresource, dry_run=dry_run, owner=owner
+    )
+
+
+def _last_applied_fields(live: dict[str, Any], scope: managed.Scope) -> fp.Node | None:
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(LAST_APPLIED)
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        last = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(last, dict):
+        return None
+    return scope.owned(to_set(last, scope.type))
+
+
+def _rewrite_last_applied(obj: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    meta = obj["metadata"]
+    annotations = dict(meta.get("annotations") or {})
+    annotations[LAST_APPLIED] = json.dumps(config, separators=(",", ":"), sort_keys=True) + "\n"
+    return {**obj, "metadata": {**meta, "annotations": annotations}}

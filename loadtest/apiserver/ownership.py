@@ -1,0 +1,181 @@
+"""Who wrote what: the ``managedFields`` of a write, between the endpoints and ``ssa.managed``.
+
+- ``manager_name(field_manager, user_agent)``: the request's ``fieldManager``, else the
+  User-Agent up to its first ``/`` (as kube-apiserver names non-apply managers).
+- ``validate_field_manager``: at most 128 characters, printable (422 ``PatchOptions``...);
+  required for apply patches.
+- ``FieldOwner``: handed to ``Objects.create``/``store`` for a write. An Update owner computes
+  the entry of its manager from the stored and the new object; an apply owner carries the
+  managedFields its apply computed. Writes made without an owner (the emulator's own
+  controllers, ``/scale``) keep the stored managedFields.
+- ``scope(rt, subresource)``: the type (CRD schema or built-in table) and endpoint of a write.
+- ``zero(kind)``: the empty object of a kind as the API server's typed conversion writes it
+  (zero-valued non-pointer structs present, nil slices as ``null``), the "before" of a create:
+  fields the create fills in those present-but-empty places are owned without being members
+  themselves. Kinds without an entry start from ``{"metadata": {}}``.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from loadtest.apiserver import errors, timefmt
+from loadtest.apiserver.registry import ResourceType
+from loadtest.apiserver.ssa import managed
+from loadtest.apiserver.ssa.types import Type, builtin, from_schema
+from proto.api.validation import ErrorType, FieldError
+
+MAX_MANAGER_LENGTH = 128
+_ABSENT: Any = object()
+
+_ZERO: dict[str, dict[str, Any]] = {
+    "Namespace": {"spec": {}, "status": {}},
+    "CustomResourceDefinition": {
+        "spec": {
+            "group": "",
+            "names": {"plural": "", "kind": ""},
+            "scope": "",
+            "versions": None,
+        },
+        "status": {
+            "conditions": None,
+            "acceptedNames": {"plural": "", "kind": ""},
+            "storedVersions": None,
+        },
+    },
+    "Pod": {"spec": {"containers": None}, "status": {}},
+    "Service": {"spec": {}, "status": {"loadBalancer": {}}},
+    "Deployment": {
+        "spec": {
+            "selector": None,
+            "template": {"metadata": {}, "spec": {"containers": None}},
+            "strategy": {},
+        },
+        "status": {},
+    },
+    "Lease": {"spec": {}},
+    "Event": {"involvedObject": {}, "source": {}, "firstTimestamp": None, "lastTimestamp": None},
+}
+
+
+_PREPARED: dict[str, tuple[tuple[str, ...], ...]] = {
+    "Namespace": (("spec", "finalizers"),),
+}
+"""Fields the real server fills after recording ownership (strategy ``PrepareForCreate``,
+allocators, admission), per kind: the emulator fills them earlier, so they are left out."""
+
+
+def _unprepared(kind: str, old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """``new`` as the field manager sees it: prepared fields as they were in ``old``."""
+    paths = _PREPARED.get(kind)
+    if not paths:
+        return new
+    seen = copy.deepcopy(new)
+    for path in paths:
+        source: Any = old or {}
+        for name in path:
+            source = source.get(name, _ABSENT) if isinstance(source, dict) else _ABSENT
+        target = seen
+        for name in path[:-1]:
+            target = target.get(name) if isinstance(target, dict) else None
+            if target is None:
+                break
+        if isinstance(target, dict):
+            if source is _ABSENT:
+                target.pop(path[-1], None)
+            else:
+                target[path[-1]] = source
+    return seen
+
+
+def zero(kind: str) -> dict[str, Any]:
+    return {"metadata": {}, **copy.deepcopy(_ZERO.get(kind, {}))}
+
+
+def manager_name(field_manager: str | None, user_agent: str) -> str:
+    if field_manager:
+        return field_manager
+    return user_agent.split("/", 1)[0]
+
+
+def validate_field_manager(value: str | None, *, options: str, apply: bool) -> None:
+    problems = []
+    if apply and not value:
+        problems.append(
+            FieldError(ErrorType.REQUIRED, "fieldManager", "is required for apply patch")
+        )
+    elif value and len(value) > MAX_MANAGER_LENGTH:
+        problems.append(
+            FieldError(
+                ErrorType.TOO_LONG,
+                "fieldManager",
+                f"may not be longer than {MAX_MANAGER_LENGTH}",
+                value,
+            )
+        )
+    elif value and not value.isprintable():
+        problems.append(
+            FieldError(
+                ErrorType.INVALID,
+                "fieldManager",
+                "must only contain printable characters",
+                value,
+            )
+        )
+    if problems:
+        raise errors.invalid_options(options, problems)
+
+
+def object_type(rt: ResourceType) -> Type:
+    schema = getattr(rt.behaviour, "schema", None)
+    if rt.custom and isinstance(schema, dict):
+        return from_schema(schema)
+    return builtin(rt.kind)
+
+
+def scope(rt: ResourceType, subresource: str) -> managed.Scope:
+    return managed.Scope(
+        type=object_type(rt),
+        api_version=rt.api_version,
+        subresource=subresource,
+        has_status=rt.status,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FieldOwner:
+    """The manager of one write; ``entries`` set: the managedFields an apply computed."""
+
+    manager: str
+    subresource: str = ""
+    entries: list[dict[str, Any]] | None = None
+    applied: bool = False
+
+    def record(self, rt: ResourceType, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        """Set ``new``'s managedFields for this write over ``old`` (None: a create)."""
+        meta = new["metadata"]
+        if self.applied:
+            fields = self.entries
+        else:
+            fields = managed.update(
+                old,
+                _unprepared(rt.kind, old, new),
+                manager=self.manager,
+                scope=scope(rt, self.subresource),
+                now=timefmt.now(),
+                zero=lambda: zero(rt.kind),
+            )
+        meta.pop("managedFields", None)
+        if fields:
+            meta["managedFields"] = fields
+
+
+def keep_stored(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """A write without an owner keeps the stored managedFields."""
+    meta = new["metadata"]
+    stored = old["metadata"].get("managedFields")
+    meta.pop("managedFields", None)
+    if stored is not None:
+        meta["managedFields"] = stored
