@@ -62,6 +62,7 @@ _ZERO: dict[str, dict[str, Any]] = {
 
 _PREPARED: dict[str, tuple[tuple[str, ...], ...]] = {
     "Namespace": (("spec", "finalizers"),),
+    "Pod": (("spec", "tolerations"), ("spec", "priority"), ("spec", "preemptionPolicy")),
 }
 """Fields the real server fills after recording ownership (strategy ``PrepareForCreate``,
 allocators, admission), per kind: the emulator fills them earlier, so they are left out."""

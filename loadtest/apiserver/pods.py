@@ -60,6 +60,10 @@ def default_pod_spec(spec: dict[str, Any], *, restart_policy: str | None = "Alwa
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("securityContext", {})
     spec.setdefault("schedulerName", "default-scheduler")
+    for volume in spec.get("volumes") or []:
+        for source in ("configMap", "secret", "downwardAPI", "projected"):
+            if isinstance(volume, dict) and isinstance(volume.get(source), dict):
+                volume[source].setdefault("defaultMode", 420)
     for key in ("initContainers", "containers", "ephemeralContainers"):
         for container in spec.get(key) or []:
             if isinstance(container, dict):

@@ -161,9 +161,8 @@ def service_defaults(ips: ClusterIPs) -> Any:
             if not spec.get("clusterIP"):
                 spec["clusterIP"] = ips.allocate()
             spec.setdefault("clusterIPs", [spec["clusterIP"]])
-            if spec["clusterIP"] != "None":
-                spec.setdefault("ipFamilies", ["IPv4"])
-                spec.setdefault("ipFamilyPolicy", "SingleStack")
+            spec.setdefault("ipFamilies", ["IPv4"])
+            spec.setdefault("ipFamilyPolicy", "SingleStack")
             spec.setdefault("internalTrafficPolicy", "Cluster")
         for port in spec.get("ports") or []:
             if isinstance(port, dict):

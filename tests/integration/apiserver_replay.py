@@ -205,6 +205,7 @@ class Comparator:
             if not isinstance(actual, dict):
                 self.fail(where, f"expected an object, got {json.dumps(actual)[:200]}")
                 return
+            expected = self._bound_keys(expected, actual)
             missing = set(expected) - set(actual)
             extra = set(actual) - set(expected)
             if missing:
@@ -239,6 +240,37 @@ class Comparator:
                 self.value(e, a, [*path, str(i)])
         elif type(expected) is not type(actual) or expected != actual:
             self.fail(where, f"expected {json.dumps(expected)}, got {json.dumps(actual)[:300]}")
+
+    def _bound_keys(self, expected: dict[str, Any], actual: dict[str, Any]) -> dict[str, Any]:
+        """Placeholders inside keys (``k:{"uid":"<uid:3>"}`` of managedFields) take their
+        bound values, or bind to the actual key of the same form."""
+        if not any("<" in key for key in expected):
+            return expected
+        out = {}
+        for key, value in expected.items():
+            if not PLACEHOLDER.search(key):
+                out[key] = value
+                continue
+            try:
+                out[self.b.substitute(key)] = value
+                continue
+            except Mismatch:
+                pass
+            for candidate in actual:
+                if candidate not in expected and self._matches_key(key, candidate):
+                    out[candidate] = value
+                    break
+            else:
+                out[key] = value
+        return out
+
+    def _matches_key(self, pattern: str, candidate: str) -> bool:
+        trial = Comparator(self.b.copy())
+        trial._string(pattern, candidate, [], "", False)
+        if trial.problems:
+            return False
+        self._string(pattern, candidate, [], "", False)
+        return True
 
     def _metadata(self, expected: dict[str, Any], actual: Any, path: list[str]) -> None:
         if not isinstance(actual, dict):
@@ -367,6 +399,38 @@ def _trim_at(actual: Any, expected: Any, pointer: list[str]) -> Any:
     return actual
 
 
+def _raw_resource_versions(path: Path) -> dict[str, str]:
+    """Real resourceVersions the normalization left in request bodies (15's JSON patches
+    replace ``/metadata/resourceVersion`` with a value read earlier), mapped to their
+    placeholders through the same step's response in the un-normalized transcript."""
+    raw_path = path.parent / "raw" / path.name
+    if not raw_path.is_file():
+        return {}
+    mapping: dict[str, str] = {}
+    steps = json.loads(path.read_text())["steps"]
+    raw_steps = json.loads(raw_path.read_text())["steps"]
+    for step, raw_step in zip(steps, raw_steps, strict=False):
+        body = (step.get("response") or {}).get("body")
+        raw_body = (raw_step.get("response") or {}).get("body")
+        if isinstance(body, dict) and isinstance(raw_body, dict):
+            rv = (body.get("metadata") or {}).get("resourceVersion")
+            raw_rv = (raw_body.get("metadata") or {}).get("resourceVersion")
+            if isinstance(rv, str) and rv.startswith("<rv:") and isinstance(raw_rv, str):
+                mapping[raw_rv] = rv
+    return mapping
+
+
+def _unraw(body: Any, raw_rvs: dict[str, str]) -> Any:
+    if not isinstance(body, list) or not raw_rvs:
+        return body
+    return [
+        {**op, "value": raw_rvs.get(op.get("value"), op.get("value"))}
+        if isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion"
+        else op
+        for op in body
+    ]
+
+
 def _optional(event: dict[str, Any]) -> bool:
     if event.get("type") != "BOOKMARK":
         return False
@@ -389,6 +453,7 @@ class Replay:
         self.bindings.host = self.cluster.url.removeprefix("http://")
         self.done = 0
         self.results: dict[int, list[str]] = {}
+        self.raw_rvs = _raw_resource_versions(path)
 
     def close(self) -> None:
         self.cluster.stop()
@@ -418,7 +483,7 @@ class Replay:
         headers["Authorization"] = f"Bearer {'not-a-valid-token' if request.get('auth') else TOKEN}"
         body: bytes | None = None
         if "body" in request:
-            raw = self.bindings.substitute(request["body"])
+            raw = self.bindings.substitute(_unraw(request["body"], self.raw_rvs))
             body = (
                 raw.encode()
                 if isinstance(raw, str)
@@ -497,7 +562,7 @@ class Replay:
         url = f"{self.cluster.url}/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
         name = f"background-{self.bindings.max_rv}"
         body = {"metadata": {"name": name}, "spec": {"holderIdentity": "conformance"}}
-        headers = {"Authorization": f"Bearer {TOKEN}"}
+        headers = {"Authorization": f"Bearer {TOKEN}", "User-Agent": USER_AGENT}
         async with session.post(url, json=body, headers=headers) as response:
             assert response.status == 201, await response.text()
 
@@ -505,7 +570,11 @@ class Replay:
         """06's wait-and-churn, replaced by writes and the emulator's history-expiry hook."""
         namespace = self.steps[0]["request"]["body"]["metadata"]["name"]
         base = f"{self.cluster.url}/api/v1/namespaces/{namespace}/configmaps"
-        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        headers = {
+            "Authorization": f"Bearer {TOKEN}",
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+        }
         body = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
