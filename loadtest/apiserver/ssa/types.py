@@ -14,7 +14,7 @@ map or list can be ``atomic`` (``x-kubernetes-map-type: atomic`` / ``+structType
   atomic) except where the Kubernetes API types say otherwise; ``_BUILTIN`` lists those
   positions for the kinds the emulator serves (list-map keys such as containers by ``name``,
   container ports by ``containerPort`` + ``protocol`` defaulted to ``TCP``, atomic selectors
-  and tolerations, set-type finalizers...). Other positions of built-in objects are typed as
+  and tolerations, atomic ownerReferences items, set-type finalizers...). Other positions of built-in objects are typed as
   deduced structs, which matches the real types for the fields the emulator knows.
 """
 
@@ -173,7 +173,7 @@ def _tree(overrides: Mapping[Path, Type], prefix: Path = ()) -> Type:
 _METADATA_PATHS: dict[Path, Type] = {
     ("labels",): STRING_MAP,
     ("annotations",): STRING_MAP,
-    ("ownerReferences",): list_map("uid"),
+    ("ownerReferences",): list_map("uid", item=ATOMIC),  # OwnerReference: structType=atomic
     ("finalizers",): SET,
 }
 _METADATA = _tree(_METADATA_PATHS)
