@@ -21,7 +21,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from loadtest.apiserver import decode, errors, ownership, timefmt
+from loadtest.apiserver import decode, errors, ownership, render, timefmt
 from loadtest.apiserver.lifecycle import Objects, Written
 from loadtest.apiserver.registry import ResourceType
 from loadtest.apiserver.ssa import fieldpath as fp
@@ -84,7 +84,7 @@ def apply(
     scope = ownership.scope(rt, subresource)
     table = objects.table(rt)
     current = table.get(namespace if rt.namespaced else "", name)
-    live = current.copy() if current is not None else None
+    live = render.view_dict(rt, current.copy()) if current is not None else None
     may_take: fp.Node | None = None
     if manager == KUBECTL and live is not None:
         may_take = _last_applied_fields(live, scope)
@@ -96,7 +96,7 @@ def apply(
             scope=scope,
             force=force,
             now=timefmt.now(),
-            zero=lambda: ownership.zero(rt.kind),
+            zero=lambda: ownership.zero(rt),
             may_take=may_take,
         )
     except managed.Conflicts as err:

@@ -9,7 +9,7 @@
   managedFields its apply computed. Writes made without an owner (the emulator's own
   controllers, ``/scale``) keep the stored managedFields.
 - ``scope(rt, subresource)``: the type (CRD schema or built-in table) and endpoint of a write.
-- ``zero(kind)``: the empty object of a kind as the API server's typed conversion writes it
+- ``zero(rt)``: the empty object of a kind as the API server's typed conversion writes it
   (zero-valued non-pointer structs present, nil slices as ``null``), the "before" of a create:
   fields the create fills in those present-but-empty places are owned without being members
   themselves. Kinds without an entry start from ``{"metadata": {}}``.
@@ -56,7 +56,15 @@ _ZERO: dict[str, dict[str, Any]] = {
         "status": {},
     },
     "Lease": {"spec": {}},
-    "Event": {"involvedObject": {}, "source": {}, "firstTimestamp": None, "lastTimestamp": None},
+    "Event": {
+        "involvedObject": {},
+        "source": {},
+        "firstTimestamp": None,
+        "lastTimestamp": None,
+        "eventTime": None,
+        "reportingComponent": "",
+        "reportingInstance": "",
+    },
 }
 
 
@@ -91,8 +99,20 @@ def _unprepared(kind: str, old: dict[str, Any] | None, new: dict[str, Any]) -> d
     return seen
 
 
-def zero(kind: str) -> dict[str, Any]:
-    return {"metadata": {}, **copy.deepcopy(_ZERO.get(kind, {}))}
+_VIEW_ZERO: dict[tuple[str, str], dict[str, Any]] = {
+    ("events.k8s.io", "Event"): {
+        "deprecatedSource": {},
+        "deprecatedFirstTimestamp": None,
+        "deprecatedLastTimestamp": None,
+    },
+}
+
+
+def zero(rt: ResourceType) -> dict[str, Any]:
+    """The empty object of ``rt`` in the shape it is served."""
+    if rt.view is not None:
+        return {"metadata": {}, **copy.deepcopy(_VIEW_ZERO.get((rt.group, rt.kind), {}))}
+    return {"metadata": {}, **copy.deepcopy(_ZERO.get(rt.kind, {}))}
 
 
 def manager_name(field_manager: str | None, user_agent: str) -> str:
@@ -160,13 +180,17 @@ class FieldOwner:
         if self.applied:
             fields = self.entries
         else:
+            seen = _unprepared(rt.kind, old, new)
+            if rt.view is not None:  # ownership is recorded in the shape the client wrote
+                old = rt.view.from_storage(old) if old is not None else None
+                seen = rt.view.from_storage(seen)
             fields = managed.update(
                 old,
-                _unprepared(rt.kind, old, new),
+                seen,
                 manager=self.manager,
                 scope=scope(rt, self.subresource),
                 now=timefmt.now(),
-                zero=lambda: zero(rt.kind),
+                zero=lambda: zero(rt),
             )
         meta.pop("managedFields", None)
         if fields:

@@ -235,6 +235,8 @@ _BUILTIN: dict[str, dict[Path, Type]] = {
     "CustomResourceDefinition": _CONDITIONS,
     "ServiceAccount": {("secrets",): list_map("name")},
     "ConfigMap": {("data",): STRING_MAP, ("binaryData",): STRING_MAP},
+    # core and events.k8s.io Events (ObjectReference is structType=atomic)
+    "Event": {("involvedObject",): ATOMIC, ("regarding",): ATOMIC, ("related",): ATOMIC},
     "Secret": {("data",): STRING_MAP, ("stringData",): STRING_MAP},
 }
 _BUILTIN_TYPES: dict[str, Type] = {}
