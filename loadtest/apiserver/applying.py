@@ -106,7 +106,11 @@ def apply(
             str(err),
             details={
                 "causes": [
-                    {"reason": "FieldManagerConflict", "message": f"conflict with {who}", "field": path}
+                    {
+                        "reason": "FieldManagerConflict",
+                        "message": f"conflict with {who}",
+                        "field": path,
+                    }
                     for who, path in err.conflicts
                 ]
             },

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from loadtest.apiserver import admission, crd, errors, render, timefmt
+from loadtest.apiserver import admission, crd, errors, pods, render, timefmt
 from loadtest.apiserver.kinds import go_strings
 from loadtest.apiserver.ownership import FieldOwner, keep_stored
 from loadtest.apiserver.registry import Registry, ResourceType
@@ -169,6 +169,7 @@ class Objects:
         if owner is not None:
             owner.record(rt, None, obj)
         if rt.kind == "Pod" and not rt.group:
+            pods.admit_pod(obj)
             admission.service_account(self.storage, obj)
         self._validate(rt, obj, None)
         if table.get(namespace if rt.namespaced else "", name) is not None:

@@ -70,7 +70,6 @@ _ZERO: dict[str, dict[str, Any]] = {
 
 _PREPARED: dict[str, tuple[tuple[str, ...], ...]] = {
     "Namespace": (("spec", "finalizers"),),
-    "Pod": (("spec", "tolerations"), ("spec", "priority"), ("spec", "preemptionPolicy")),
 }
 """Fields the real server fills after recording ownership (strategy ``PrepareForCreate``,
 allocators, admission), per kind: the emulator fills them earlier, so they are left out."""
@@ -86,11 +85,9 @@ def _unprepared(kind: str, old: dict[str, Any] | None, new: dict[str, Any]) -> d
         source: Any = old or {}
         for name in path:
             source = source.get(name, _ABSENT) if isinstance(source, dict) else _ABSENT
-        target = seen
+        target: Any = seen
         for name in path[:-1]:
             target = target.get(name) if isinstance(target, dict) else None
-            if target is None:
-                break
         if isinstance(target, dict):
             if source is _ABSENT:
                 target.pop(path[-1], None)

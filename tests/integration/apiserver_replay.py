@@ -414,12 +414,8 @@ def _align_same_time(expected: list[Any], actual: list[Any]) -> list[Any]:
         return actual
     rank = {(e.get("manager"), e.get("operation")): i for i, e in enumerate(expected)}
     out: list[Any] = []
-    for _, group in itertools.groupby(
-        actual, key=lambda e: (e.get("operation"), e.get("time"))
-    ):
-        out.extend(
-            sorted(group, key=lambda e: rank.get((e.get("manager"), e.get("operation")), 0))
-        )
+    for _, group in itertools.groupby(actual, key=lambda e: (e.get("operation"), e.get("time"))):
+        out.extend(sorted(group, key=lambda e: rank.get((e.get("manager"), e.get("operation")), 0)))
     return out
 
 

@@ -191,7 +191,9 @@ class Scope:
         return out
 
 
-def _request_entries(live: Mapping[str, Any], new: Mapping[str, Any], scope: Scope) -> list[Entry] | None:
+def _request_entries(
+    live: Mapping[str, Any], new: Mapping[str, Any], scope: Scope
+) -> list[Entry] | None:
     """The entries to start from (``None``: reset to nothing)."""
     stored = decode_entries((live.get("metadata") or {}).get("managedFields")) if live else []
     if scope.subresource:

@@ -13,9 +13,10 @@ map or list can be ``atomic`` (``x-kubernetes-map-type: atomic`` / ``+structType
 - Built-in types: ``builtin(kind)`` is a deduced struct everywhere (objects granular, lists
   atomic) except where the Kubernetes API types say otherwise; ``_BUILTIN`` lists those
   positions for the kinds the emulator serves (list-map keys such as containers by ``name``,
-  container ports by ``containerPort`` + ``protocol`` defaulted to ``TCP``, atomic selectors
-  and tolerations, atomic ownerReferences items, set-type finalizers...). Other positions of built-in objects are typed as
-  deduced structs, which matches the real types for the fields the emulator knows.
+  container ports by ``containerPort`` + ``protocol`` defaulted to ``TCP``, atomic selectors,
+  atomic ownerReferences items and object references, set-type finalizers...). Other positions
+  of built-in objects are deduced structs with atomic lists (tolerations, args...), which
+  matches the real types for the fields the emulator knows.
 """
 
 from __future__ import annotations
@@ -121,7 +122,9 @@ def _schema_type(schema: Mapping[str, Any]) -> Type:
             keys = tuple(schema.get("x-kubernetes-list-map-keys") or ())
             props = items.get("properties", {}) if isinstance(items, dict) else {}
             defaults = {
-                k: props[k]["default"] for k in keys if isinstance(props.get(k), dict) and "default" in props[k]
+                k: props[k]["default"]
+                for k in keys
+                if isinstance(props.get(k), dict) and "default" in props[k]
             }
             return Type(LIST, elements=item, list_type="map", keys=keys, key_defaults=defaults)
         if list_type == "set":
@@ -132,7 +135,9 @@ def _schema_type(schema: Mapping[str, Any]) -> Type:
         props = schema.get("properties")
         extra = schema.get("additionalProperties")
         if isinstance(props, dict) and props:
-            fields = {name: _schema_type(sub) for name, sub in props.items() if isinstance(sub, dict)}
+            fields = {
+                name: _schema_type(sub) for name, sub in props.items() if isinstance(sub, dict)
+            }
             elements = _DEDUCED if schema.get("x-kubernetes-preserve-unknown-fields") else None
             return Type(STRUCT, fields=fields, elements=elements, atomic=atomic)
         if isinstance(extra, dict):
@@ -166,7 +171,13 @@ def _tree(overrides: Mapping[Path, Type], prefix: Path = ()) -> Type:
             key_defaults=own.key_defaults,
         )
     if fields:
-        return Type(own.kind, fields={**own.fields, **fields}, elements=own.elements, atomic=own.atomic, open=own.open)
+        return Type(
+            own.kind,
+            fields={**own.fields, **fields},
+            elements=own.elements,
+            atomic=own.atomic,
+            open=own.open,
+        )
     return own
 
 
