@@ -9,7 +9,8 @@
 - ``prune(merged, last, owned, t)``: after a manager applied, remove from ``merged`` every
   field, map key or list item the manager applied last time (``last``) that no manager owns
   now (``owned``: the union of every manager's set, the applier's new one included), with
-  everything below it. A struct field counts as owned while anything below it is owned.
+  everything below it. A struct the manager owned fields of is walked, not removed whole (it
+  may hold fields nobody owns, such as defaults), and goes away only when pruning empties it.
 
 Inputs are never mutated; results share unchanged subtrees with them.
 """
@@ -128,16 +129,20 @@ def prune(merged: Any, last: fp.Node, owned: fp.Node, t: Type) -> Any:
             key = element[2:]
             if key not in merged:
                 continue
-            if element not in owned:
-                if result is merged:
-                    result = dict(merged)
-                del result[key]
-                continue
+            value = merged[key]
             child_type, _ = t.child(key)
-            pruned = prune(merged[key], below, owned[element], child_type)
-            if pruned is not merged[key]:
+            if fp.is_member(below) and element not in owned:
+                pruned = _ABSENT
+            else:
+                pruned = prune(value, below, owned.get(element, {}), child_type)
+                if pruned is not value and not pruned and value:
+                    pruned = _ABSENT  # emptied by pruning: gone, as Go omits it
+            if pruned is not value:
                 if result is merged:
                     result = dict(merged)
-                result[key] = pruned
+                if pruned is _ABSENT:
+                    del result[key]
+                else:
+                    result[key] = pruned
         return result
     return merged

@@ -360,3 +360,13 @@ def test_invalid_request_managed_fields_keep_the_stored_ones() -> None:
         obj, bogus, manager="u", scope=CONFIGMAP, now=NOW, zero=lambda: {"metadata": {}}
     )
     assert entries == obj["metadata"]["managedFields"]
+
+
+def test_prune_walks_structs_and_keeps_what_nobody_applied() -> None:
+    merged = {"metadata": {"name": "w", "labels": {"t": "a"}}, "spec": {"replicas": 1}}
+    last = fields({"f:metadata": {"f:labels": {"f:t": {}}}, "f:spec": {"f:replicas": {}}})
+    owned = fields({"f:spec": {"f:replicas": {}}})
+    assert prune(merged, last, owned, WIDGET) == {
+        "metadata": {"name": "w"},
+        "spec": {"replicas": 1},
+    }

@@ -1,0 +1,117 @@
+"""Server-side apply on the embedded cluster through the project's own client (``proto.kube``):
+ownership, conflicts, force, dropped fields, status applies and the managers of other writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from proto.kube import Client, PatchType, Session, load_config
+from proto.kube.errors import ApiError
+from tests.integration.apiserver_client import running
+
+
+def _owners(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {e["manager"]: e for e in obj["metadata"].get("managedFields") or []}
+
+
+def _deployment(**spec: Any) -> dict[str, Any]:
+    template = {
+        "metadata": {"labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "app", "image": "app:1"}]},
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template, **spec},
+    }
+
+
+@pytest.mark.asyncio
+async def test_apply_ownership_conflicts_and_force_through_the_client() -> None:
+    async with running() as (cluster, _):
+        config = load_config(str(cluster.kubeconfig))
+        async with Session(config) as session:
+            client = Client(session)
+            namespaces = await client.resource("v1", resource="namespaces")
+            deployments = await client.resource("apps/v1", resource="deployments")
+            await client.create(namespaces, {"metadata": {"name": "ssa"}})
+            labelled = {
+                **_deployment(replicas=2),
+                "metadata": {"name": "web", "labels": {"t": "a"}},
+            }
+            created = await client.apply(
+                deployments, labelled, field_manager="ctl", namespace="ssa"
+            )
+            assert _owners(created)["ctl"]["operation"] == "Apply"
+            with pytest.raises(ApiError) as err:
+                await client.apply(
+                    deployments,
+                    {**_deployment(replicas=5), "spec": {"replicas": 5}},
+                    field_manager="other",
+                    namespace="ssa",
+                    name="web",
+                )
+            assert err.value.status == 409
+            assert err.value.body["details"]["causes"] == [
+                {
+                    "reason": "FieldManagerConflict",
+                    "message": 'conflict with "ctl"',
+                    "field": ".spec.replicas",
+                }
+            ]
+            forced = await client.apply(
+                deployments,
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": "web"},
+                    "spec": {"replicas": 5},
+                },
+                field_manager="other",
+                namespace="ssa",
+                force=True,
+            )
+            assert forced["spec"]["replicas"] == 5
+            assert "f:replicas" not in _owners(forced)["ctl"]["fieldsV1"]["f:spec"]
+            # ctl stops applying its label: it owned it alone, so the label goes
+            dropped = await client.apply(
+                deployments,
+                {
+                    **_deployment(),
+                    "metadata": {"name": "web"},
+                },
+                field_manager="ctl",
+                namespace="ssa",
+            )
+            assert dropped["spec"]["replicas"] == 5  # other's field stays
+            assert "labels" not in dropped["metadata"]
+            patched = await client.patch(
+                deployments,
+                "web",
+                {"metadata": {"labels": {"tier": "x"}}},
+                namespace="ssa",
+                patch_type=PatchType.MERGE,
+            )
+            updaters = [
+                e for e in patched["metadata"]["managedFields"] if e["operation"] == "Update"
+            ]
+            assert [e["fieldsV1"] for e in updaters] == [
+                {"f:metadata": {"f:labels": {".": {}, "f:tier": {}}}}
+            ]
+            status = await client.apply_status(
+                deployments,
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": "web"},
+                    "status": {"observedGeneration": 1},
+                },
+                field_manager="ctrl",
+                namespace="ssa",
+                name="web",
+            )
+            assert _owners(status)["ctrl"]["subresource"] == "status"
+            assert status["status"] == {"observedGeneration": 1}
