@@ -2,8 +2,8 @@
 
 - ``manager_name(field_manager, user_agent)``: the request's ``fieldManager``, else the
   User-Agent up to its first ``/`` (as kube-apiserver names non-apply managers).
-- ``validate_field_manager``: at most 128 characters, printable (422 ``PatchOptions``...);
-  required for apply patches.
+- ``validate_field_manager``: at most 128 bytes, printable characters (422 on
+  ``CreateOptions``/``UpdateOptions``/``PatchOptions``); required for apply patches.
 - ``FieldOwner``: handed to ``Objects.create``/``store`` for a write. An Update owner computes
   the entry of its manager from the stored and the new object; an apply owner carries the
   managedFields its apply computed. Writes made without an owner (the emulator's own
@@ -119,29 +119,31 @@ def manager_name(field_manager: str | None, user_agent: str) -> str:
 
 
 def validate_field_manager(value: str | None, *, options: str, apply: bool) -> None:
+    """``ValidateFieldManager`` (and apply's requirement): 422 on the request's options."""
     problems = []
     if apply and not value:
         problems.append(
             FieldError(ErrorType.REQUIRED, "fieldManager", "is required for apply patch")
         )
-    elif value and len(value) > MAX_MANAGER_LENGTH:
+    value = value or ""
+    if len(value.encode()) > MAX_MANAGER_LENGTH:
         problems.append(
             FieldError(
                 ErrorType.TOO_LONG,
                 "fieldManager",
-                f"may not be longer than {MAX_MANAGER_LENGTH}",
-                value,
+                f"may not be more than {MAX_MANAGER_LENGTH} bytes",
             )
         )
-    elif value and not value.isprintable():
-        problems.append(
-            FieldError(
-                ErrorType.INVALID,
-                "fieldManager",
-                "must only contain printable characters",
-                value,
-            )
+    problems.extend(
+        FieldError(
+            ErrorType.INVALID,
+            "fieldManager",
+            f"invalid character U+{ord(char):04X} (at position {index})",
+            value,
         )
+        for index, char in enumerate(value)
+        if not char.isprintable()
+    )
     if problems:
         raise errors.invalid_options(options, problems)
 

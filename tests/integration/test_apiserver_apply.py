@@ -115,3 +115,32 @@ async def test_apply_ownership_conflicts_and_force_through_the_client() -> None:
             )
             assert _owners(status)["ctrl"]["subresource"] == "status"
             assert status["status"] == {"observedGeneration": 1}
+
+
+@pytest.mark.asyncio
+async def test_field_manager_is_validated_on_every_write() -> None:
+    async with running() as (_, api):
+        await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": "fm"}})
+        path = "/api/v1/namespaces/fm/configmaps"
+        long = await api.request(
+            "POST", path, {"metadata": {"name": "a"}}, params={"fieldManager": "m" * 129}
+        )
+        assert long.status == 422
+        assert long.body["message"] == (
+            'CreateOptions.meta.k8s.io "" is invalid: '
+            "fieldManager: Too long: may not be more than 128 bytes"
+        )
+        bell = await api.request(
+            "POST", path, {"metadata": {"name": "a"}}, params={"fieldManager": "a\x07"}
+        )
+        assert bell.status == 422
+        assert bell.body["details"]["causes"][0]["message"].endswith(
+            "invalid character U+0007 (at position 1)"
+        )
+        named = await api.request(
+            "POST",
+            path,
+            {"metadata": {"name": "a"}, "data": {"k": "v"}},
+            params={"fieldManager": "tool"},
+        )
+        assert [e["manager"] for e in named.body["metadata"]["managedFields"]] == ["tool"]
