@@ -1,7 +1,8 @@
 """The verbs of a resource endpoint: get, list, watch, create, update, patch, delete.
 
 Each handler decodes the request the way kube-apiserver does (content types, JSON errors,
-unknown fields per ``fieldValidation``, ``dryRun``), calls ``Objects`` and renders the result
+unknown fields per ``fieldValidation``, ``dryRun``, ``fieldManager``), calls ``Objects`` with
+the write's field manager (server-side apply: ``applying``) and renders the result
 (object bytes straight from storage where possible, ``Warning`` headers, Status bodies).
 """
 

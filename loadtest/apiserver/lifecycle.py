@@ -1,6 +1,8 @@
 """Object writes with kube-apiserver's generic registry semantics.
 
-``Objects`` is what the HTTP handlers and the built-in controllers call to change objects:
+``Objects`` is what the HTTP handlers and the built-in controllers call to change objects
+(each write may carry a ``FieldOwner`` that records its ``managedFields``; writes without
+one keep the stored ones):
 
 - create: server fields (uid, creationTimestamp, generation 1, generateName), admission,
   defaults, validation (422), AlreadyExists (409).
