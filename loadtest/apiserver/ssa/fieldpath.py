@@ -15,7 +15,8 @@ Invariants:
 - Internally every member carries ``"."`` (``{"." : {}}`` is a leaf); ``decode``/``encode``
   convert from and to the wire form, where a member without children is written ``{}``.
 - No node is empty: a subtree without members is dropped by every operation.
-- Functions never mutate their inputs and return fresh trees.
+- Functions never mutate their inputs; results may share unchanged subtrees with them, so
+  sets are treated as immutable once built (``remove_paths`` copies before it edits).
 """
 
 from __future__ import annotations
@@ -74,9 +75,9 @@ def empty(node: Node | None) -> bool:
 
 def union(a: Node | None, b: Node | None) -> Node:
     if not a:
-        return _copy(b or {})
-    if not b:
-        return _copy(a)
+        return b or {}
+    if not b or a is b:
+        return a
     out: Node = {}
     for key in a.keys() | b.keys():
         if key == SELF:
@@ -91,7 +92,7 @@ def difference(a: Node | None, b: Node | None) -> Node:
     if not a:
         return {}
     if not b:
-        return _copy(a)
+        return a
     out: Node = {}
     for key, child in a.items():
         if key == SELF:
@@ -120,22 +121,26 @@ def intersection(a: Node | None, b: Node | None) -> Node:
 
 def remove_paths(node: Node, paths: list[tuple[str, ...]]) -> Node:
     """``node`` without the exact members at ``paths`` (their descendants stay)."""
-    out = _copy(node)
     for path in paths:
-        _unset(out, path)
-    return out
+        node = _without(node, path)
+    return node
 
 
-def _unset(node: Node, path: tuple[str, ...]) -> None:
+def _without(node: Node, path: tuple[str, ...]) -> Node:
     if not path:
-        node.pop(SELF, None)
-        return
+        return {k: v for k, v in node.items() if k != SELF} if SELF in node else node
     child = node.get(path[0])
     if child is None:
-        return
-    _unset(child, path[1:])
-    if not child:
-        del node[path[0]]
+        return node
+    rest = _without(child, path[1:])
+    if rest is child:
+        return node
+    out = dict(node)
+    if rest:
+        out[path[0]] = rest
+    else:
+        del out[path[0]]
+    return out
 
 
 def members(node: Node, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -145,10 +150,6 @@ def members(node: Node, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...
     for key in sorted(node, key=_order):
         if key != SELF:
             yield from members(node[key], (*prefix, key))
-
-
-def _copy(node: Node) -> Node:
-    return {key: _copy(child) for key, child in node.items()}
 
 
 # --- path elements ----------------------------------------------------------------------------

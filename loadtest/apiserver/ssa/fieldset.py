@@ -92,6 +92,10 @@ def _compare(
     old: Any, new: Any, t: Type, added: fp.Node, modified: fp.Node, removed: fp.Node
 ) -> None:
     """Fill the three sets at this position (each argument is this position's node)."""
+    if old is new or (
+        old is not MISSING and new is not MISSING and old == new and _equal(old, new)
+    ):
+        return  # equal subtrees (the common case) cost one C-level comparison
     t_old = t.resolve(old) if old is not MISSING else None
     t_new = t.resolve(new) if new is not MISSING else None
     shape = t_new or t_old

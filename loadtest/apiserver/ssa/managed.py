@@ -186,8 +186,8 @@ class Scope:
         out = fp.remove_paths(fields, _STRIPPED)
         if self.subresource == "status":
             return {k: v for k, v in out.items() if k in ("f:status", "f:metadata")}
-        if self.has_status:
-            out.pop("f:status", None)
+        if self.has_status and "f:status" in out:
+            return {k: v for k, v in out.items() if k != "f:status"}
         return out
 
 
