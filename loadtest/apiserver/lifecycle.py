@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from loadtest.apiserver import admission, crd, errors, pods, render, timefmt
+from loadtest.apiserver import admission, crd, errors, pods, render, rules, timefmt
 from loadtest.apiserver.kinds import go_strings
 from loadtest.apiserver.ownership import FieldOwner, keep_stored
 from loadtest.apiserver.registry import Registry, ResourceType
@@ -170,6 +170,8 @@ class Objects:
         rt.behaviour.default(obj, None)
         if owner is not None:
             owner.record(rt, None, obj)
+        if rt.kind == "Namespace" and not rt.group:
+            rules.prepare_namespace(obj)
         if rt.kind == "Pod" and not rt.group:
             pods.admit_pod(obj)
             admission.service_account(self.storage, obj)

@@ -28,7 +28,6 @@ from loadtest.apiserver.ssa.types import Type, builtin, from_schema
 from proto.api.validation import ErrorType, FieldError
 
 MAX_MANAGER_LENGTH = 128
-_ABSENT: Any = object()
 
 _ZERO: dict[str, dict[str, Any]] = {
     "Namespace": {"spec": {}, "status": {}},
@@ -66,34 +65,6 @@ _ZERO: dict[str, dict[str, Any]] = {
         "reportingInstance": "",
     },
 }
-
-
-_PREPARED: dict[str, tuple[tuple[str, ...], ...]] = {
-    "Namespace": (("spec", "finalizers"),),
-}
-"""Fields the real server fills after recording ownership (strategy ``PrepareForCreate``,
-allocators, admission), per kind: the emulator fills them earlier, so they are left out."""
-
-
-def _unprepared(kind: str, old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
-    """``new`` as the field manager sees it: prepared fields as they were in ``old``."""
-    paths = _PREPARED.get(kind)
-    if not paths:
-        return new
-    seen = copy.deepcopy(new)
-    for path in paths:
-        source: Any = old or {}
-        for name in path:
-            source = source.get(name, _ABSENT) if isinstance(source, dict) else _ABSENT
-        target: Any = seen
-        for name in path[:-1]:
-            target = target.get(name) if isinstance(target, dict) else None
-        if isinstance(target, dict):
-            if source is _ABSENT:
-                target.pop(path[-1], None)
-            else:
-                target[path[-1]] = source
-    return seen
 
 
 _VIEW_ZERO: dict[tuple[str, str], dict[str, Any]] = {
@@ -179,7 +150,7 @@ class FieldOwner:
         if self.applied:
             fields = self.entries
         else:
-            seen = _unprepared(rt.kind, old, new)
+            seen = new
             if rt.view is not None:  # ownership is recorded in the shape the client wrote
                 old = rt.view.from_storage(old) if old is not None else None
                 seen = rt.view.from_storage(seen)

@@ -30,10 +30,16 @@ def default_namespace(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
     meta = obj["metadata"]
     if meta.get("name"):
         meta["labels"] = {**(meta.get("labels") or {}), "kubernetes.io/metadata.name": meta["name"]}
-    spec = obj.setdefault("spec", {})
-    if old is None and not spec.get("finalizers"):
-        spec["finalizers"] = ["kubernetes"]
+    obj.setdefault("spec", {})
     obj.setdefault("status", {}).setdefault("phase", "Active")
+
+
+def prepare_namespace(obj: dict[str, Any]) -> None:
+    """``PrepareForCreate``: a new namespace gets the ``kubernetes`` finalizer (after the field
+    manager recorded the create, so nobody owns it)."""
+    spec = obj.setdefault("spec", {})
+    if not spec.get("finalizers"):
+        spec["finalizers"] = ["kubernetes"]
 
 
 # --- configmaps and secrets ----------------------------------------------------------------
