@@ -5,9 +5,10 @@
   ``invalid object type``); unknown fields are dropped or refused per ``fieldValidation``
   like any body;
 - an absent object is created by the apply (201; a made-up ``resourceVersion`` in the body is
-  ignored), otherwise the configuration is merged into it (``ssa.managed.apply``); the
-  resulting object then goes through the normal create/update path (defaults, validation,
-  status/spec separation, no-op detection, ``dryRun``);
+  ignored); otherwise a ``resourceVersion`` in the body is a precondition (409) and the
+  configuration is merged into the object (``ssa.managed.apply``); the result then goes
+  through the normal create/update path (defaults, validation, status/spec separation,
+  no-op detection, ``dryRun``);
 - conflicts are a 409 ``Conflict`` with one ``FieldManagerConflict`` cause per field;
 - the ``kubectl`` manager may take the fields listed in the object's
   ``kubectl.kubernetes.io/last-applied-configuration`` annotation from other managers, and
@@ -79,7 +80,8 @@ def apply(
             f"({name})"
         )
     meta["name"] = name
-    for key in ("resourceVersion", "managedFields", "uid", "creationTimestamp"):
+    precondition = meta.pop("resourceVersion", None)
+    for key in ("managedFields", "uid", "creationTimestamp"):
         meta.pop(key, None)
     scope = ownership.scope(rt, subresource)
     table = objects.table(rt)
@@ -122,7 +124,7 @@ def apply(
         if subresource:
             raise errors.not_found(rt.plural, rt.group, name)
         return objects.create(rt, namespace, obj, dry_run=dry_run, owner=owner)
-    obj["metadata"]["resourceVersion"] = str(current.rv)
+    obj["metadata"]["resourceVersion"] = precondition or str(current.rv)
     return objects.update(
         rt, namespace, name, obj, subresource=subresource, dry_run=dry_run, owner=owner
     )

@@ -16,17 +16,18 @@ def _owners(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {e["manager"]: e for e in obj["metadata"].get("managedFields") or []}
 
 
+def _config(**fields: Any) -> dict[str, Any]:
+    """An apply configuration of the Deployment ``web`` with these top-level fields."""
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, **fields}
+
+
 def _deployment(**spec: Any) -> dict[str, Any]:
     template = {
         "metadata": {"labels": {"app": "web"}},
         "spec": {"containers": [{"name": "app", "image": "app:1"}]},
     }
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web"},
-        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template, **spec},
-    }
+    selector = {"matchLabels": {"app": "web"}}
+    return _config(spec={"selector": selector, "template": template, **spec})
 
 
 @pytest.mark.asyncio
@@ -46,10 +47,14 @@ async def test_apply_ownership_conflicts_and_force_through_the_client() -> None:
                 deployments, labelled, field_manager="ctl", namespace="ssa"
             )
             assert _owners(created)["ctl"]["operation"] == "Apply"
+            stale = {**labelled, "metadata": {**labelled["metadata"], "resourceVersion": "1"}}
+            with pytest.raises(ApiError) as err:
+                await client.apply(deployments, stale, field_manager="ctl", namespace="ssa")
+            assert err.value.status == 409 and err.value.reason == "Conflict"
             with pytest.raises(ApiError) as err:
                 await client.apply(
                     deployments,
-                    {**_deployment(replicas=5), "spec": {"replicas": 5}},
+                    _config(spec={"replicas": 5}),
                     field_manager="other",
                     namespace="ssa",
                     name="web",
@@ -64,12 +69,7 @@ async def test_apply_ownership_conflicts_and_force_through_the_client() -> None:
             ]
             forced = await client.apply(
                 deployments,
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "Deployment",
-                    "metadata": {"name": "web"},
-                    "spec": {"replicas": 5},
-                },
+                _config(spec={"replicas": 5}),
                 field_manager="other",
                 namespace="ssa",
                 force=True,
@@ -79,10 +79,7 @@ async def test_apply_ownership_conflicts_and_force_through_the_client() -> None:
             # ctl stops applying its label: it owned it alone, so the label goes
             dropped = await client.apply(
                 deployments,
-                {
-                    **_deployment(),
-                    "metadata": {"name": "web"},
-                },
+                _deployment(),
                 field_manager="ctl",
                 namespace="ssa",
             )
@@ -103,12 +100,7 @@ async def test_apply_ownership_conflicts_and_force_through_the_client() -> None:
             ]
             status = await client.apply_status(
                 deployments,
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "Deployment",
-                    "metadata": {"name": "web"},
-                    "status": {"observedGeneration": 1},
-                },
+                _config(status={"observedGeneration": 1}),
                 field_manager="ctrl",
                 namespace="ssa",
                 name="web",
