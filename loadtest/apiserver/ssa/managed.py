@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from loadtest.apiserver.ssa import fieldpath as fp
-from loadtest.apiserver.ssa.fieldset import MISSING, compare, to_set
+from loadtest.apiserver.ssa.fieldset import compare, to_set
 from loadtest.apiserver.ssa.merge import merge, prune
 from loadtest.apiserver.ssa.types import Type
 
@@ -333,4 +333,18 @@ def _without_managed(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
-__all__ = ["MISSING", "Conflicts", "Entry", "Scope", "apply", "update"]
+__all__ = [
+    "APPLY",
+    "BEFORE_FIRST_APPLY",
+    "UPDATE",
+    "Conflicts",
+    "Entry",
+    "InvalidManagedFields",
+    "Scope",
+    "apply",
+    "decode_entries",
+    "encode_entries",
+    "is_reset",
+    "message",
+    "update",
+]
