@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +29,7 @@ from loadtest.apiserver.registry import ResourceType
 from loadtest.apiserver.ssa import fieldpath as fp
 from loadtest.apiserver.ssa import managed
 from loadtest.apiserver.ssa.fieldset import to_set
+from proto.api import gojson
 
 KUBECTL = "kubectl"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -71,6 +73,7 @@ def apply(
 ) -> Written:
     """Apply the configuration in ``raw`` for ``manager`` and write the result."""
     config = check(decode_config(raw))
+    as_sent = copy.deepcopy(config)
     meta = config.get("metadata")
     if not isinstance(meta, dict):
         meta = config["metadata"] = {}
@@ -117,8 +120,8 @@ def apply(
                 ]
             },
         ) from None
-    if may_take is not None:
-        obj = _rewrite_last_applied(obj, config)
+    if manager == KUBECTL and _annotation(obj) is not None:
+        obj = _rewrite_last_applied(obj, as_sent)
     owner = ownership.FieldOwner(manager, subresource, entries, applied=True)
     if current is None:
         if subresource:
@@ -130,10 +133,17 @@ def apply(
     )
 
 
+def _annotation(obj: dict[str, Any]) -> str | None:
+    annotations = (obj.get("metadata") or {}).get("annotations")
+    text = annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None
+    return text if isinstance(text, str) else None
+
+
 def _last_applied_fields(live: dict[str, Any], scope: managed.Scope) -> fp.Node | None:
-    annotations = (live.get("metadata") or {}).get("annotations") or {}
-    text = annotations.get(LAST_APPLIED)
-    if not isinstance(text, str) or not text:
+    """The fields listed in the live object's last-applied annotation (kubectl may take them
+    from other managers)."""
+    text = _annotation(live)
+    if not text:
         return None
     try:
         last = json.loads(text)
@@ -145,7 +155,12 @@ def _last_applied_fields(live: dict[str, Any], scope: managed.Scope) -> fp.Node 
 
 
 def _rewrite_last_applied(obj: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` with the annotation rewritten from the applied configuration (without the
+    annotation itself), encoded as Go's JSON encoder writes it, newline included."""
+    config_meta = config.get("metadata")
+    if isinstance(config_meta, dict) and isinstance(config_meta.get("annotations"), dict):
+        rest = {k: v for k, v in config_meta["annotations"].items() if k != LAST_APPLIED}
+        config = {**config, "metadata": {**config_meta, "annotations": rest}}
     meta = obj["metadata"]
-    annotations = dict(meta.get("annotations") or {})
-    annotations[LAST_APPLIED] = json.dumps(config, separators=(",", ":"), sort_keys=True) + "\n"
+    annotations = {**meta["annotations"], LAST_APPLIED: gojson.dumps(config).decode() + "\n"}
     return {**obj, "metadata": {**meta, "annotations": annotations}}
