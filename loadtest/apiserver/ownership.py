@@ -10,9 +10,10 @@
   controllers, ``/scale``) keep the stored managedFields.
 - ``scope(rt, subresource)``: the type (CRD schema or built-in table) and endpoint of a write.
 - ``zero(rt)``: the empty object of a kind as the API server's typed conversion writes it
-  (zero-valued non-pointer structs present, nil slices as ``null``), the "before" of a create:
-  fields the create fills in those present-but-empty places are owned without being members
-  themselves. Kinds without an entry start from ``{"metadata": {}}``.
+  (non-pointer structs present even when empty, nil slices and zero times as ``null``, other
+  fields omitted), the "before" of a create: fields the create fills in those present places
+  are owned without being members themselves. Kinds without an entry (ConfigMaps, Secrets,
+  Roles... whose zero value has no such places) start from ``{"metadata": {}}``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from proto.api.validation import ErrorType, FieldError
 
 MAX_MANAGER_LENGTH = 128
 
+_TEMPLATE: dict[str, Any] = {"metadata": {}, "spec": {"containers": None}}
 _ZERO: dict[str, dict[str, Any]] = {
     "Namespace": {"spec": {}, "status": {}},
     "CustomResourceDefinition": {
@@ -47,13 +49,31 @@ _ZERO: dict[str, dict[str, Any]] = {
     "Pod": {"spec": {"containers": None}, "status": {}},
     "Service": {"spec": {}, "status": {"loadBalancer": {}}},
     "Deployment": {
-        "spec": {
-            "selector": None,
-            "template": {"metadata": {}, "spec": {"containers": None}},
-            "strategy": {},
-        },
+        "spec": {"selector": None, "template": _TEMPLATE, "strategy": {}},
         "status": {},
     },
+    "ReplicaSet": {"spec": {"selector": None, "template": _TEMPLATE}, "status": {"replicas": 0}},
+    "StatefulSet": {
+        "spec": {"selector": None, "template": _TEMPLATE, "updateStrategy": {}},
+        "status": {"replicas": 0, "availableReplicas": 0},
+    },
+    "DaemonSet": {
+        "spec": {"selector": None, "template": _TEMPLATE, "updateStrategy": {}},
+        "status": {
+            "currentNumberScheduled": 0,
+            "numberMisscheduled": 0,
+            "desiredNumberScheduled": 0,
+            "numberReady": 0,
+        },
+    },
+    "Job": {"spec": {"template": _TEMPLATE}, "status": {}},
+    "CronJob": {
+        "spec": {"schedule": "", "jobTemplate": {"metadata": {}, "spec": {"template": _TEMPLATE}}},
+        "status": {},
+    },
+    "PersistentVolumeClaim": {"spec": {"resources": {}}, "status": {}},
+    "RoleBinding": {"roleRef": {"apiGroup": "", "kind": "", "name": ""}},
+    "ClusterRoleBinding": {"roleRef": {"apiGroup": "", "kind": "", "name": ""}},
     "Lease": {"spec": {}},
     "Event": {
         "involvedObject": {},
