@@ -370,3 +370,35 @@ def test_prune_walks_structs_and_keeps_what_nobody_applied() -> None:
         "metadata": {"name": "w"},
         "spec": {"replicas": 1},
     }
+
+
+def _widget(spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, **spec}
+
+
+@settings(max_examples=150, deadline=None)
+@given(_CONFIGS, _CONFIGS)
+def test_conflicts_are_exactly_the_fields_a_forced_apply_takes(
+    first: dict[str, Any], second: dict[str, Any]
+) -> None:
+    live = _apply(None, _widget(first), "a", scope=SCOPE)
+    again = managed.apply(
+        live, _widget(first), manager="a", scope=SCOPE, force=False, now=NOW, zero=dict
+    )
+    assert not again[2]  # re-applying the same configuration changes nothing
+    forced = _apply(live, _widget(second), "b", force=True, scope=SCOPE)
+    assert merge(forced, _widget(second), WIDGET) == forced  # b's configuration holds
+    before = _members(fields(_owners(live)["a"]["fieldsV1"]))
+    after_entry = _owners(forced).get("a")
+    after = _members(fields(after_entry["fieldsV1"])) if after_entry else set()
+    taken = before - after
+    try:
+        _apply(live, _widget(second), "b", scope=SCOPE)
+    except managed.Conflicts as err:
+        assert {path for _, path in err.conflicts} == {fp.describe(p) for p in taken}
+    else:
+        assert not taken
+    # once b owns its fields, re-applying them never conflicts
+    managed.apply(
+        forced, _widget(second), manager="b", scope=SCOPE, force=False, now=NOW, zero=dict
+    )
