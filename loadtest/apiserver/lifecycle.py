@@ -141,7 +141,7 @@ class Objects:
             meta.pop("namespace", None)
         if meta.get("resourceVersion"):
             raise errors.internal("resourceVersion should not be set on objects to be created")
-        for key in (*_SERVER_FIELDS, "selfLink", "managedFields", "generation"):
+        for key in (*_SERVER_FIELDS, "selfLink", "generation"):
             meta.pop(key, None)
         generate = not meta.get("name") and bool(meta.get("generateName"))
         table = self.table(rt)
@@ -170,6 +170,8 @@ class Objects:
         rt.behaviour.default(obj, None)
         if owner is not None:
             owner.record(rt, None, obj)
+        else:
+            obj["metadata"].pop("managedFields", None)
         if rt.kind == "Namespace" and not rt.group:
             rules.prepare_namespace(obj)
         if rt.kind == "Pod" and not rt.group:

@@ -7,9 +7,10 @@ over structured-merge-diff, as pure functions over JSON objects:
   ``Update``). Fields the write added or changed move to the manager's entry (merged with its
   previous Update entry of the same apiVersion and subresource; ``time`` set only when it took
   fields), fields it removed leave every entry, empty entries disappear. The request's own
-  ``managedFields`` replace the stored ones when they decode (invalid ones are ignored); ``[]``
-  or ``[{}]`` reset them to none, and an existing object without managedFields is not tracked
-  by non-apply writes (``skipNonApplied``).
+  ``managedFields`` replace the stored ones when they decode (invalid ones are ignored; on a
+  create the creator takes every field it sets from them); ``[]`` or ``[{}]`` reset them to none,
+  and an existing object without managedFields is not tracked by non-apply writes
+  (``skipNonApplied``).
 - ``apply(live, config, ...)``: operation ``Apply``. The config (typed by ``types.Type``) is
   merged into the live object; the manager's set becomes the config's field set; fields it
   applied last time and nobody owns now are removed; fields whose value the apply changes and
@@ -259,10 +260,9 @@ def update(
     the type as the server sees it). ``None`` means: store no managedFields.
     """
     entries = _request_entries(live or {}, new, scope)
-    if entries is None:
-        return None
     if live is not None and not entries:
-        return None  # an existing object without managedFields is not tracked
+        return None  # reset, or an existing object without managedFields: not tracked
+    entries = entries or []
     old = _without_managed(live) if live is not None else zero()
     out = _record_update(entries, old, _without_managed(new), manager, scope, now)
     return encode_entries(out) or None

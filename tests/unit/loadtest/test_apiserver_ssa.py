@@ -402,3 +402,23 @@ def test_conflicts_are_exactly_the_fields_a_forced_apply_takes(
     managed.apply(
         forced, _widget(second), manager="b", scope=SCOPE, force=False, now=NOW, zero=dict
     )
+
+
+def test_a_create_takes_every_field_it_sets_from_request_entries() -> None:
+    given = [
+        {
+            "manager": "old",
+            "operation": "Apply",
+            "apiVersion": "v1",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:data": {"f:x": {}}},
+        }
+    ]
+    new = {**cm(x="1", y="2"), "metadata": {"name": "c", "managedFields": given}}
+    entries = managed.update(
+        None, new, manager="u", scope=CONFIGMAP, now=NOW, zero=lambda: {"metadata": {}}
+    )
+    assert entries is not None
+    assert [(e["manager"], e["fieldsV1"]) for e in entries] == [
+        ("u", {"f:data": {".": {}, "f:x": {}, "f:y": {}}})
+    ]
