@@ -1,9 +1,9 @@
 """The server-side apply request: ``PATCH`` with ``application/apply-patch+yaml``.
 
 - ``fieldManager`` is required (422 ``PatchOptions``), ``force`` is ``true``/``false``;
-- the body is YAML or JSON and must name its ``apiVersion`` and ``kind`` (400
-  ``invalid object type``); unknown fields are dropped or refused per ``fieldValidation``
-  like any body;
+- the body is YAML or JSON of the endpoint's apiVersion and kind (else 400
+  ``invalid object type: <group>/<version>, Kind=<kind>``) without ``managedFields`` (400);
+  unknown fields are dropped or refused per ``fieldValidation`` like any body;
 - an absent object is created by the apply (201; a made-up ``resourceVersion`` in the body is
   ignored); otherwise a ``resourceVersion`` in the body is a precondition (409) and the
   configuration is merged into the object (``ssa.managed.apply``); the result then goes
@@ -44,17 +44,22 @@ def parse_force(value: str | None) -> bool:
     raise errors.bad_request(f'invalid value for force: "{value}"')
 
 
-def decode_config(raw: bytes) -> dict[str, Any]:
+def decode_config(raw: bytes, rt: ResourceType) -> dict[str, Any]:
+    """The applied configuration; 400 unless it is an object of ``rt``'s group, version and
+    kind (``invalid object type: apps/v1, Kind=Deployment``) without managedFields."""
     try:
         config = decode.loads_yaml(raw)
     except decode.SyntaxProblem as err:
         raise errors.bad_request(f"error decoding YAML: {err}") from None
     if not isinstance(config, dict):
-        raise errors.bad_request("invalid object type: /, Kind=")
-    api_version, kind = config.get("apiVersion"), config.get("kind")
-    if not api_version or not kind:
-        group, _, version = str(api_version or "").rpartition("/")
-        raise errors.bad_request(f"invalid object type: {group}/{version}, Kind={kind or ''}")
+        config = {}
+    api_version, kind = config.get("apiVersion") or "", config.get("kind") or ""
+    if (api_version, kind) != (rt.api_version, rt.kind):
+        group, _, version = str(api_version).rpartition("/")
+        raise errors.bad_request(f"invalid object type: {group}/{version}, Kind={kind}")
+    meta = config.get("metadata")
+    if isinstance(meta, dict) and meta.get("managedFields") is not None:
+        raise errors.bad_request("metadata.managedFields must be nil")
     return config
 
 
@@ -72,7 +77,7 @@ def apply(
     check: Check,
 ) -> Written:
     """Apply the configuration in ``raw`` for ``manager`` and write the result."""
-    config = check(decode_config(raw))
+    config = check(decode_config(raw, rt))
     as_sent = copy.deepcopy(config)
     meta = config.get("metadata")
     if not isinstance(meta, dict):
@@ -85,7 +90,7 @@ def apply(
     meta["name"] = name
     precondition = meta.pop("resourceVersion", None)
     for key in ("managedFields", "uid", "creationTimestamp"):
-        meta.pop(key, None)
+        meta.pop(key, None)  # managedFields: only an explicit null gets here
     scope = ownership.scope(rt, subresource)
     table = objects.table(rt)
     current = table.get(namespace if rt.namespaced else "", name)

@@ -136,3 +136,25 @@ async def test_field_manager_is_validated_on_every_write() -> None:
             params={"fieldManager": "tool"},
         )
         assert [e["manager"] for e in named.body["metadata"]["managedFields"]] == ["tool"]
+
+
+@pytest.mark.asyncio
+async def test_apply_refuses_other_types_and_managed_fields() -> None:
+    async with running() as (_, api):
+        await api.request("POST", "/api/v1/namespaces", {"metadata": {"name": "ap"}})
+        path = "/api/v1/namespaces/ap/configmaps/c"
+        apply = "application/apply-patch+yaml"
+        params = {"fieldManager": "m"}
+        wrong = {"apiVersion": "apps/v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+        reply = await api.request("PATCH", path, wrong, content_type=apply, params=params)
+        assert (reply.status, reply.body["message"]) == (
+            400,
+            "invalid object type: apps/v1, Kind=ConfigMap",
+        )
+        owned = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "c", "managedFields": [{"manager": "x"}]},
+        }
+        reply = await api.request("PATCH", path, owned, content_type=apply, params=params)
+        assert (reply.status, reply.body["message"]) == (400, "metadata.managedFields must be nil")
