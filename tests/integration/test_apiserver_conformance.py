@@ -1,7 +1,8 @@
 """The emulator against the recorded transcripts of a real kube-apiserver v1.36.2.
 
-One test per recorded step; a scenario's steps run in order against one fresh emulator
-(``apiserver_replay.Replay``). Differences the emulator does not (yet) reproduce are listed
+One test per recorded step of every top-level transcript and of the server-side apply
+transcripts still under ``pending/``; a scenario's steps run in order against one fresh
+emulator (``apiserver_replay.Replay``). Differences the emulator does not (yet) reproduce are listed
 in ``KNOWN`` with the reason (and in ``loadtest/apiserver/README.md``) and marked
 ``xfail(strict=True)``, so fixing one makes its test fail until the entry is removed.
 """
@@ -25,8 +26,10 @@ KNOWN: dict[tuple[str, int], str] = {}
 
 
 def _scenarios() -> list[str]:
+    """The top-level transcripts, then ``PENDING`` (unless one was promoted to the top level;
+    a missing one is kept so that its test fails)."""
     top = sorted(p.name for p in CONFORMANCE.glob("[0-9][0-9]-*.json"))
-    return [*top, *(p for p in PENDING if (CONFORMANCE / p).is_file())]
+    return [*top, *(p for p in PENDING if Path(p).name not in top)]
 
 
 def _params() -> Iterator[object]:
