@@ -8,14 +8,15 @@ v4.17 as pure functions over JSON-decoded values.
 
 - ``apply_update(observed, desired) -> (merged, changed)``: parse last-applied from the
   observed annotation (``LastAppliedError`` if malformed; absent, empty or ``null`` means none),
-  blank the annotation in desired if the hook echoed it (Go sets it to ``""``, it does not
-  remove it, so the empty value is part of the recorded JSON), merge, force the ObjectMeta
+  remove the annotation from desired if the hook echoed it (an annotations map left empty is
+  removed too, so desired is what the hook would have returned without the echo), merge, force
+  the ObjectMeta
   system fields and ``status`` back to their observed values (or remove them where observed
   has none), record ``gojson.dumps(desired)`` in the annotation, and report a change exactly
   when Go's ``reflect.DeepEqual`` would: 3 is not 3.0 (a hook emitting 3.0 updates its child
   on every sync, as in Go), false is not 0, -0.0 equals 0.0.
-- ``create_body(desired, controller)``: the annotation records ``gojson.dumps(desired)`` as the
-  hook left it (no blanking on create), taken before the controller ownerReference is
+- ``create_body(desired, controller)``: the annotation records ``gojson.dumps(desired)`` with
+  an echoed annotation removed the same way, taken before the controller ownerReference is
   appended; the reference is not appended twice.
 
 Invariants:
@@ -105,13 +106,18 @@ def _with_annotation(obj: dict[str, Any], value: str) -> dict[str, Any]:
     return {**obj, "metadata": {**metadata, "annotations": new_annotations}}
 
 
-def _blank_annotation(desired: dict[str, Any]) -> dict[str, Any]:
-    """``nullifyLastAppliedAnnotation``: a desired object echoing the annotation gets it
-    set to the empty string (Go blanks it, so it stays in the recorded JSON)."""
+def strip_last_applied(desired: dict[str, Any]) -> dict[str, Any]:
+    """desired without the last-applied annotation a hook echoed back (Metacontroller removes
+    it before merging and recording); an annotations map left empty is removed as well.
+    Annotations that are not all strings are left alone (``GetAnnotations`` sees none)."""
     annotations = _annotations(desired)
-    if annotations is None or annotations.get(LAST_APPLIED_ANNOTATION, "") == "":
+    if annotations is None or LAST_APPLIED_ANNOTATION not in annotations:
         return desired
-    return _with_annotation(desired, "")
+    metadata = desired["metadata"]
+    rest = {k: v for k, v in annotations.items() if k != LAST_APPLIED_ANNOTATION}
+    if rest:
+        return {**desired, "metadata": {**metadata, "annotations": rest}}
+    return {**desired, "metadata": {k: v for k, v in metadata.items() if k != "annotations"}}
 
 
 def last_applied(obj: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -194,7 +200,7 @@ def apply_update(
     """
     if not isinstance(observed, dict) or not isinstance(desired, dict):
         raise InvalidObjectError("observed and desired children must be JSON objects")
-    desired = _blank_annotation(desired)
+    desired = strip_last_applied(desired)
     annotation = gojson.dumps(desired).decode()
     annotations = _annotations(observed)
     recorded = annotations.get(LAST_APPLIED_ANNOTATION, "") if annotations is not None else ""
@@ -247,6 +253,7 @@ def create_body(desired: Mapping[str, Any], controller: ControllerRef) -> dict[s
     after namespace defaulting and any controller-uid label or decorator annotation."""
     if not isinstance(desired, dict):
         raise InvalidObjectError("a desired child must be a JSON object")
+    desired = strip_last_applied(desired)
     body = _with_annotation(desired, gojson.dumps(desired).decode())
     metadata = body.get("metadata")
     if not isinstance(metadata, dict):

@@ -15,11 +15,13 @@ from collections.abc import Hashable
 
 from loadtest.apiserver import crd, errors, timefmt
 from loadtest.apiserver.lifecycle import DeleteOptions, Objects
+from loadtest.apiserver.ownership import FieldOwner
 from loadtest.apiserver.registry import ResourceType
 from loadtest.apiserver.storage import DELETED, Change, Table
 from loadtest.apiserver.workqueue import WorkQueue
 
 CRDS = crd.CRDS
+MANAGER = "kube-apiserver"  # the field manager of the CRD status this controller writes
 
 
 class CrdController:
@@ -65,7 +67,8 @@ class CrdController:
             c.get("type") == "Established" and c.get("status") == "True" for c in conditions
         ):
             body = {"metadata": {"name": name}, "status": crd.established(obj, timefmt.now())}
-            self.objects.update(self.crd_type, "", name, body, subresource="status")
+            owner = FieldOwner(MANAGER, "status")
+            self.objects.update(self.crd_type, "", name, body, subresource="status", owner=owner)
 
     def _cleanup(self, name: str, storage_name: str) -> None:
         rt = next((r for r in self.objects.registry if r.storage == storage_name), None)

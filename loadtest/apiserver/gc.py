@@ -24,9 +24,12 @@ from typing import Any
 
 from loadtest.apiserver import errors
 from loadtest.apiserver.lifecycle import FOREGROUND, ORPHAN, DeleteOptions, Objects
+from loadtest.apiserver.ownership import FieldOwner
 from loadtest.apiserver.registry import ResourceType
 from loadtest.apiserver.storage import DELETED, Change, Entry, Table
 from loadtest.apiserver.workqueue import WorkQueue
+
+MANAGER = "kube-controller-manager"  # the field manager of the garbage collector's writes
 
 Ref = dict[str, Any]
 
@@ -158,7 +161,7 @@ class GarbageCollector:
         else:
             new["metadata"].pop("ownerReferences", None)
         table = self.objects.table(rt)
-        self.objects.store(rt, table, entry, new)
+        self.objects.store(rt, table, entry, new, owner=FieldOwner(MANAGER))
 
     def _process_owner(self, rt: ResourceType, owner: Entry) -> None:
         finalizers = list(owner.meta.get("finalizers") or [])
@@ -194,4 +197,4 @@ class GarbageCollector:
             new["metadata"]["finalizers"] = remaining
         else:
             new["metadata"].pop("finalizers", None)
-        self.objects.store(rt, table, current, new)
+        self.objects.store(rt, table, current, new, owner=FieldOwner(MANAGER))

@@ -1,7 +1,8 @@
 """The verbs of a resource endpoint: get, list, watch, create, update, patch, delete.
 
 Each handler decodes the request the way kube-apiserver does (content types, JSON errors,
-unknown fields per ``fieldValidation``, ``dryRun``), calls ``Objects`` and renders the result
+unknown fields per ``fieldValidation``, ``dryRun``, ``fieldManager``), calls ``Objects`` with
+the write's field manager (server-side apply: ``applying``) and renders the result
 (object bytes straight from storage where possible, ``Warning`` headers, Status bodies).
 """
 
@@ -17,7 +18,17 @@ import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
-from loadtest.apiserver import decode, errors, fields, protobuf, render, scale, tables
+from loadtest.apiserver import (
+    applying,
+    decode,
+    errors,
+    fields,
+    ownership,
+    protobuf,
+    render,
+    scale,
+    tables,
+)
 from loadtest.apiserver.lifecycle import DeleteOptions, Objects, Written
 from loadtest.apiserver.listing import ListOptions, list_page, needs_wait, parse_rv
 from loadtest.apiserver.patch import PatchFailed, json_patch, merge_patch, strategic_merge
@@ -333,20 +344,34 @@ class Handlers:
         obj = self.decode_object(rt, await request.read(), content_type, validation, warnings)
         return obj, dry_run, warnings
 
+    @staticmethod
+    def _owner(
+        request: web.BaseRequest, options: str, subresource: str = "", *, apply: bool = False
+    ) -> ownership.FieldOwner:
+        """The write's manager: ``fieldManager`` (validated) or the User-Agent's product."""
+        given = request.query.get("fieldManager")
+        ownership.validate_field_manager(given, options=options, apply=apply)
+        name = ownership.manager_name(given, request.headers.get("User-Agent", ""))
+        return ownership.FieldOwner(name, subresource)
+
     async def create(
         self, request: web.BaseRequest, rt: ResourceType, namespace: str
     ) -> web.StreamResponse:
+        owner = self._owner(request, "CreateOptions")
         obj, dry_run, warnings = await self._body(request, rt, "CreateOptions")
         self._admit(request, rt, namespace, "", obj)
-        written = self.objects.create(rt, namespace, obj, dry_run=dry_run)
+        written = self.objects.create(rt, namespace, obj, dry_run=dry_run, owner=owner)
         return self.render(rt, written, 201, warnings)
 
     async def update(
         self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str, sub: str
     ) -> web.StreamResponse:
+        owner = self._owner(request, "UpdateOptions", sub)
         obj, dry_run, warnings = await self._body(request, rt, "UpdateOptions")
         self._admit(request, rt, namespace, name, obj)
-        written = self.objects.update(rt, namespace, name, obj, subresource=sub, dry_run=dry_run)
+        written = self.objects.update(
+            rt, namespace, name, obj, subresource=sub, dry_run=dry_run, owner=owner
+        )
         return self.render(rt, written, 201 if written.created else 200, warnings)
 
     async def patch(
@@ -358,13 +383,7 @@ class Handlers:
                 415, "UnsupportedMediaType", "415: Unsupported Media Type", details={}
             )
         if media == "application/apply-patch+yaml":
-            raise errors.ApiError(
-                415,
-                "UnsupportedMediaType",
-                "server-side apply (application/apply-patch+yaml) is not supported by the embedded "
-                "cluster yet; use application/merge-patch+json, application/json-patch+json or "
-                "application/strategic-merge-patch+json",
-            )
+            return await self._apply(request, rt, namespace, name, sub)
         if media == "application/strategic-merge-patch+json" and rt.custom:
             raise errors.unsupported_media_type(
                 (
@@ -373,6 +392,7 @@ class Handlers:
                     "application/apply-patch+yaml",
                 )
             )
+        owner = self._owner(request, "PatchOptions", sub)
         dry_run = self._dry_run(request, "PatchOptions")
         validation = self._field_validation(request)
         raw = await request.read()
@@ -403,8 +423,33 @@ class Handlers:
         warnings: list[str] = []
         obj = self.check_object(rt, patched, validation, warnings)
         self._admit(request, rt, namespace, name, obj)
-        written = self.objects.update(rt, namespace, name, obj, subresource=sub, dry_run=dry_run)
+        written = self.objects.update(
+            rt, namespace, name, obj, subresource=sub, dry_run=dry_run, owner=owner
+        )
         return self.render(rt, written, 200, warnings)
+
+    async def _apply(
+        self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str, sub: str
+    ) -> web.StreamResponse:
+        """Server-side apply (``loadtest.apiserver.applying``)."""
+        owner = self._owner(request, "PatchOptions", sub, apply=True)
+        dry_run = self._dry_run(request, "PatchOptions")
+        validation = self._field_validation(request)
+        force = applying.parse_force(request.query.get("force"))
+        warnings: list[str] = []
+        written = applying.apply(
+            self.objects,
+            rt,
+            namespace,
+            name,
+            sub,
+            raw=await request.read(),
+            manager=owner.manager,
+            force=force,
+            dry_run=dry_run,
+            check=lambda obj: self.check_object(rt, obj, validation, warnings),
+        )
+        return self.render(rt, written, 201 if written.created else 200, warnings)
 
     async def scale(
         self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str

@@ -1,6 +1,8 @@
 """Object writes with kube-apiserver's generic registry semantics.
 
-``Objects`` is what the HTTP handlers and the built-in controllers call to change objects:
+``Objects`` is what the HTTP handlers and the built-in controllers call to change objects
+(each write may carry a ``FieldOwner`` that records its ``managedFields``; writes without
+one keep the stored ones):
 
 - create: server fields (uid, creationTimestamp, generation 1, generateName), admission,
   defaults, validation (422), AlreadyExists (409).
@@ -24,8 +26,9 @@ from typing import Any
 
 import orjson
 
-from loadtest.apiserver import admission, crd, errors, render, timefmt
+from loadtest.apiserver import admission, crd, errors, pods, render, rules, timefmt
 from loadtest.apiserver.kinds import go_strings
+from loadtest.apiserver.ownership import FieldOwner, keep_stored
 from loadtest.apiserver.registry import Registry, ResourceType
 from loadtest.apiserver.storage import Entry, Storage, Table
 from proto.api.validation import ErrorType, FieldError, Verbatim
@@ -82,6 +85,8 @@ def _shape(rt: ResourceType, obj: dict[str, Any], meta: dict[str, Any]) -> dict[
     ordered_meta.update(
         (k, v) for k, v in meta.items() if k not in ordered_meta and k != "managedFields"
     )
+    if "managedFields" in meta:
+        ordered_meta["managedFields"] = meta["managedFields"]
     api_version = f"{group}/{version}" if group else version
     if rt.view is not None:
         api_version = "v1"
@@ -117,7 +122,13 @@ class Objects:
     # --- create -------------------------------------------------------------------------------
 
     def create(
-        self, rt: ResourceType, namespace: str, obj: dict[str, Any], *, dry_run: bool = False
+        self,
+        rt: ResourceType,
+        namespace: str,
+        obj: dict[str, Any],
+        *,
+        dry_run: bool = False,
+        owner: FieldOwner | None = None,
     ) -> Written:
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
@@ -130,7 +141,7 @@ class Objects:
             meta.pop("namespace", None)
         if meta.get("resourceVersion"):
             raise errors.internal("resourceVersion should not be set on objects to be created")
-        for key in (*_SERVER_FIELDS, "selfLink", "managedFields", "generation"):
+        for key in (*_SERVER_FIELDS, "selfLink", "generation"):
             meta.pop(key, None)
         generate = not meta.get("name") and bool(meta.get("generateName"))
         table = self.table(rt)
@@ -157,7 +168,14 @@ class Objects:
                     details={},
                 )
         rt.behaviour.default(obj, None)
+        if owner is not None:
+            owner.record(rt, None, obj)
+        else:
+            obj["metadata"].pop("managedFields", None)
+        if rt.kind == "Namespace" and not rt.group:
+            rules.prepare_namespace(obj)
         if rt.kind == "Pod" and not rt.group:
+            pods.admit_pod(obj)
             admission.service_account(self.storage, obj)
         self._validate(rt, obj, None)
         if table.get(namespace if rt.namespaced else "", name) is not None:
@@ -185,6 +203,7 @@ class Objects:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        owner: FieldOwner | None = None,
     ) -> Written:
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
@@ -203,11 +222,11 @@ class Objects:
         if current is None:
             if rt.create_on_update and not subresource:
                 meta.pop("resourceVersion", None)
-                return self.create(rt, namespace, obj, dry_run=dry_run)
+                return self.create(rt, namespace, obj, dry_run=dry_run, owner=owner)
             raise errors.not_found(rt.plural, rt.group, name)
         self._preconditions(rt, current, meta)
         new = self._merge(rt, current, render.to_storage(rt, obj), subresource)
-        return self.store(rt, table, current, new, dry_run=dry_run)
+        return self.store(rt, table, current, new, dry_run=dry_run, owner=owner)
 
     def _preconditions(self, rt: ResourceType, current: Entry, meta: dict[str, Any]) -> None:
         rv = meta.get("resourceVersion", "")
@@ -300,9 +319,17 @@ class Objects:
         new: dict[str, Any],
         *,
         dry_run: bool = False,
+        owner: FieldOwner | None = None,
     ) -> Written:
-        """Validate and write ``new`` over ``current`` (the last step of every update)."""
+        """Validate and write ``new`` over ``current`` (the last step of every update).
+
+        ``owner`` records the write's managedFields; without one the stored ones are kept.
+        """
         old = current.obj
+        if owner is not None:
+            owner.record(rt, old, new)
+        else:
+            keep_stored(old, new)
         self._validate(rt, new, old)
         meta, old_meta = new["metadata"], old["metadata"]
         if old_meta.get("deletionTimestamp"):

@@ -18,6 +18,7 @@ from typing import Any
 
 from loadtest.apiserver import errors, timefmt
 from loadtest.apiserver.lifecycle import DeleteOptions, Objects
+from loadtest.apiserver.ownership import FieldOwner
 from loadtest.apiserver.registry import ResourceType
 from loadtest.apiserver.storage import ADDED, DELETED, Change, Table
 from loadtest.apiserver.timers import call_later
@@ -25,6 +26,7 @@ from loadtest.apiserver.workqueue import WorkQueue
 from proto.clock import Clock
 
 NAMESPACES = "/namespaces"
+MANAGER = "kube-controller-manager"  # the field manager of the status this controller writes
 SERVICE_ACCOUNTS = "/serviceaccounts"
 
 _CONDITIONS = (
@@ -187,7 +189,8 @@ class NamespaceController:
         status = dict(current.obj.get("status") or {})
         status["conditions"] = conditions
         body: dict[str, Any] = {"metadata": {"name": name}, "status": status}
-        self.objects.update(rt, "", name, body, subresource="status")
+        owner = FieldOwner(MANAGER, "status")
+        self.objects.update(rt, "", name, body, subresource="status", owner=owner)
 
 
 class ServiceAccountController:

@@ -2,8 +2,8 @@
 
 - ``default_pod_spec`` is ``SetDefaults_PodSpec``/``SetDefaults_Container`` (also used for the
   templates of Deployments, Jobs...); ``default_pod`` adds what Pod creation adds (status
-  ``Pending`` with its QoS class, ``enableServiceLinks``) and the admission plugins'
-  defaults (DefaultTolerationSeconds, Priority).
+  ``Pending`` with its QoS class, ``enableServiceLinks``); ``admit_pod`` adds the admission
+  plugins' defaults (DefaultTolerationSeconds, Priority) on create, after the field manager.
 - The ServiceAccount token volume is added by ``admission.py``.
 - Updates may not add or remove containers (the only pod-spec immutability rule modelled).
 """
@@ -60,6 +60,10 @@ def default_pod_spec(spec: dict[str, Any], *, restart_policy: str | None = "Alwa
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("securityContext", {})
     spec.setdefault("schedulerName", "default-scheduler")
+    for volume in spec.get("volumes") or []:
+        for source in ("configMap", "secret", "downwardAPI", "projected"):
+            if isinstance(volume, dict) and isinstance(volume.get(source), dict):
+                volume[source].setdefault("defaultMode", 420)
     for key in ("initContainers", "containers", "ephemeralContainers"):
         for container in spec.get(key) or []:
             if isinstance(container, dict):
@@ -94,18 +98,23 @@ def qos_class(spec: dict[str, Any]) -> str:
     return "Burstable" if requests_seen or limits_seen else "BestEffort"
 
 
+def admit_pod(obj: dict[str, Any]) -> None:
+    """What the DefaultTolerationSeconds and Priority admission plugins add to a new Pod
+    (after its managedFields are recorded, as admission runs after the field manager)."""
+    spec = obj.setdefault("spec", {})
+    tolerations = spec.setdefault("tolerations", [])
+    present = {(t.get("key"), t.get("effect")) for t in tolerations if isinstance(t, dict)}
+    for toleration in DEFAULT_TOLERATIONS:
+        if (toleration["key"], toleration["effect"]) not in present:
+            tolerations.append(dict(toleration))
+    spec.setdefault("priority", 0)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+
+
 def default_pod(obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
     spec = obj.setdefault("spec", {})
     default_pod_spec(spec)
     spec.setdefault("enableServiceLinks", True)
-    if old is None:  # the DefaultTolerationSeconds and Priority admission plugins
-        tolerations = spec.setdefault("tolerations", [])
-        present = {(t.get("key"), t.get("effect")) for t in tolerations if isinstance(t, dict)}
-        for toleration in DEFAULT_TOLERATIONS:
-            if (toleration["key"], toleration["effect"]) not in present:
-                tolerations.append(dict(toleration))
-        spec.setdefault("priority", 0)
-        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
     status = obj.setdefault("status", {})
     status.setdefault("phase", "Pending")
     status.setdefault("qosClass", qos_class(spec))

@@ -30,10 +30,16 @@ def default_namespace(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
     meta = obj["metadata"]
     if meta.get("name"):
         meta["labels"] = {**(meta.get("labels") or {}), "kubernetes.io/metadata.name": meta["name"]}
-    spec = obj.setdefault("spec", {})
-    if old is None and not spec.get("finalizers"):
-        spec["finalizers"] = ["kubernetes"]
+    obj.setdefault("spec", {})
     obj.setdefault("status", {}).setdefault("phase", "Active")
+
+
+def prepare_namespace(obj: dict[str, Any]) -> None:
+    """``PrepareForCreate``: a new namespace gets the ``kubernetes`` finalizer (after the field
+    manager recorded the create, so nobody owns it)."""
+    spec = obj.setdefault("spec", {})
+    if not spec.get("finalizers"):
+        spec["finalizers"] = ["kubernetes"]
 
 
 # --- configmaps and secrets ----------------------------------------------------------------
@@ -161,9 +167,8 @@ def service_defaults(ips: ClusterIPs) -> Any:
             if not spec.get("clusterIP"):
                 spec["clusterIP"] = ips.allocate()
             spec.setdefault("clusterIPs", [spec["clusterIP"]])
-            if spec["clusterIP"] != "None":
-                spec.setdefault("ipFamilies", ["IPv4"])
-                spec.setdefault("ipFamilyPolicy", "SingleStack")
+            spec.setdefault("ipFamilies", ["IPv4"])
+            spec.setdefault("ipFamilyPolicy", "SingleStack")
             spec.setdefault("internalTrafficPolicy", "Cluster")
         for port in spec.get("ports") or []:
             if isinstance(port, dict):

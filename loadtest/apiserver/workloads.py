@@ -65,6 +65,18 @@ def validate_workload(obj: dict[str, Any], old: dict[str, Any] | None) -> list[F
     return errors
 
 
+_DEPLOYMENT_STATUS_COUNTS = (
+    "observedGeneration",
+    "replicas",
+    "updatedReplicas",
+    "readyReplicas",
+    "availableReplicas",
+    "unavailableReplicas",
+    "terminatingReplicas",
+    "collisionCount",
+)
+
+
 def default_deployment(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
     spec = obj.setdefault("spec", {})
     spec.setdefault("replicas", 1)
@@ -77,7 +89,11 @@ def default_deployment(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
     spec.setdefault("revisionHistoryLimit", 10)
     spec.setdefault("progressDeadlineSeconds", 600)
     pods.default_template(obj)
-    obj.setdefault("status", {})
+    status = obj.setdefault("status", {})
+    if isinstance(status, dict):
+        for key in _DEPLOYMENT_STATUS_COUNTS:
+            if status.get(key) == 0:
+                del status[key]  # int fields with omitempty: Go never writes a zero
 
 
 def default_replicaset(obj: dict[str, Any], old: dict[str, Any] | None) -> None:

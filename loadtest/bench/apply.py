@@ -111,7 +111,9 @@ def reference_update(observed: dict[str, Any], desired: dict[str, Any]) -> tuple
     last = gojson.loads(recorded) if recorded else None
     desired_annotations = desired.get("metadata", {}).get("annotations") or {}
     if apply.LAST_APPLIED_ANNOTATION in desired_annotations:
-        desired_annotations[apply.LAST_APPLIED_ANNOTATION] = ""
+        del desired_annotations[apply.LAST_APPLIED_ANNOTATION]
+        if not desired_annotations:
+            del desired["metadata"]["annotations"]
     merged = reference_merge(observed, last, desired)
     for field in apply.SYSTEM_FIELDS:
         if field in observed.get("metadata", {}):

@@ -10,8 +10,10 @@ The transcripts' rules (``../shared/conformance/README.md``):
 - a list's or bookmark's ``metadata.resourceVersion`` may be any value not older than every
   resourceVersion seen so far (the real store had unrelated writes);
 - ``<time>`` holds a timestamp of the field's form (``Time`` or ``MicroTime``);
-- ``ignore`` pointers and every ``managedFields`` are removed from both sides, ``trimmed``
-  lists keep only the transcript's entries, objects compare as unordered maps;
+- ``ignore`` pointers are removed from both sides, ``trimmed`` lists keep only the
+  transcript's entries, objects compare as unordered maps; ``managedFields`` are compared
+  like any field (a ``time`` is a ``<time>``), the entries of one operation in the
+  transcript's order (their order follows times the transcript hides);
 - watches: ``during`` steps go on a second connection, BOOKMARKs without the
   initial-events-end annotation are optional, a stream the server ends at ``timeoutSeconds`` is
   ended by advancing the emulator's manual clock; polls retry until they match;
@@ -38,6 +40,7 @@ from loadtest.apiserver.background import ClusterThread
 from proto.clock import FakeClock
 
 TOKEN = "conformance-token"
+USER_AGENT = "conformance-recorder/1.0"  # the recorder's: non-apply writes are its manager's
 PLACEHOLDER = re.compile(r"<(uid|rv|name|continue|token):(\d+)>|<time>|<host:port>")
 TOKEN_AUTH = re.compile(r"<token:\d+>")
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
@@ -59,14 +62,6 @@ class Observed:
 
 class Mismatch(AssertionError):
     pass
-
-
-def _strip_managed_fields(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip_managed_fields(v) for k, v in value.items() if k != "managedFields"}
-    if isinstance(value, list):
-        return [_strip_managed_fields(v) for v in value]
-    return value
 
 
 def _remove_pointer(doc: Any, parts: list[str]) -> None:
@@ -221,6 +216,7 @@ class Comparator:
             if not isinstance(actual, dict):
                 self.fail(where, f"expected an object, got {json.dumps(actual)[:200]}")
                 return
+            expected = self._bound_keys(expected, actual)
             missing = set(expected) - set(actual)
             extra = set(actual) - set(expected)
             if missing:
@@ -244,6 +240,8 @@ class Comparator:
             if not isinstance(actual, list):
                 self.fail(where, f"expected a list, got {json.dumps(actual)[:200]}")
                 return
+            if path and path[-1] == "managedFields":
+                actual = _align_same_operation(expected, actual)
             if len(expected) != len(actual):
                 self.fail(
                     where,
@@ -255,6 +253,37 @@ class Comparator:
                 self.value(e, a, [*path, str(i)])
         elif type(expected) is not type(actual) or expected != actual:
             self.fail(where, f"expected {json.dumps(expected)}, got {json.dumps(actual)[:300]}")
+
+    def _bound_keys(self, expected: dict[str, Any], actual: dict[str, Any]) -> dict[str, Any]:
+        """Placeholders inside keys (``k:{"uid":"<uid:3>"}`` of managedFields) take their
+        bound values, or bind to the actual key of the same form."""
+        if not any("<" in key for key in expected):
+            return expected
+        out = {}
+        for key, value in expected.items():
+            if not PLACEHOLDER.search(key):
+                out[key] = value
+                continue
+            try:
+                out[self.b.substitute(key)] = value
+                continue
+            except Mismatch:
+                pass
+            for candidate in actual:
+                if candidate not in expected and self._matches_key(key, candidate):
+                    out[candidate] = value
+                    break
+            else:
+                out[key] = value
+        return out
+
+    def _matches_key(self, pattern: str, candidate: str) -> bool:
+        trial = Comparator(self.b.copy())
+        trial._string(pattern, candidate, [], "", False)
+        if trial.problems:
+            return False
+        self._string(pattern, candidate, [], "", False)
+        return True
 
     def _metadata(self, expected: dict[str, Any], actual: Any, path: list[str]) -> None:
         if not isinstance(actual, dict):
@@ -324,12 +353,12 @@ def compare_response(
     want_type = (expected.get("headers") or {}).get("Content-Type")
     if want_type and want_type != actual.content_type:
         comparator.fail("Content-Type", f"expected {want_type!r}, got {actual.content_type!r}")
-    exp = _strip_managed_fields(json.loads(json.dumps(expected)))
+    exp = json.loads(json.dumps(expected))
     act: dict[str, Any] = {"status": actual.status}
     if actual.events is not None:
-        act["events"] = _strip_managed_fields(actual.events)
+        act["events"] = actual.events
     elif actual.body is not None:
-        act["body"] = _strip_managed_fields(actual.body)
+        act["body"] = actual.body
     else:
         act["bodyText"] = actual.text
     remove_ignored(exp, step.get("ignore") or [])
@@ -396,6 +425,59 @@ def _trim_at(actual: Any, expected: Any, pointer: list[str]) -> Any:
     return actual
 
 
+def _align_same_operation(expected: list[Any], actual: list[Any]) -> list[Any]:
+    """``actual`` managedFields with the entries of each operation in the transcript's order.
+
+    The API server sorts entries by operation, then time (in seconds), then manager. The
+    transcript hides times behind ``<time>``, and whether two writes fell into the same
+    second (then the manager name decides) depends on the pace of the recording, so within an
+    operation the order is taken from the transcript; the operations' order is still checked.
+    """
+    if not all(isinstance(e, dict) for e in [*expected, *actual]):
+        return actual
+
+    def identity(entry: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(entry.get(k) for k in ("manager", "operation", "subresource"))
+
+    rank = {identity(e): i for i, e in enumerate(expected)}
+    out: list[Any] = []
+    for _, group in itertools.groupby(actual, key=lambda e: e.get("operation")):
+        out.extend(sorted(group, key=lambda e: rank.get(identity(e), 0)))
+    return out
+
+
+def _raw_resource_versions(path: Path) -> dict[str, str]:
+    """Real resourceVersions the normalization left in request bodies (15's JSON patches
+    replace ``/metadata/resourceVersion`` with a value read earlier), mapped to their
+    placeholders through the same step's response in the un-normalized transcript."""
+    raw_path = path.parent / "raw" / path.name
+    if not raw_path.is_file():
+        return {}
+    mapping: dict[str, str] = {}
+    steps = json.loads(path.read_text())["steps"]
+    raw_steps = json.loads(raw_path.read_text())["steps"]
+    for step, raw_step in zip(steps, raw_steps, strict=False):
+        body = (step.get("response") or {}).get("body")
+        raw_body = (raw_step.get("response") or {}).get("body")
+        if isinstance(body, dict) and isinstance(raw_body, dict):
+            rv = (body.get("metadata") or {}).get("resourceVersion")
+            raw_rv = (raw_body.get("metadata") or {}).get("resourceVersion")
+            if isinstance(rv, str) and rv.startswith("<rv:") and isinstance(raw_rv, str):
+                mapping[raw_rv] = rv
+    return mapping
+
+
+def _unraw(body: Any, raw_rvs: dict[str, str]) -> Any:
+    if not isinstance(body, list) or not raw_rvs:
+        return body
+    return [
+        {**op, "value": raw_rvs.get(op.get("value"), op.get("value"))}
+        if isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion"
+        else op
+        for op in body
+    ]
+
+
 def _optional(event: dict[str, Any]) -> bool:
     if event.get("type") != "BOOKMARK":
         return False
@@ -422,6 +504,7 @@ class Replay:
         self.bindings.host = self.cluster.url.removeprefix("http://")
         self.done = 0
         self.results: dict[int, list[str]] = {}
+        self.raw_rvs = _raw_resource_versions(path)
 
     def close(self) -> None:
         self.cluster.stop()
@@ -447,7 +530,7 @@ class Replay:
             for k, v in query.items()
         )
         url = self.cluster.url + path + (f"?{qs}" if qs else "")
-        headers = dict(request.get("headers") or {})
+        headers = {"User-Agent": USER_AGENT, **(request.get("headers") or {})}
         auth = request.get("auth") or ""
         named = TOKEN_AUTH.search(auth)
         if named:
@@ -457,7 +540,7 @@ class Replay:
         headers["Authorization"] = f"Bearer {bearer}"
         body: bytes | None = None
         if "body" in request:
-            raw = self.bindings.substitute(request["body"])
+            raw = self.bindings.substitute(_unraw(request["body"], self.raw_rvs))
             body = (
                 raw.encode()
                 if isinstance(raw, str)
@@ -536,7 +619,7 @@ class Replay:
         url = f"{self.cluster.url}/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
         name = f"background-{self.bindings.max_rv}"
         body = {"metadata": {"name": name}, "spec": {"holderIdentity": "conformance"}}
-        headers = {"Authorization": f"Bearer {TOKEN}"}
+        headers = {"Authorization": f"Bearer {TOKEN}", "User-Agent": USER_AGENT}
         async with session.post(url, json=body, headers=headers) as response:
             assert response.status == 201, await response.text()
 
@@ -544,7 +627,11 @@ class Replay:
         """06's wait-and-churn, replaced by writes and the emulator's history-expiry hook."""
         namespace = self.steps[0]["request"]["body"]["metadata"]["name"]
         base = f"{self.cluster.url}/api/v1/namespaces/{namespace}/configmaps"
-        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        headers = {
+            "Authorization": f"Bearer {TOKEN}",
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+        }
         body = {
             "apiVersion": "v1",
             "kind": "ConfigMap",

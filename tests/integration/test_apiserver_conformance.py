@@ -1,7 +1,8 @@
 """The emulator against the recorded transcripts of a real kube-apiserver v1.36.2.
 
-One test per recorded step; a scenario's steps run in order against one fresh emulator
-(``apiserver_replay.Replay``). Differences the emulator does not (yet) reproduce are listed
+One test per recorded step of every top-level transcript and of the server-side apply
+transcripts still under ``pending/``; a scenario's steps run in order against one fresh
+emulator (``apiserver_replay.Replay``). Differences the emulator does not (yet) reproduce are listed
 in ``KNOWN`` with the reason (and in ``loadtest/apiserver/README.md``) and marked
 ``xfail(strict=True)``, so fixing one makes its test fail until the entry is removed.
 ``pending/16-rbac-tokens.json`` runs in RBAC mode; one more test replays the admin's
@@ -20,35 +21,32 @@ from tests.conftest import SHARED
 from tests.integration.apiserver_replay import Replay
 
 CONFORMANCE = SHARED / "conformance"
-SSA = "server-side apply is not implemented: the emulator answers 415 to apply patches"
-SSA_CASCADE = "the object was to be created by a server-side apply, which the emulator refuses"
+PENDING = (
+    "pending/14-ssa-builtins.json",
+    "pending/15-ssa-upgrade.json",
+    "pending/16-rbac-tokens.json",
+)
+"""Transcripts under ``pending/`` the emulator reproduces (16 in RBAC mode, see ``access.py``)."""
 
-KNOWN: dict[tuple[str, int], str] = {
-    **{("09-server-side-apply", i): SSA for i in (*range(3, 11), *range(12, 14), 15, 16, 17)},
-    **{("09-server-side-apply", i): SSA for i in range(19, 26)},
-    ("09-server-side-apply", 11): SSA_CASCADE,
-    ("09-server-side-apply", 14): SSA_CASCADE,
-    ("09-server-side-apply", 26): SSA_CASCADE,
-}
+KNOWN: dict[tuple[str, int], str] = {}
 
 
-PENDING_ADDED = ("16-rbac-tokens.json",)
-"""Transcripts under ``pending/`` whose support exists (16: RBAC mode, see ``access.py``)."""
-
-
-def _scenarios() -> list[Path]:
-    pending = [CONFORMANCE / "pending" / name for name in PENDING_ADDED]
-    return sorted(CONFORMANCE.glob("[0-9][0-9]-*.json")) + pending
+def _scenarios() -> list[str]:
+    """The top-level transcripts, then ``PENDING`` (unless one was promoted to the top level;
+    a missing one is kept so that its test fails)."""
+    top = sorted(p.name for p in CONFORMANCE.glob("[0-9][0-9]-*.json"))
+    return [*top, *(p for p in PENDING if Path(p).name not in top)]
 
 
 def _params() -> Iterator[object]:
-    for path in _scenarios():
-        doc = json.loads(path.read_text())
+    for name in _scenarios():
+        doc = json.loads((CONFORMANCE / name).read_text())
+        stem = Path(name).stem
         for index in range(len(doc["steps"])):
-            label = f"{path.stem}[{index}]"
-            reason = KNOWN.get((path.stem, index))
+            label = f"{stem}[{index}]"
+            reason = KNOWN.get((stem, index))
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            yield pytest.param(str(path.relative_to(CONFORMANCE)), index, id=label, marks=marks)
+            yield pytest.param(name, index, id=label, marks=marks)
 
 
 _replays: dict[str, Replay] = {}

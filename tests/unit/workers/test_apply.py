@@ -147,18 +147,33 @@ def test_an_integral_float_in_desired_is_an_update_every_time() -> None:
     assert changed and type(merged["spec"]["replicas"]) is float
 
 
-def test_an_echoed_annotation_is_recorded_blank_as_go_does() -> None:
+def test_an_echoed_annotation_is_removed_before_merging_and_recording() -> None:
     desired = {"metadata": {"name": "x", "annotations": {ANNOTATION: "{}", "k": "v"}}}
     merged, changed = apply.apply_update({"metadata": {"name": "x"}}, desired)
     assert changed
     assert merged["metadata"]["annotations"] == {
-        ANNOTATION: (
-            '{"metadata":{"annotations":{"k":"v",'
-            '"metacontroller.k8s.io/last-applied-configuration":""},"name":"x"}}'
-        ),
+        ANNOTATION: '{"metadata":{"annotations":{"k":"v"},"name":"x"}}',
         "k": "v",
     }
     assert desired["metadata"]["annotations"][ANNOTATION] == "{}"
+
+
+def test_an_echo_alone_leaves_no_annotations_in_the_record() -> None:
+    observed = apply.create_body({"metadata": {"name": "x"}, "data": {"a": "1"}}, _OWNER)
+    echoed = observed["metadata"]["annotations"][ANNOTATION]
+    desired = {"metadata": {"name": "x", "annotations": {ANNOTATION: echoed}}, "data": {"a": "1"}}
+    merged, changed = apply.apply_update(observed, desired)
+    assert not changed and merged is observed
+    assert echoed == '{"data":{"a":"1"},"metadata":{"name":"x"}}'
+
+
+def test_an_echoed_annotation_is_not_recorded_on_create() -> None:
+    desired = {"metadata": {"name": "x", "annotations": {ANNOTATION: "old", "k": "v"}}}
+    body = apply.create_body(desired, _OWNER)
+    assert body["metadata"]["annotations"] == {
+        ANNOTATION: '{"metadata":{"annotations":{"k":"v"},"name":"x"}}',
+        "k": "v",
+    }
 
 
 def test_unchanged_child_is_returned_as_is() -> None:
