@@ -12,8 +12,10 @@
 - ``zero(rt)``: the empty object of a kind as the API server's typed conversion writes it
   (non-pointer structs present even when empty, nil slices and zero times as ``null``, other
   fields omitted), the "before" of a create: fields the create fills in those present places
-  are owned without being members themselves. Kinds without an entry (ConfigMaps, Secrets,
-  Roles... whose zero value has no such places) start from ``{"metadata": {}}``.
+  are owned without being members themselves. Kinds without an entry (ConfigMaps, Secrets...
+  whose zero value has no such places) start from ``{"metadata": {}}``.
+- ``FieldOwner.created_fields``: the managedFields a create records, for the create-only
+  endpoints whose answer echoes the request (TokenRequest, the access reviews).
 """
 
 from __future__ import annotations
@@ -72,9 +74,18 @@ _ZERO: dict[str, dict[str, Any]] = {
         "status": {},
     },
     "PersistentVolumeClaim": {"spec": {"resources": {}}, "status": {}},
+    "Role": {"rules": None},
+    "ClusterRole": {"rules": None},
     "RoleBinding": {"roleRef": {"apiGroup": "", "kind": "", "name": ""}},
     "ClusterRoleBinding": {"roleRef": {"apiGroup": "", "kind": "", "name": ""}},
     "Lease": {"spec": {}},
+    "TokenRequest": {
+        "spec": {"audiences": None},
+        "status": {"token": "", "expirationTimestamp": None},
+    },
+    "SelfSubjectAccessReview": {"spec": {}, "status": {"allowed": False}},
+    "SubjectAccessReview": {"spec": {}, "status": {"allowed": False}},
+    "LocalSubjectAccessReview": {"spec": {}, "status": {"allowed": False}},
     "Event": {
         "involvedObject": {},
         "source": {},
@@ -185,6 +196,16 @@ class FieldOwner:
         meta.pop("managedFields", None)
         if fields:
             meta["managedFields"] = fields
+
+    def created_fields(self, rt: ResourceType, obj: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """The managedFields a create of ``obj`` (as decoded and defaulted) records, without
+        storing anything: for endpoints that answer with the request object (None: none)."""
+        seen = copy.deepcopy(obj)
+        meta = seen.get("metadata")
+        seen["metadata"] = dict(meta) if isinstance(meta, dict) else {}
+        self.record(rt, None, seen)
+        fields: list[dict[str, Any]] | None = seen["metadata"].get("managedFields")
+        return fields
 
 
 def keep_stored(old: dict[str, Any], new: dict[str, Any]) -> None:

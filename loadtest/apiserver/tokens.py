@@ -10,7 +10,8 @@
 - ``token_request`` answers ``POST .../serviceaccounts/<name>/token`` as the real server:
   audiences default to the API server's, ``expirationSeconds`` to 3600 and must be at least
   600 (422 otherwise); the response echoes the spec with ``boundObjectRef: null`` and a
-  status of ``{token, expirationTimestamp}``. Binding a token to an object
+  status of ``{token, expirationTimestamp}`` (the caller adds the managedFields the
+  request's create recorded, of the body ``with_defaults`` gives). Binding a token to an object
   (``boundObjectRef``) is not supported and refused with 400, never ignored.
 """
 
@@ -106,17 +107,25 @@ class TokenIssuer:
         return claims
 
 
+def with_defaults(body: dict[str, Any]) -> dict[str, Any]:
+    """A TokenRequest body as the API server decodes it (``SetDefaults_TokenRequestSpec``):
+    ``spec.expirationSeconds`` 3600 when absent or null. The audiences are filled in later,
+    by the endpoint, so a request that leaves them out does not own them."""
+    spec = body.get("spec")
+    spec = dict(spec) if isinstance(spec, dict) else {}
+    if spec.get("expirationSeconds") is None:  # Go's nil pointer
+        spec["expirationSeconds"] = DEFAULT_SECONDS
+    return {**body, "spec": spec}
+
+
 def token_request(
     issuer: TokenIssuer, account: dict[str, Any], body: dict[str, Any]
 ) -> dict[str, Any]:
     """The TokenRequest response for ``account`` (the stored ServiceAccount)."""
-    spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
-    assert isinstance(spec, dict)
+    spec = with_defaults(body)["spec"]
     meta = account["metadata"]
     audiences = spec.get("audiences") or list(issuer.audiences)
-    seconds = spec.get("expirationSeconds")
-    if seconds is None:  # absent or null: Go's nil pointer, defaulted
-        seconds = DEFAULT_SECONDS
+    seconds = spec["expirationSeconds"]
     problems = []
     if not isinstance(audiences, list) or not all(isinstance(a, str) for a in audiences):
         raise errors.bad_request("spec.audiences must be a list of strings")

@@ -14,7 +14,8 @@ map or list can be ``atomic`` (``x-kubernetes-map-type: atomic`` / ``+structType
   atomic) except where the Kubernetes API types say otherwise; ``_BUILTIN`` lists those
   positions for the kinds the emulator serves (list-map keys such as containers by ``name``,
   container ports by ``containerPort`` + ``protocol`` defaulted to ``TCP``, atomic selectors,
-  atomic ownerReferences items and object references, set-type finalizers...). Other positions
+  atomic ownerReferences items and object references, set-type finalizers, the atomic
+  ``roleRef`` and ``rules``/``subjects`` of the RBAC kinds...). Other positions
   of built-in objects are deduced structs with atomic lists (tolerations, args...), which
   matches the real types for the fields the emulator knows.
 """
@@ -95,6 +96,7 @@ def list_map(*keys: str, item: Type = _OPEN, **defaults: Any) -> Type:
 
 
 SET = Type(LIST, elements=_SCALAR, list_type="set")
+ATOMIC_LIST = _ATOMIC_LIST
 ATOMIC = Type(STRUCT, atomic=True, open=True)
 ATOMIC_MAP = Type(MAP, atomic=True, elements=_SCALAR)
 STRING_MAP = Type(MAP, elements=_SCALAR)
@@ -249,6 +251,19 @@ _BUILTIN: dict[str, dict[Path, Type]] = {
     # core and events.k8s.io Events (ObjectReference is structType=atomic)
     "Event": {("involvedObject",): ATOMIC, ("regarding",): ATOMIC, ("related",): ATOMIC},
     "Secret": {("data",): STRING_MAP, ("stringData",): STRING_MAP},
+    # rbac.authorization.k8s.io: rules, subjects and selectors are listType=atomic,
+    # RoleRef is structType=atomic
+    "Role": {("rules",): ATOMIC_LIST},
+    "ClusterRole": {
+        ("rules",): ATOMIC_LIST,
+        ("aggregationRule", "clusterRoleSelectors"): ATOMIC_LIST,
+    },
+    "RoleBinding": {("roleRef",): ATOMIC, ("subjects",): ATOMIC_LIST},
+    "ClusterRoleBinding": {("roleRef",): ATOMIC, ("subjects",): ATOMIC_LIST},
+    # the create-only answers that echo their request (and its managedFields)
+    "TokenRequest": {("spec", "audiences"): ATOMIC_LIST},
+    "SubjectAccessReview": {("spec", "groups"): ATOMIC_LIST},
+    "LocalSubjectAccessReview": {("spec", "groups"): ATOMIC_LIST},
 }
 _BUILTIN_TYPES: dict[str, Type] = {}
 

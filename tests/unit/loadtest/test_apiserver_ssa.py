@@ -110,6 +110,39 @@ def test_builtin_list_map_keys_include_defaulted_key_fields() -> None:
     assert list(ports) == ['k:{"containerPort":80,"protocol":"TCP"}']
 
 
+ROLE_REF = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"}
+RULE = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "expected"),
+    [
+        (
+            "RoleBinding",
+            {"roleRef": ROLE_REF, "subjects": [{"kind": "User", "name": "u"}]},
+            {"f:roleRef": {}, "f:subjects": {}},
+        ),
+        ("ClusterRoleBinding", {"roleRef": ROLE_REF}, {"f:roleRef": {}}),
+        ("Role", {"rules": [RULE]}, {"f:rules": {}}),
+        (
+            "ClusterRole",
+            {"rules": [RULE], "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {}}]}},
+            {"f:rules": {}, "f:aggregationRule": {"f:clusterRoleSelectors": {}}},
+        ),
+        ("TokenRequest", {"spec": {"audiences": ["a"]}}, {"f:spec": {"f:audiences": {}}}),
+        (
+            "SubjectAccessReview",
+            {"spec": {"groups": ["g"], "resourceAttributes": {"verb": "get"}}},
+            {"f:spec": {"f:groups": {}, "f:resourceAttributes": {"f:verb": {}}}},
+        ),
+    ],
+)
+def test_rbac_and_review_types_own_their_atomic_fields_whole(
+    kind: str, value: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    assert fp.encode(to_set(value, builtin(kind))) == expected
+
+
 @pytest.mark.parametrize(
     ("path", "text"),
     [

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from loadtest.apiserver import errors
-from loadtest.apiserver.tokens import API_AUDIENCE, TokenIssuer, token_request
+from loadtest.apiserver.tokens import API_AUDIENCE, TokenIssuer, token_request, with_defaults
 
 ACCOUNT = {"metadata": {"name": "app", "namespace": "ns", "uid": "u-1"}}
 
@@ -76,3 +76,19 @@ def test_token_request_defaults_and_validation() -> None:
     with pytest.raises(errors.ApiError) as bound:
         token_request(issuer, ACCOUNT, {"spec": {"boundObjectRef": {"kind": "Pod", "name": "p"}}})
     assert bound.value.code == 400
+
+
+@pytest.mark.parametrize(
+    ("body", "spec"),
+    [
+        ({}, {"expirationSeconds": 3600}),
+        ({"spec": None}, {"expirationSeconds": 3600}),
+        ({"spec": {"expirationSeconds": None}}, {"expirationSeconds": 3600}),
+        ({"spec": {"expirationSeconds": 600}}, {"expirationSeconds": 600}),
+        ({"spec": {"audiences": ["a"]}}, {"audiences": ["a"], "expirationSeconds": 3600}),
+    ],
+)
+def test_decoding_defaults_the_expiration_but_not_the_audiences(
+    body: dict[str, object], spec: dict[str, object]
+) -> None:
+    assert with_defaults(body) == {**body, "spec": spec}
