@@ -10,7 +10,8 @@ through, in kube-apiserver's order:
    (``configmaps "cm1" is forbidden: User "..." cannot get resource "configmaps" in API
    group "" in the namespace "ns"``, ``forbidden: User "..." cannot get path "/metrics"``);
 3. the endpoints RBAC mode adds (``serve``): ``serviceaccounts/<name>/token`` and the review
-   resources of ``authentication.k8s.io`` and ``authorization.k8s.io``;
+   resources of ``authentication.k8s.io`` and ``authorization.k8s.io`` (the answers that
+   echo the request carry the managedFields of its create, ``fieldManager`` validated);
 4. escalation prevention on writes of Roles, ClusterRoles and their bindings (``admit``,
    called by the handlers with the decoded object): the requester must hold every rule
    granted, unless allowed to ``escalate`` the role or ``bind`` the referenced role;
@@ -42,7 +43,7 @@ from loadtest.apiserver.lifecycle import Objects
 from loadtest.apiserver.registry import Registry, ResourceType
 from loadtest.apiserver.schema import spec_status, top
 from loadtest.apiserver.storage import Storage
-from loadtest.apiserver.tokens import TokenIssuer, token_request
+from loadtest.apiserver.tokens import TokenIssuer, token_request, with_defaults
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 USER_KEY = web.RequestKey("metashard.user", UserInfo)
@@ -200,6 +201,7 @@ class Access:
             raise errors.method_not_allowed()
         user = self.user(request)
         assert user is not None, "Access.check runs before serve"
+        owner = self.handlers.owner(request, "CreateOptions", sub)
         body = self.handlers.decode_object(
             TOKEN_REQUEST if is_token else rt,
             await request.read(),
@@ -209,13 +211,14 @@ class Access:
         )
         if is_token:
             account = self.objects.get(rt, namespace, name)
-            return json_response(token_request(self.issuer, account.obj, body), 201)
+            answer = token_request(self.issuer, account.obj, body)
+            return _echoed(answer, owner.created_fields(TOKEN_REQUEST, with_defaults(body)))
         if rt.plural == "selfsubjectreviews":
             return json_response(reviews.self_subject_review(user), 201)
         if rt.plural == "selfsubjectrulesreviews":
             return json_response(reviews.rules_review(self.policy, user, body), 201)
         answer = reviews.access_review(self.policy, rt.kind, user, body, namespace=namespace)
-        return json_response(answer, 201)
+        return _echoed(answer, owner.created_fields(rt, body))
 
     # --- step 4 -------------------------------------------------------------------------------
 
@@ -232,7 +235,7 @@ class Access:
         if rt.group != RBAC_GROUP or user is None or MASTERS in user.groups:
             return
         name = str((obj.get("metadata") or {}).get("name", ""))
-        url_name = name if old is not None else ""
+        url_name = "" if request.method == "POST" else name  # an apply or PUT may create
         if rt.plural in ("roles", "clusterroles"):
             escalate = Attributes(
                 user=user,
@@ -287,6 +290,16 @@ class Access:
         absent = missing(rbac.rules_for(self.policy, user, namespace), rules)
         if absent:
             raise errors.forbidden(rt.plural, rt.group, name, escalation_message(user, absent))
+
+
+def _echoed(answer: dict[str, Any], fields: list[dict[str, Any]] | None) -> web.Response:
+    """The 201 of an endpoint whose answer is its request object (TokenRequest, the access
+    reviews), with the managedFields that request's create recorded, as kube-apiserver
+    answers them. SelfSubjectReview and SelfSubjectRulesReview answer with a new object and
+    therefore have none."""
+    if fields:
+        answer["metadata"]["managedFields"] = fields
+    return json_response(answer, 201)
 
 
 def _token_request_type() -> ResourceType:

@@ -1,23 +1,28 @@
 """The clusterrole-aggregation controller of kube-controller-manager, in process.
 
 Whenever any ClusterRole changes, every ClusterRole with an ``aggregationRule`` is synced:
-its ``rules`` become ``rbac.aggregated_rules`` (the union of the selected roles' rules).
-A hand edit of an aggregated role's rules is therefore reverted right after it is stored,
-as on a real cluster. An unchanged union writes nothing; an empty union leaves
-``rules: null`` as created. The real controller writes with server-side apply (manager
-``clusterrole-aggregation-controller``); here it is an ordinary update.
+its ``rules`` become ``rbac.aggregated_rules`` (the union of the selected roles' rules),
+written as the real controller writes them: a forced server-side apply of
+``{metadata: {name}, rules}`` by manager ``clusterrole-aggregation-controller``
+(``applying.apply_config``), so the role's managedFields get an ``Apply`` entry owning
+``f:rules``. A hand edit of an aggregated role's rules is therefore reverted right after it
+is stored (the forced apply takes ``rules`` back from the editor's entry), as on a real
+cluster. An unchanged union writes nothing; an empty union leaves ``rules: null`` as
+created.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 
+from loadtest.apiserver import applying
 from loadtest.apiserver.lifecycle import Objects
 from loadtest.apiserver.rbac import aggregated_rules
 from loadtest.apiserver.storage import Change, Table
 from loadtest.apiserver.workqueue import WorkQueue
 
 CLUSTER_ROLES = "rbac.authorization.k8s.io/clusterroles"
+MANAGER = "clusterrole-aggregation-controller"
 
 
 class AggregationController:
@@ -42,6 +47,12 @@ class AggregationController:
         wanted = aggregated_rules(entry.obj, [e.obj for e in table.entries()])
         if wanted is None or wanted == (entry.obj.get("rules") or []):
             return
-        body = entry.copy()
-        body["rules"] = [dict(rule) for rule in wanted]
-        self.objects.update(rt, "", entry.name, body)
+        config = {
+            "apiVersion": rt.api_version,
+            "kind": rt.kind,
+            "metadata": {"name": entry.name},
+            "rules": [dict(rule) for rule in wanted],
+        }
+        applying.apply_config(
+            self.objects, rt, "", entry.name, "", config=config, manager=MANAGER, force=True
+        )

@@ -6,10 +6,13 @@
   unknown fields are dropped or refused per ``fieldValidation`` like any body;
 - an absent object is created by the apply (201; a made-up ``resourceVersion`` in the body is
   ignored); otherwise a ``resourceVersion`` in the body is a precondition (409) and the
-  configuration is merged into the object (``ssa.managed.apply``); the result then goes
-  through the normal create/update path (defaults, validation, status/spec separation,
-  no-op detection, ``dryRun``);
+  configuration is merged into the object (``ssa.managed.apply``); the result passes the
+  request's admission (RBAC escalation checks, as for any write) and then goes through the
+  normal create/update path (defaults, validation, status/spec separation, no-op
+  detection, ``dryRun``);
 - conflicts are a 409 ``Conflict`` with one ``FieldManagerConflict`` cause per field;
+- ``apply_config`` does the same for a configuration already decoded (the emulator's own
+  controllers apply through it);
 - the ``kubectl`` manager may take the fields listed in the object's
   ``kubectl.kubernetes.io/last-applied-configuration`` annotation from other managers, and
   its apply rewrites that annotation from the applied configuration (kubectl's upgrade path
@@ -34,6 +37,7 @@ from proto.api import gojson
 KUBECTL = "kubectl"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 Check = Callable[[dict[str, Any]], dict[str, Any]]
+Admit = Callable[[dict[str, Any]], None]
 
 
 def parse_force(value: str | None) -> bool:
@@ -75,9 +79,46 @@ def apply(
     force: bool,
     dry_run: bool,
     check: Check,
+    admit: Admit | None = None,
 ) -> Written:
-    """Apply the configuration in ``raw`` for ``manager`` and write the result."""
+    """Apply the configuration in ``raw`` for ``manager`` and write the result.
+
+    ``check`` decodes the configuration like any body (unknown fields); ``admit`` sees the
+    merged object before it is written and raises ``errors.ApiError`` to refuse it (the
+    admission a create, update or patch of the same object goes through).
+    """
     config = check(decode_config(raw, rt))
+    return apply_config(
+        objects,
+        rt,
+        namespace,
+        name,
+        subresource,
+        config=config,
+        manager=manager,
+        force=force,
+        dry_run=dry_run,
+        admit=admit,
+    )
+
+
+def apply_config(
+    objects: Objects,
+    rt: ResourceType,
+    namespace: str,
+    name: str,
+    subresource: str,
+    *,
+    config: dict[str, Any],
+    manager: str,
+    force: bool,
+    dry_run: bool = False,
+    admit: Admit | None = None,
+) -> Written:
+    """Apply the decoded ``config`` (an object of ``rt``, not modified) for ``manager`` and
+    write the result: what ``apply`` does once the body is decoded, and how the emulator's
+    own controllers apply (the clusterrole-aggregation controller)."""
+    config = copy.deepcopy(config)
     as_sent = copy.deepcopy(config)
     meta = config.get("metadata")
     if not isinstance(meta, dict):
@@ -127,6 +168,8 @@ def apply(
         ) from None
     if manager == KUBECTL and _annotation(obj) is not None:
         obj = _rewrite_last_applied(obj, as_sent)
+    if admit is not None:
+        admit(obj)
     owner = ownership.FieldOwner(manager, subresource, entries, applied=True)
     if current is None:
         if subresource:

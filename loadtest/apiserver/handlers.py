@@ -345,7 +345,7 @@ class Handlers:
         return obj, dry_run, warnings
 
     @staticmethod
-    def _owner(
+    def owner(
         request: web.BaseRequest, options: str, subresource: str = "", *, apply: bool = False
     ) -> ownership.FieldOwner:
         """The write's manager: ``fieldManager`` (validated) or the User-Agent's product."""
@@ -357,7 +357,7 @@ class Handlers:
     async def create(
         self, request: web.BaseRequest, rt: ResourceType, namespace: str
     ) -> web.StreamResponse:
-        owner = self._owner(request, "CreateOptions")
+        owner = self.owner(request, "CreateOptions")
         obj, dry_run, warnings = await self._body(request, rt, "CreateOptions")
         self._admit(request, rt, namespace, "", obj)
         written = self.objects.create(rt, namespace, obj, dry_run=dry_run, owner=owner)
@@ -366,7 +366,7 @@ class Handlers:
     async def update(
         self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str, sub: str
     ) -> web.StreamResponse:
-        owner = self._owner(request, "UpdateOptions", sub)
+        owner = self.owner(request, "UpdateOptions", sub)
         obj, dry_run, warnings = await self._body(request, rt, "UpdateOptions")
         self._admit(request, rt, namespace, name, obj)
         written = self.objects.update(
@@ -392,7 +392,7 @@ class Handlers:
                     "application/apply-patch+yaml",
                 )
             )
-        owner = self._owner(request, "PatchOptions", sub)
+        owner = self.owner(request, "PatchOptions", sub)
         dry_run = self._dry_run(request, "PatchOptions")
         validation = self._field_validation(request)
         raw = await request.read()
@@ -432,7 +432,7 @@ class Handlers:
         self, request: web.BaseRequest, rt: ResourceType, namespace: str, name: str, sub: str
     ) -> web.StreamResponse:
         """Server-side apply (``loadtest.apiserver.applying``)."""
-        owner = self._owner(request, "PatchOptions", sub, apply=True)
+        owner = self.owner(request, "PatchOptions", sub, apply=True)
         dry_run = self._dry_run(request, "PatchOptions")
         validation = self._field_validation(request)
         force = applying.parse_force(request.query.get("force"))
@@ -448,6 +448,7 @@ class Handlers:
             force=force,
             dry_run=dry_run,
             check=lambda obj: self.check_object(rt, obj, validation, warnings),
+            admit=lambda obj: self._admit(request, rt, namespace, name, obj),
         )
         return self.render(rt, written, 201 if written.created else 200, warnings)
 

@@ -141,19 +141,23 @@ async def test_a_deleted_service_accounts_token_is_unauthorized() -> None:
         ).status == 401
 
 
+def _managing_roles(*verbs: str) -> list[dict[str, Any]]:
+    """``verbs`` on roles and rolebindings plus ``get`` on configmaps (what it may grant)."""
+    return [
+        {
+            "apiGroups": ["rbac.authorization.k8s.io"],
+            "resources": ["roles", "rolebindings"],
+            "verbs": list(verbs),
+        },
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+    ]
+
+
 @pytest.mark.asyncio
 async def test_escalation_is_refused_unless_the_verb_is_held() -> None:
     async with running(token=ADMIN, rbac=True) as (cluster, api):
         token = await _setup(api, "team")
-        manage = [
-            {
-                "apiGroups": ["rbac.authorization.k8s.io"],
-                "resources": ["roles", "rolebindings"],
-                "verbs": ["create"],
-            },
-            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
-        ]
-        await _bind(api, "team", "manage", manage)
+        await _bind(api, "team", "manage", _managing_roles("create"))
         sa = Api(api.session, cluster.url, token)
         wider = {
             "metadata": {"name": "wider"},
@@ -169,6 +173,83 @@ async def test_escalation_is_refused_unless_the_verb_is_held() -> None:
             "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
         }
         assert (await sa.post(f"{RBAC}/namespaces/team/roles", narrower)).status == 201
+
+
+async def _apply(api: Api, path: str, body: dict[str, Any], manager: str = "me") -> Any:
+    return await api.request(
+        "PATCH",
+        path,
+        body,
+        content_type="application/apply-patch+yaml",
+        params={"fieldManager": manager},
+    )
+
+
+@pytest.mark.asyncio
+async def test_server_side_apply_of_rbac_objects_passes_the_escalation_checks() -> None:
+    async with running(token=ADMIN, rbac=True) as (cluster, api):
+        token = await _setup(api, "team")
+        await _bind(api, "team", "manage", _managing_roles("get", "patch"))
+        wide = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "wide"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}],
+        }
+        assert (await api.post(f"{RBAC}/clusterroles", wide)).status == 201
+        sa = Api(api.session, cluster.url, token)
+        role = f"{RBAC}/namespaces/team/roles/own"
+        wider = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "own"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "delete"]}],
+        }
+        refused = await _apply(sa, role, wider)
+        assert refused.status == 403, refused.body
+        assert refused.body["message"] == (
+            'roles.rbac.authorization.k8s.io "own" is forbidden: user '
+            '"system:serviceaccount:team:app" (groups=["system:serviceaccounts" '
+            '"system:serviceaccounts:team" "system:authenticated"]) is attempting to grant RBAC '
+            "permissions not currently held:\n"
+            '{APIGroups:[""], Resources:["configmaps"], Verbs:["delete"]}'
+        )
+        assert (await api.get(role)).status == 404  # the refused apply created nothing
+        narrower = {
+            **wider,
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
+        }
+        created = await _apply(sa, role, narrower)
+        assert created.status == 201, created.body
+        assert (await _apply(sa, role, wider)).status == 403  # nor may an apply widen it
+        assert (await api.get(role)).body["rules"] == narrower["rules"]
+        binding = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "wide"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "wide",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "app", "namespace": "team"}],
+        }
+        bound = await _apply(sa, f"{RBAC}/namespaces/team/rolebindings/wide", binding)
+        assert bound.status == 403
+        assert bound.body["message"].endswith(
+            '{APIGroups:[""], Resources:["configmaps"], Verbs:["*"]}'
+        )
+        may_bind = [
+            {
+                "apiGroups": ["rbac.authorization.k8s.io"],
+                "resources": ["clusterroles"],
+                "verbs": ["bind"],
+                "resourceNames": ["wide"],
+            }
+        ]
+        await _bind(api, "team", "bind", may_bind)
+        bound = await _apply(sa, f"{RBAC}/namespaces/team/rolebindings/wide", binding)
+        assert bound.status == 201, bound.body
 
 
 @pytest.mark.asyncio
@@ -220,6 +301,20 @@ def test_the_kubernetes_client_requests_a_token_and_reviews_access() -> None:
             assert denied.value.status == 403
 
 
+def _entries(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The managedFields of ``obj`` without their times."""
+    keys = ("manager", "operation", "apiVersion", "fieldsV1")
+    return [{k: e[k] for k in keys} for e in obj["metadata"]["managedFields"]]
+
+
+CREATOR = {  # aiohttp's User-Agent "Python/3.x aiohttp/..." names the creator's entry
+    "manager": "Python",
+    "operation": "Update",
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "fieldsV1": {"f:aggregationRule": {".": {}, "f:clusterRoleSelectors": {}}},
+}
+
+
 @pytest.mark.asyncio
 async def test_aggregated_cluster_role_follows_its_selected_roles() -> None:
     async with running(token=ADMIN, rbac=True) as (_, api):
@@ -239,6 +334,26 @@ async def test_aggregated_cluster_role_follows_its_selected_roles() -> None:
                 break
             await asyncio.sleep(0.01)
         assert rules == [{"verbs": ["get"], "apiGroups": ["apps"], "resources": ["deployments"]}]
+        aggregated = (await api.get(f"{RBAC}/clusterroles/agg")).body
+        applied = {
+            "manager": "clusterrole-aggregation-controller",
+            "operation": "Apply",
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "fieldsV1": {"f:rules": {}},
+        }
+        assert _entries(aggregated) == [applied, CREATOR]
+        edited = {**aggregated, "rules": [{"apiGroups": [""], "resources": ["*"], "verbs": ["*"]}]}
+        put = await api.put(f"{RBAC}/clusterroles/agg", edited)
+        assert put.status == 200
+        editor = {**CREATOR, "fieldsV1": {**CREATOR["fieldsV1"], "f:rules": {}}}
+        assert _entries(put.body) == [editor]  # the controller's entry lost its only field
+        for _ in range(100):
+            reverted = (await api.get(f"{RBAC}/clusterroles/agg")).body
+            if reverted["rules"] == rules:
+                break
+            await asyncio.sleep(0.01)
+        assert reverted["rules"] == rules
+        assert _entries(reverted) == [applied, CREATOR]
         assert (await api.delete(f"{RBAC}/clusterroles/part")).status == 200
         for _ in range(100):
             rules = (await api.get(f"{RBAC}/clusterroles/agg")).body["rules"]
@@ -265,6 +380,25 @@ async def test_access_reviews_for_another_subject_and_their_validation() -> None
         authz = "/apis/authorization.k8s.io/v1"
         answer = await api.post(f"{authz}/subjectaccessreviews", review)
         assert answer.status == 201
+        assert _entries(answer.body) == [  # the echoed request's create, as the real server
+            {
+                "manager": "Python",
+                "operation": "Update",
+                "apiVersion": "authorization.k8s.io/v1",
+                "fieldsV1": {
+                    "f:spec": {
+                        "f:groups": {},
+                        "f:resourceAttributes": {
+                            ".": {},
+                            "f:namespace": {},
+                            "f:resource": {},
+                            "f:verb": {},
+                        },
+                        "f:user": {},
+                    }
+                },
+            }
+        ]
         assert answer.body["status"] == {
             "allowed": True,
             "reason": 'RBAC: allowed by RoleBinding "read/team" of Role "read" to '
@@ -282,3 +416,25 @@ async def test_access_reviews_for_another_subject_and_their_validation() -> None
         assert (await api.get(f"{authz}/subjectaccessreviews")).status == 405
         rules = await api.post(f"{authz}/selfsubjectrulesreviews", {"spec": {}})
         assert rules.status == 400
+        listed = await api.post(f"{authz}/selfsubjectrulesreviews", {"spec": {"namespace": "team"}})
+        assert (listed.status, listed.body["metadata"]) == (201, {})  # a new object: no fields
+
+
+@pytest.mark.asyncio
+async def test_a_token_request_answer_records_the_defaulted_expiration() -> None:
+    async with running(token=ADMIN, rbac=True) as (_, api):
+        await _setup(api, "team")
+        path = "/api/v1/namespaces/team/serviceaccounts/app/token"
+        issued = await api.request("POST", path, {}, params={"fieldManager": "issuer"})
+        assert issued.status == 201
+        entry = issued.body["metadata"]["managedFields"][0]
+        assert {k: v for k, v in entry.items() if k != "time"} == {
+            "manager": "issuer",
+            "operation": "Update",
+            "apiVersion": "authentication.k8s.io/v1",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:expirationSeconds": {}}},
+            "subresource": "token",
+        }
+        too_long = await api.request("POST", path, {}, params={"fieldManager": "x" * 129})
+        assert too_long.status == 422
