@@ -13,7 +13,7 @@ from proto.http1 import HttpClient
 from proto.kube.events import EventRecorder
 from proto.wire import ControllerDef, ControllerKind
 from tests.unit.workers.composite_world import controller, definition
-from workers.composite import CompositeReconciler
+from workers.kinds.composite.reconciler import CompositeReconciler
 from workers.reconcilers import UnsupportedController, WorkerContext, builtin
 
 

@@ -22,7 +22,7 @@ import orjson
 from proto.api.controllers import HookVersion
 from proto.api.hooks import sync_request
 from proto.api.objectmap import ObjectMap, object_key
-from workers.observed import Observed
+from workers.common.observed import Observed
 
 
 def object_map(

@@ -1,0 +1,26 @@
+"""What a reconciler may use, shared by every controller of one worker process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+
+from proto.hooks.client import HookClient
+from proto.http1 import HttpClient
+from proto.kube.client import Client
+from proto.kube.events import EventRecorder
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerContext:
+    """What a reconciler may use: the worker's identity, API client, HTTP client, metrics,
+    the webhook client (hook metrics on ``registry``) and the event recorder (component
+    ``metacontroller``), all shared by every controller of the process."""
+
+    worker_id: str
+    client: Client
+    http: HttpClient
+    registry: CollectorRegistry
+    hooks: HookClient
+    events: EventRecorder
