@@ -35,6 +35,7 @@ from typing import Any
 from prometheus_client import Counter
 
 from manager.controllers import Controllers
+from manager.finalizers import FinalizerWriter
 from manager.informers import Informers
 from manager.link import RouterLink, SendResult
 from manager.membership import Membership, Timing
@@ -43,8 +44,9 @@ from manager.routing import Router
 from manager.snapshots import parent_of, snapshot_of
 from manager.store import Store
 from manager.term_metrics import TermMetrics
-from manager.views import ControllerView, group_resource
+from manager.views import ControllerId, ControllerView, group_resource
 from manager.watermark import parse_resource_version
+from proto.api.selectors import Selector
 from proto.clock import SYSTEM_CLOCK, Clock
 from proto.hooks.client import HookClient
 from proto.kube.events import EventRecorder
@@ -84,6 +86,7 @@ class TermSettings:
     barrier_timeout: float = 5.0
     retry_interval: float = 30.0  # retry of controllers that could not start
     cache_flush_interval: float = 1800.0  # every parent is pushed again (LOW) this often
+    selector: Selector = Selector.everything()  # noqa: RUF009 - the controllers to run
 
 
 class Term:
@@ -97,6 +100,7 @@ class Term:
         informers: Informers,
         recorder: EventRecorder,
         hooks: HookClient,
+        writer: FinalizerWriter | None = None,
         metrics: TermMetrics | None = None,
         dropped_frames: Counter | None = None,
         clock: Clock = SYSTEM_CLOCK,
@@ -127,6 +131,8 @@ class Term:
             recorder=recorder,
             handler=self.router.handler,
             on_change=self._controllers_changed,
+            writer=writer,
+            selector=settings.selector,
             clock=clock,
             retry_interval=settings.retry_interval,
         )
@@ -206,7 +212,9 @@ class Term:
                     batch = tuple(unique[i : i + KEYS_BATCH])
                     self._outbox.put_nowait((worker, Keys(self.epoch, priority, batch)))
 
-    async def _controllers_changed(self, views: dict[str, ControllerView], added: set[str]) -> None:
+    async def _controllers_changed(
+        self, views: dict[ControllerId, ControllerView], added: set[ControllerId]
+    ) -> None:
         self.related.set_controllers(views.values())
         self.router.set_controllers(views.values())
         definitions = tuple(v.definition for v in views.values())
@@ -217,12 +225,13 @@ class Term:
 
     async def _enqueue_all(self, view: ControllerView) -> None:
         """Once a new controller's parents are cached, push each of them once (LOW)."""
-        informer = self._informers.get(view.parent)
-        if informer is None:
-            return
-        await informer.wait_synced()
-        for parent in self.router.parents(view):
-            self._push(view.key(parent.namespace, parent.name), Priority.LOW)
+        for resource in view.parents:
+            informer = self._informers.get(resource)
+            if informer is None:
+                return
+            await informer.wait_synced()
+        for key in self.router.parent_keys(view):
+            self._push(key, Priority.LOW)
 
     # --- workers ------------------------------------------------------------------------------
 
@@ -324,7 +333,7 @@ class Term:
         a controller's own every ``resyncPeriodSeconds``; both jittered by +-10%."""
         now = self._clock.now()
         flush_at = now + self._jittered(self.settings.cache_flush_interval)
-        due: dict[str, float] = {}
+        due: dict[ControllerId, float] = {}
         while True:
             await self._clock.sleep(1.0)
             if not self.assigning.is_set():
@@ -337,14 +346,14 @@ class Term:
             for name in set(due) - set(views):
                 del due[name]
             for name, view in views.items():
-                period = view.spec.resync_period_seconds
+                period = view.resync_period_seconds
                 if period is not None and name not in due:
                     due[name] = now + self._jittered(period)
                 if flush or (period is not None and now >= due[name]):
                     if period is not None:
                         due[name] = now + self._jittered(period)
-                    for parent in self.router.parents(view):
-                        self._push(view.key(parent.namespace, parent.name), Priority.LOW)
+                    for key in self.router.parent_keys(view):
+                        self._push(key, Priority.LOW)
 
     # --- snapshots ----------------------------------------------------------------------------
 
@@ -358,17 +367,22 @@ class Term:
             return refuse(NackReason.STALE_EPOCH, f"current epoch is {self.epoch}")
         if self.membership.owner(slot_of(key)) != worker:
             return refuse(NackReason.NOT_OWNER, "the key's slot is not yours")
-        view = self.controllers.views.get(key.controller)
-        if view is None or view.definition.kind.value != key.kind:
-            return refuse(NackReason.UNKNOWN_CONTROLLER, f"no controller {key.controller}")
-        if key.resource != view.parent_group_resource:
+        view = self.controllers.views.get((key.kind, key.controller))
+        if view is None:
+            return refuse(NackReason.UNKNOWN_CONTROLLER, f"no {key.kind} {key.controller}")
+        resource = view.parent_resource(key)
+        if resource is None:
             return refuse(NackReason.UNKNOWN_KEY, f"{key.resource} is not this controller's parent")
         waits = self._barrier_waits(view, msg.barrier)
-        parent = parent_of(view, key, self._store(view.parent))
-        if parent is not None and Related.applies(view) and not self.related.ready(view, parent):
+        parent = parent_of(view, key, self._store)
+        if (
+            parent is not None
+            and Related.applies(view)
+            and not self.related.ready(view, resource, parent)
+        ):
             waits.append(
                 asyncio.ensure_future(
-                    self.related.wait_ready(view, parent, self.settings.barrier_timeout)
+                    self.related.wait_ready(view, resource, parent, self.settings.barrier_timeout)
                 )
             )
         if waits:
@@ -381,7 +395,7 @@ class Term:
         self, view: ControllerView, barrier: Mapping[str, str]
     ) -> list[asyncio.Future[bool]]:
         waits: list[asyncio.Future[bool]] = []
-        for resource in (view.parent, *view.children):
+        for resource in (*view.parents, *view.children):
             wanted = barrier.get(group_resource(resource))
             if wanted is None:
                 continue
@@ -415,18 +429,17 @@ class Term:
 
     def _answer(self, worker: str, msg: Fetch, view: ControllerView) -> None:
         related = None
-        if Related.applies(view):
-            parent = parent_of(view, msg.key, self._store(view.parent))
-            if parent is not None and not self.related.ready(view, parent):
+        resource = view.parent_resource(msg.key)
+        if Related.applies(view) and resource is not None:
+            parent = parent_of(view, msg.key, self._store)
+            if parent is not None and not self.related.ready(view, resource, parent):
                 self._metrics.fetch(NackReason.NOT_READY.value)
                 detail = "the customize hook has not answered for this parent yet"
                 reply = Nack(self.epoch, msg.request_id, NackReason.NOT_READY, detail)
                 self._outbox.put_nowait((worker, reply))
                 return
             related = self.related.related_of
-        raw, children, objects = snapshot_of(
-            view, msg.key, stores=self._store, router=self.router, related=related
-        )
+        raw, children, objects = snapshot_of(view, msg.key, stores=self._store, related=related)
         self._metrics.fetch("snapshot")
         snapshot = Snapshot(self.epoch, msg.request_id, msg.key, raw, children, (), objects)
         self._outbox.put_nowait((worker, snapshot))

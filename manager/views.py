@@ -1,25 +1,40 @@
-"""A hosted controller as the coordinator sees it: parsed spec plus resolved resources.
+"""A hosted controller as the coordinator sees it, whatever its kind: ``ControllerView``.
 
-``ControllerView`` is what routing and snapshots work from; ``definition`` is what workers
-receive (``proto.wire.ControllerDef``). Building one needs discovery (``manager.controllers``);
-everything here is pure.
+Each controller kind (``manager.kinds``) builds views of its controller objects (parsed spec
+plus the resources discovery resolved); routing, snapshots, customize hooks and the term work
+from this protocol only, so they hold no kind-specific code. A view answers three questions:
+
+- which resources it watches: ``parents`` (their objects are the keys a worker reconciles)
+  and ``children`` (objects owned by, or claimable by, a parent);
+- which parent keys an event maps to: ``handles`` and ``ignores_update`` for parent events,
+  ``owner_key`` for an owned child, ``may_adopt`` and ``adopts`` for an orphan;
+- what a snapshot holds: ``children_of`` (the claimable children of one parent).
+
+``definition`` is what workers receive (``proto.wire.ControllerDef``). Views are immutable
+once built; a changed controller object gets a new view. Helpers shared by every kind live
+here too: ``resource_info``, ``group_resource``, ``group_key``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
-from typing import Any
+from typing import Protocol
 
-import orjson
-
-from manager.store import Cached
-from proto.api.controllers import CompositeController, group_of
-from proto.api.names import CONTROLLER_UID_LABEL
+from manager.store import Cached, Store
+from proto.api.controllers import Hook
 from proto.api.objectmap import TypeKey
-from proto.api.selectors import Selector, SelectorError, from_label_selector, from_match_labels
 from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
+
+ControllerId = tuple[str, str]
+"""(kind, name): controller names are unique per kind only."""
+
+
+class Unusable(Exception):
+    """The controller object cannot run; ``reason`` is the event reason to report it with."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def resource_info(resource: Resource) -> ResourceInfo:
@@ -41,63 +56,69 @@ def group_key(resource: Resource) -> str:
     return TypeKey(resource.api_version, resource.kind).group_key
 
 
-@dataclass(frozen=True, eq=False)
-class ControllerView:
-    spec: CompositeController
-    raw: bytes  # the controller object as the API server sent it
-    resource_version: str
-    parent: Resource
-    children: tuple[Resource, ...]
+class ControllerView(Protocol):
+    """One valid controller of some kind (see the module docstring)."""
 
     @property
-    def name(self) -> str:
-        return self.spec.name
+    def id(self) -> ControllerId: ...
+    @property
+    def kind(self) -> ControllerKind: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def raw(self) -> bytes:
+        """The controller object as the API server sent it."""
+        ...
 
-    @cached_property
-    def parent_group_resource(self) -> str:
-        return group_resource(self.parent)
+    @property
+    def resource_version(self) -> str: ...
+    @property
+    def definition(self) -> ControllerDef: ...
+    @property
+    def resync_period_seconds(self) -> float | None: ...
+    @property
+    def customize(self) -> Hook | None:
+        """The customize hook, if any (``manager.related`` calls it)."""
+        ...
 
-    @cached_property
-    def definition(self) -> ControllerDef:
-        return ControllerDef(
-            kind=ControllerKind.COMPOSITE,
-            name=self.spec.name,
-            uid=self.spec.uid,
-            resource_version=self.resource_version,
-            object=self.raw,
-            resources=(resource_info(self.parent), *(resource_info(c) for c in self.children)),
-        )
+    @property
+    def finalizer(self) -> str:
+        """The finalizer this controller puts on its parents (with a finalize hook)."""
+        ...
 
-    def key(self, namespace: str, name: str) -> ParentKey:
-        return ParentKey(
-            ControllerKind.COMPOSITE.value,
-            self.spec.name,
-            self.parent_group_resource,
-            namespace if self.parent.namespaced else "",
-            name,
-        )
+    @property
+    def parents(self) -> tuple[Resource, ...]: ...
+    @property
+    def children(self) -> tuple[Resource, ...]: ...
 
-    def handles(self, parent: Cached) -> bool:
-        """Whether this controller handles ``parent``: ``parentResource.labelSelector`` selects
-        it, or it still carries this controller's finalizer (it must be finalized)."""
-        return (
-            self.spec.parent.label_selector.matches(parent.labels)
-            or self.spec.finalizer in parent.finalizers
-        )
+    def key(self, resource: Resource, namespace: str, name: str) -> ParentKey:
+        """The key of parent ``namespace/name`` of ``resource`` (one of ``parents``)."""
+        ...
 
-    def owns(self, child: Cached) -> bool:
-        """Whether ``child``'s controller ownerReference points at this controller's parent type."""
-        ref = child.owner
-        if ref is None or ref.kind != self.parent.kind:
-            return False
-        return group_of(ref.api_version) == self.parent.group
+    def parent_resource(self, key: ParentKey) -> Resource | None:
+        """Which of ``parents`` ``key`` names; ``None`` if none."""
+        ...
 
-    def children_selector(self, parent: Cached) -> Selector:
-        """The selector that claims children for ``parent`` (``Selector.nothing()`` if unusable)."""
-        if self.spec.generate_selector:
-            return from_match_labels({CONTROLLER_UID_LABEL: parent.uid})
-        try:
-            obj: dict[str, Any] = orjson.loads(parent.raw)
-            return from_label_selector((obj.get("spec") or {}).get("selector"))
-        except (SelectorError, orjson.JSONDecodeError, AttributeError):
-            return Selector.nothing()
+    def handles(self, resource: Resource, parent: Cached) -> bool:
+        """Whether this controller reconciles ``parent`` (selected, or carrying our finalizer)."""
+        ...
+
+    def ignores_update(self, resource: Resource, old: Cached, new: Cached) -> bool:
+        """``ignoreStatusChanges``: an update of a parent that changes nothing that matters."""
+        ...
+
+    def owner_key(self, child: Cached) -> ParentKey | None:
+        """The parent key of a child with a controller ownerReference, if it is ours."""
+        ...
+
+    def may_adopt(self, orphan: Cached) -> bool:
+        """Whether some parent of this controller could claim ``orphan`` at all (cheap)."""
+        ...
+
+    def adopts(self, parent: Cached, orphan: Cached) -> bool:
+        """Whether ``parent`` would claim ``orphan`` (``may_adopt`` holds)."""
+        ...
+
+    def children_of(self, parent: Cached, resource: Resource, store: Store) -> tuple[bytes, ...]:
+        """The claimable children of ``parent`` among ``store``'s (of child ``resource``)."""
+        ...

@@ -125,7 +125,8 @@ class CustomizeResponse:
     warnings: tuple[str, ...] = ()
 
 
-def _decode(body: bytes, shape: Struct, mode: ResponseMode) -> tuple[Fields, tuple[str, ...]]:
+def decode_fields(body: bytes, shape: Struct, mode: ResponseMode) -> tuple[Fields, tuple[str, ...]]:
+    """Decode ``body`` to ``shape``; strict mode fails on the problems loose mode returns."""
     decoded = decode(body, shape)
     if decoded.issues and mode is ResponseMode.STRICT:
         raise HookResponseError(
@@ -134,7 +135,8 @@ def _decode(body: bytes, shape: Struct, mode: ResponseMode) -> tuple[Fields, tup
     return Fields(decoded.value, "", HookResponseError), decoded.issues
 
 
-def _check_child(child: Any, path: str) -> dict[str, Any]:
+def check_child(child: Any, path: str) -> dict[str, Any]:
+    """A desired child (or attachment): an object with apiVersion, kind and metadata.name."""
     if not isinstance(child, dict):
         raise HookResponseError(f"{path}: a child must be an object, not {json_type(child)}")
     fields = Fields(child, path, HookResponseError)
@@ -148,10 +150,10 @@ def _check_child(child: Any, path: str) -> dict[str, Any]:
 
 def decode_sync_response(body: bytes, *, mode: ResponseMode) -> SyncResponse:
     """Parse a sync or finalize response body. Raises ``HookResponseError``."""
-    top, warnings = _decode(body, _SYNC_SHAPE, mode)
+    top, warnings = decode_fields(body, _SYNC_SHAPE, mode)
     status = top.get_raw_object("status")
     children = tuple(
-        _check_child(child, join("children", i)) for i, child in enumerate(top.get_list("children"))
+        check_child(child, join("children", i)) for i, child in enumerate(top.get_list("children"))
     )
     resync = top.get_number("resyncAfterSeconds")
     return SyncResponse(
@@ -167,7 +169,7 @@ def decode_customize_response(
     body: bytes, *, mode: ResponseMode, version: HookVersion, parent_namespace: str
 ) -> CustomizeResponse:
     """Parse a customize response body for one parent. Raises ``HookResponseError``."""
-    top, warnings = _decode(body, _CUSTOMIZE_SHAPE, mode)
+    top, warnings = decode_fields(body, _CUSTOMIZE_SHAPE, mode)
     rules = []
     for item in top.get_objects("relatedResources"):
         rule = parse_related_rule(item)
