@@ -1,0 +1,344 @@
+"""The DecoratorController reconciler: one sync of one target object, as Metacontroller does it.
+
+``DecoratorReconciler(definition, writer=..., hooks=..., events=...)`` runs one controller.
+Each ``reconcile`` follows Metacontroller's ``decorator.syncParentObject``:
+
+1. No target in the snapshot (deleted, or no longer handled), or a target that no rule of
+   its resource selects (labels and annotations) and that does not carry our finalizer:
+   nothing to do.
+2. Our finalizer ``metacontroller.io/decoratorcontroller-<name>`` is added (with a finalize
+   hook) or removed (without one) (``workers.common.finalizer``).
+3. Attachments: ours are those the target owns that carry our annotation
+   (``attachments.split``); an annotated orphan the hook wants is adopted.
+4. The sync hook is called, or the finalize hook (``finalizing: true``) for a target being
+   deleted or no longer selected. Request ``{controller, object, attachments, related,
+   finalizing}``, with the snapshot's raw JSON embedded.
+5. The answer's labels and annotations are merged onto the target (``null`` removes a key);
+   its status, when not null and different, replaces ``.status``: with a PUT to ``/status``
+   when the resource has the status subresource, else within the object's update. Nothing
+   is written when nothing differs. NotFound and Conflict are let go (the target is gone, or
+   changed and is synced again), as in Metacontroller.
+6. Desired attachments get our annotation and are created, updated (per the attachment's
+   ``updateStrategy``) and deleted (``workers.common.children``), while the target is alive,
+   or being deleted under our finalizer without a garbage-collector finalizer.
+7. ``finalized: true`` from the finalize hook removes our finalizer.
+8. Attachment write errors fail the sync at the end; ``resyncAfterSeconds`` becomes
+   ``Outcome.requeue_after``.
+
+Failures raise ``workers.common.sync_errors`` errors; a ``SyncFailure`` also emits a
+``SyncError`` Warning event on the target. A hook answering 429 raises ``RequeueAfter``.
+Every successful write is reported to ``request.wrote``.
+
+Differences from Metacontroller, on purpose: no GET before writes (resourceVersion
+preconditions instead, as for CompositeControllers); the attachments are all checked before
+any write; ``finalized`` counts only in an answer of the finalize hook; annotated orphans the
+hook wants are adopted instead of failing with AlreadyExists.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import orjson
+
+from proto.api import names
+from proto.api.controllers import HookName, UpdateMethod
+from proto.api.decorator import (
+    DecoratorResponse,
+    decode_decorator_response,
+    parse_decorator_controller,
+    sync_request,
+)
+from proto.api.errors import HookResponseError
+from proto.api.hooks import ChildType, DesiredChild
+from proto.api.hooks import desired_children as check_children
+from proto.api.objectmap import TypeKey
+from proto.api.selectors import Selector
+from proto.kube import errors
+from proto.logs import get_logger
+from proto.wire import ControllerDef
+from workers.apply import ControllerRef, deep_equal
+from workers.common import children, finalizer, syncrequest
+from workers.common.claims import adoption_patch
+from workers.common.hookcall import Events, HookCaller, Hooks, resource_of
+from workers.common.observed import Observed
+from workers.common.patches import describe, guarded_patch, set_finalizers
+from workers.common.sync_errors import SyncFailure
+from workers.common.writer import Writer
+from workers.kinds.decorator import attachments, metadata
+from workers.reconciler import Outcome, ReconcileRequest
+
+log = get_logger("metashard.decorator")
+
+
+class DecoratorReconciler:
+    """Reconciles the targets of one DecoratorController (see the module docstring)."""
+
+    def __init__(
+        self, definition: ControllerDef, *, writer: Writer, hooks: Hooks, events: Events
+    ) -> None:
+        spec = parse_decorator_controller(orjson.loads(definition.object))
+        count = len(spec.resources)
+        if len(definition.resources) != count + len(spec.attachments):
+            raise ValueError(
+                f"{spec.name}: {len(definition.resources)} resources for {count} targets and "
+                f"{len(spec.attachments)} attachment types"
+            )
+        self._spec = spec
+        self._writer = writer
+        self._events = events
+        self._controller = definition.object
+        self._parents = {
+            info.group_resource: children.Target(resource_of(info), info.group_resource)
+            for info in definition.resources[:count]
+        }
+        targets: dict[TypeKey, children.Target] = {}
+        self._methods: dict[TypeKey, UpdateMethod] = {}
+        self._types: list[ChildType] = []
+        for info, attachment in zip(definition.resources[count:], spec.attachments, strict=True):
+            type_key = TypeKey(info.api_version, info.kind)
+            targets[type_key] = children.Target(resource_of(info), info.group_resource)
+            self._methods[type_key] = attachment.update_strategy.method
+            self._types.append(ChildType(info.api_version, info.kind, info.namespaced))
+        self._targets = targets
+        self._child_writer = children.ChildWriter(writer, targets)
+        self._hooks = HookCaller(
+            hooks,
+            controller_type=names.DECORATOR_CONTROLLER,
+            controller_name=spec.name,
+            defined={HookName.SYNC: spec.hooks.sync, HookName.FINALIZE: spec.hooks.finalize},
+        )
+
+    async def reconcile(self, request: ReconcileRequest) -> Outcome:
+        raw = request.snapshot.parent
+        target = self._parents.get(request.key.resource)
+        if raw is None or target is None:
+            return Outcome()
+        obj: dict[str, Any] = orjson.loads(raw)
+        try:
+            return await self._sync(request, target, raw, obj)
+        except SyncFailure as err:
+            self._events.emit(
+                obj, names.EVENT_TYPE_WARNING, names.REASON_SYNC_ERROR, f"Sync error: {err}"
+            )
+            raise
+
+    async def _sync(
+        self, request: ReconcileRequest, target: children.Target, raw: bytes, obj: dict[str, Any]
+    ) -> Outcome:
+        spec = self._spec
+        ours = spec.finalizer
+        resource = target.resource
+        meta = obj["metadata"]
+        deleting = meta.get("deletionTimestamp") is not None
+        finalizers = finalizer.finalizers_of(meta)
+        selected = spec.selects(
+            resource.api_version, resource.name, meta.get("labels"), meta.get("annotations")
+        )
+        if not selected and ours not in finalizers:
+            return Outcome()
+        has_finalize = spec.hooks.finalize is not None
+        step = finalizer.change(wanted=has_finalize, present=ours in finalizers, deleting=deleting)
+        if step is not finalizer.Change.NONE:
+            updated = await set_finalizers(
+                self._writer, target, obj, finalizer.updated(finalizers, ours, step), request
+            )
+            if updated is None:
+                return Outcome()
+            obj, raw = updated, orjson.dumps(updated)
+            meta = obj["metadata"]
+            finalizers = finalizer.finalizers_of(meta)
+            if not selected and ours not in finalizers:
+                return Outcome()
+
+        uid = meta.get("uid") or ""
+        namespace = (meta.get("namespace") or "") if resource.namespaced else ""
+        owned, adoptable = self._observed(request, uid, namespace)
+        finalizing = finalizer.finalizing(
+            has_finalize_hook=has_finalize, deleting=deleting, selected=selected
+        )
+        response = await self._call(request, obj, raw, owned, namespace, finalizing)
+        try:
+            desired = check_children(
+                list(response.attachments),
+                parent_namespace=namespace,
+                parent_uid=uid,
+                child_types=self._types,
+                selector=Selector.everything(),
+                generate_selector=False,
+            )
+        except HookResponseError as err:
+            raise SyncFailure(str(err)) from None
+        for child in desired:
+            attachments.stamp(child.object, spec.name)
+
+        obj = await self._update_object(request, target, obj, response)
+        problems: list[str] = []
+        if finalizer.manages_children(
+            deleting=deleting, finalizers=finalizers, name=ours, has_finalize_hook=has_finalize
+        ):
+            owner = ControllerRef(
+                api_version=resource.api_version, kind=resource.kind, name=meta["name"], uid=uid
+            )
+            await self._adopt(request, owner, desired, owned, adoptable, problems)
+            plan = children.plan(
+                observed=owned, desired=desired, methods=self._methods, owner=owner
+            )
+            problems += plan.errors
+            problems += await self._child_writer.run(plan.writes, request.wrote)
+        if finalizing and response.finalized and ours in finalizers:
+            await set_finalizers(
+                self._writer,
+                target,
+                obj,
+                finalizer.updated(finalizers, ours, finalizer.Change.REMOVE),
+                request,
+            )
+        if problems:
+            raise SyncFailure(
+                f"can't reconcile attachments for {describe(resource.kind, obj)}: "
+                + "; ".join(problems)
+            )
+        return Outcome(requeue_after=response.resync_after_seconds)
+
+    # --- steps --------------------------------------------------------------------------
+
+    def _observed(
+        self, request: ReconcileRequest, uid: str, namespace: str
+    ) -> tuple[dict[TypeKey, list[Observed]], dict[TypeKey, dict[tuple[str, str], Observed]]]:
+        snapshot = request.snapshot.children
+        owned: dict[TypeKey, list[Observed]] = {}
+        adoptable: dict[TypeKey, dict[tuple[str, str], Observed]] = {}
+        for type_key in self._targets:
+            candidates = [Observed.decode(raw) for raw in snapshot.get(type_key.group_key, ())]
+            found = attachments.split(
+                candidates, uid=uid, namespace=namespace, name=self._spec.name
+            )
+            owned[type_key] = list(found.owned)
+            adoptable[type_key] = {(c.namespace, c.name): c for c in found.adoptable}
+        return owned, adoptable
+
+    async def _adopt(
+        self,
+        request: ReconcileRequest,
+        owner: ControllerRef,
+        desired: tuple[DesiredChild, ...],
+        owned: dict[TypeKey, list[Observed]],
+        adoptable: dict[TypeKey, dict[tuple[str, str], Observed]],
+        problems: list[str],
+    ) -> None:
+        reference = owner.as_owner_reference()
+        for child in desired:
+            orphan = adoptable.get(child.type, {}).get((child.namespace, child.name))
+            if orphan is None:
+                continue
+            what = "adopt " + children.describe(child.type, child.namespace, child.name)
+            adopted = await guarded_patch(
+                self._writer,
+                self._targets[child.type],
+                orphan,
+                adoption_patch(orphan, reference),
+                what=what,
+                request=request,
+                problems=problems,
+                controller=self._spec.name,
+            )
+            if adopted is not None:
+                owned[child.type].append(Observed.of(orjson.dumps(adopted), adopted))
+
+    async def _call(
+        self,
+        request: ReconcileRequest,
+        obj: dict[str, Any],
+        raw: bytes,
+        owned: dict[TypeKey, list[Observed]],
+        namespace: str,
+        finalizing: bool,
+    ) -> DecoratorResponse:
+        name = HookName.FINALIZE if finalizing else HookName.SYNC
+        version = self._hooks.hook(name).version
+        related = {
+            group: [Observed.decode(r) for r in raws]
+            for group, raws in request.snapshot.related.items()
+        }
+        body = orjson.dumps(
+            sync_request(
+                controller=cast(Any, orjson.Fragment(self._controller)),
+                object=cast(Any, orjson.Fragment(raw)),
+                attachments=syncrequest.object_map(
+                    version,
+                    parent_namespace=namespace,
+                    groups={t.group_key: found for t, found in owned.items()},
+                ),
+                related=syncrequest.object_map(version, parent_namespace=namespace, groups=related),
+                finalizing=finalizing,
+            )
+        )
+        kind = self._parents[request.key.resource].resource.kind
+        return await self._hooks.call(
+            name,
+            body,
+            decode=lambda answer, mode: decode_decorator_response(answer, mode=mode),
+            failed=f"{name.value} hook failed for {describe(kind, obj)}",
+        )
+
+    async def _update_object(
+        self,
+        request: ReconcileRequest,
+        target: children.Target,
+        obj: dict[str, Any],
+        response: DecoratorResponse,
+    ) -> dict[str, Any]:
+        """Labels, annotations and status as the hook asked; nothing when nothing differs.
+        Returns the object as last written (``obj`` when nothing was)."""
+        meta = obj["metadata"]
+        labels = metadata.changes(meta.get("labels"), response.labels)
+        annotations = metadata.changes(meta.get("annotations"), response.annotations)
+        status = response.status
+        status_changed = status is not None and not deep_equal(obj.get("status"), status)
+        resource = target.resource
+        namespace = meta.get("namespace") or None
+        try:
+            if status_changed and "status" not in resource.subresources:
+                body = {
+                    **obj,
+                    "metadata": {
+                        **meta,
+                        "labels": metadata.merged(meta.get("labels"), labels),
+                        "annotations": metadata.merged(meta.get("annotations"), annotations),
+                    },
+                    "status": status,
+                }
+                answer = await self._writer.replace(
+                    resource, body, namespace=namespace, name=meta["name"]
+                )
+                request.wrote(target.group_resource, answer)
+                return answer
+            version = meta.get("resourceVersion")
+            if status_changed:
+                answer = await self._writer.replace(
+                    resource,
+                    {**obj, "status": status},
+                    namespace=namespace,
+                    name=meta["name"],
+                    subresource="status",
+                )
+                request.wrote(target.group_resource, answer)
+                obj = answer
+                version = (answer.get("metadata") or {}).get("resourceVersion")
+            if labels or annotations:
+                patch: dict[str, Any] = {"resourceVersion": version}
+                if labels:
+                    patch["labels"] = labels
+                if annotations:
+                    patch["annotations"] = annotations
+                answer = await self._writer.patch(
+                    resource, meta["name"], {"metadata": patch}, namespace=namespace
+                )
+                request.wrote(target.group_resource, answer)
+                obj = answer
+        except (errors.NotFound, errors.Conflict) as err:
+            log.debug("object not updated", object=describe(resource.kind, obj), reason=err.reason)
+        except errors.KubeError as err:
+            raise SyncFailure(f"can't update {describe(resource.kind, obj)}: {err}") from None
+        return obj
