@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from proto.api.duration import parse_seconds
 from proto.api.errors import DurationError
-from proto.api.selectors import Selector, SelectorError, parse
+from proto.api.selectors import Operator, Requirement, Selector, SelectorError, parse
 from proto.flags import add_common, burst
 
 
@@ -49,11 +49,15 @@ class CoordinatorSettings:
 
 
 DEFAULT_LEASE = "metashard"
+_SAME = {Operator.DOUBLE_EQUALS: Operator.EQUALS}
 
 
 def default_lease_name(target_label_selector: str) -> str:
     """The Lease of an installation that does not name one (see the module docstring)."""
-    canonical = str(parse(target_label_selector))
+    canonical = ",".join(
+        str(Requirement(r.key, _SAME.get(r.operator, r.operator), r.values))
+        for r in parse(target_label_selector).requirements
+    )
     if not canonical:
         return DEFAULT_LEASE
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:10]

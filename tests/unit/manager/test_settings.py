@@ -42,3 +42,20 @@ def test_go_durations_and_flags() -> None:
 def test_bad_values_are_refused(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         from_args(argv)
+
+
+def test_target_label_selector_is_validated_and_names_its_own_lease() -> None:
+    from manager.settings import from_args
+
+    plain = from_args([])
+    assert plain.target_label_selector == "" and plain.leader_election_id == "metashard"
+    a = from_args(["--target-label-selector", "shard=a"])
+    a_again = from_args(["--target-label-selector", "shard==a"])  # the same selector
+    b = from_args(["--target-label-selector", "shard=b"])
+    assert a.leader_election_id.startswith("metashard-")
+    assert a.leader_election_id == a_again.leader_election_id != b.leader_election_id
+    assert a.selector.matches({"shard": "a"}) and not a.selector.matches({"shard": "b"})
+    named = from_args(["--target-label-selector", "shard=a", "--leader-election-id", "mine"])
+    assert named.leader_election_id == "mine"
+    with pytest.raises(SystemExit):
+        from_args(["--target-label-selector", "shard in (a"])
