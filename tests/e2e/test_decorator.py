@@ -478,3 +478,49 @@ async def test_unsupported_fields_and_invalid_decorators_are_reported(
         return await get(kube, SERVICES, "rolled", namespace) is not None
 
     await eventually(decorated, within=60, message="the Service of the pod")
+
+
+# --- customize --------------------------------------------------------------------------------
+
+
+async def test_customize_brings_related_objects_to_a_decorator(
+    kube: Client, namespace: str, decorator: Make, hooks: HookServer
+) -> None:
+    group = secrets.token_hex(3)
+
+    def answer(hook: str, request: dict[str, Any]) -> dict[str, Any]:
+        if hook == "customize":
+            rule = {
+                "apiVersion": "v1",
+                "resource": "secrets",
+                "labelSelector": {"matchLabels": {"group": group}},
+            }
+            return {"relatedResources": [rule]}
+        related = sorted(request["related"].get("Secret.v1", {}))
+        return {"annotations": {"e2e.metashard.io/related": ",".join(related)}}
+
+    name = await decorator(answer, resources=pods_of, attachments=SERVICE_ATTACHMENT)
+    body = await kube.get(DCS, name)
+    body["spec"]["hooks"]["customize"] = {"webhook": {"url": hooks.url(name, "customize")}}
+    await kube.replace(DCS, body)
+    for secret in ("one", "two"):
+        await kube.create(
+            Resource("", "v1", "secrets", "Secret", True),
+            {"metadata": {"name": secret, "labels": {"group": group}}},
+            namespace=namespace,
+        )
+    await pod(
+        kube,
+        namespace,
+        "p",
+        labels={SELECTED_BY: name},
+        annotations={"service-per-pod": "true"},
+    )
+
+    async def related() -> bool:
+        found = await get(kube, PODS, "p", namespace)
+        return found["metadata"].get("annotations", {}).get("e2e.metashard.io/related") == "one,two"
+
+    await eventually(related, within=60, message="the related Secrets reach the sync hook")
+    customize = hooks.calls(name, "customize")
+    assert customize and customize[-1][2]["parent"]["metadata"]["name"] == "p"
