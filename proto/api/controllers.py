@@ -15,7 +15,8 @@ field. Defaults are Metacontroller's:
 Stricter than Metacontroller, on purpose (each would only fail later, on every sync): ``hooks``
 and ``hooks.sync`` are required, a webhook needs ``url`` or ``service`` + ``path``, the URL must
 be http(s), ``path`` must start with ``/``, and a child resource may be listed once.
-``preUpdateChild``/``postUpdateChild`` are accepted and ignored, as upstream ignores them.
+``preUpdateChild``/``postUpdateChild`` are accepted and never called, as upstream;
+``proto.api.unsupported`` lists them (and every other field not acted on) for a warning.
 
 The raw object stays available as ``.raw``: hook requests send it whole (``controller``).
 Hook, webhook and update-strategy parsing are shared with DecoratorControllers.
