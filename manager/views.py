@@ -17,10 +17,10 @@ here too: ``resource_info``, ``group_resource``, ``group_key``.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 from manager.store import Cached, Store
-from proto.api.controllers import Hook
+from proto.api.controllers import CompositeHooks, Hook
 from proto.api.objectmap import TypeKey
 from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
@@ -54,6 +54,49 @@ def group_resource(resource: Resource) -> str:
 def group_key(resource: Resource) -> str:
     """``<Kind>.<apiVersion>``: the hook's object-map group and the snapshot's key."""
     return TypeKey(resource.api_version, resource.kind).group_key
+
+
+class Spec(Protocol):
+    """What every parsed controller spec has (``CompositeController``, ``DecoratorController``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def finalizer(self) -> str: ...
+    @property
+    def resync_period_seconds(self) -> float | None: ...
+    @property
+    def hooks(self) -> CompositeHooks: ...
+
+
+S = TypeVar("S", bound=Spec)
+
+
+class SpecView(Generic[S]):
+    """The part of a ``ControllerView`` every kind reads from its parsed spec the same way."""
+
+    spec: S
+    kind: ClassVar[ControllerKind]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def id(self) -> ControllerId:
+        return (self.kind.value, self.spec.name)
+
+    @property
+    def resync_period_seconds(self) -> float | None:
+        return self.spec.resync_period_seconds
+
+    @property
+    def customize(self) -> Hook | None:
+        return self.spec.hooks.customize
+
+    @property
+    def finalizer(self) -> str:
+        return self.spec.finalizer
 
 
 class ControllerView(Protocol):

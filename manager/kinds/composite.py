@@ -20,14 +20,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
 from manager.store import Cached, Store
-from manager.views import ControllerId, ControllerView, Unusable, group_resource, resource_info
+from manager.views import ControllerView, SpecView, Unusable, group_resource, resource_info
 from proto.api import names
-from proto.api.controllers import CompositeController, Hook, group_of, parse_composite_controller
+from proto.api.controllers import CompositeController, group_of, parse_composite_controller
 from proto.api.errors import InvalidControllerError
 from proto.api.selectors import Selector, SelectorError, from_label_selector, from_match_labels
 from proto.kube.errors import ResourceNotFound
@@ -38,7 +38,7 @@ _SELECTOR_CACHE = 4096
 
 
 @dataclass(frozen=True, eq=False)
-class CompositeView:
+class CompositeView(SpecView[CompositeController]):
     spec: CompositeController
     raw: bytes  # the controller object as the API server sent it
     resource_version: str
@@ -48,27 +48,7 @@ class CompositeView:
         default_factory=OrderedDict, repr=False
     )
 
-    kind = ControllerKind.COMPOSITE
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def id(self) -> ControllerId:
-        return (self.kind.value, self.spec.name)
-
-    @property
-    def resync_period_seconds(self) -> float | None:
-        return self.spec.resync_period_seconds
-
-    @property
-    def customize(self) -> Hook | None:
-        return self.spec.hooks.customize
-
-    @property
-    def finalizer(self) -> str:
-        return self.spec.finalizer
+    kind: ClassVar[ControllerKind] = ControllerKind.COMPOSITE
 
     @property
     def parents(self) -> tuple[Resource, ...]:

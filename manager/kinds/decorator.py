@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 from manager.store import Cached, Store
-from manager.views import ControllerId, ControllerView, Unusable, group_resource, resource_info
+from manager.views import ControllerView, SpecView, Unusable, group_resource, resource_info
 from proto.api import names
-from proto.api.controllers import Hook, group_of
+from proto.api.controllers import group_of
 from proto.api.decorator import DecoratedResource, DecoratorController, parse_decorator_controller
 from proto.api.errors import InvalidControllerError
 from proto.kube.errors import ResourceNotFound
@@ -36,7 +36,7 @@ from proto.wire import ControllerDef, ControllerKind, ParentKey
 
 
 @dataclass(frozen=True, eq=False)
-class DecoratorView:
+class DecoratorView(SpecView[DecoratorController]):
     spec: DecoratorController
     raw: bytes  # the controller object as the API server sent it
     resource_version: str
@@ -45,27 +45,7 @@ class DecoratorView:
     children: tuple[Resource, ...]
     """One per ``attachments[]`` entry."""
 
-    kind = ControllerKind.DECORATOR
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def id(self) -> ControllerId:
-        return (self.kind.value, self.spec.name)
-
-    @property
-    def resync_period_seconds(self) -> float | None:
-        return self.spec.resync_period_seconds
-
-    @property
-    def customize(self) -> Hook | None:
-        return self.spec.hooks.customize
-
-    @property
-    def finalizer(self) -> str:
-        return self.spec.finalizer
+    kind: ClassVar[ControllerKind] = ControllerKind.DECORATOR
 
     @cached_property
     def _by_group_resource(self) -> dict[str, tuple[Resource, tuple[DecoratedResource, ...]]]:

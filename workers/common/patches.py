@@ -6,6 +6,10 @@ fresh as the coordinator's cache, no GET is made first):
 - ``set_finalizers(...)`` sets a parent's finalizer list. It returns the patched parent, or
   ``None`` when the parent is gone (NotFound); a Conflict raises ``StaleSnapshot`` (the
   change is on its way, a retry sees it); any other API error raises ``SyncFailure``.
+- ``sync_finalizer(...)`` is the first step of every sync: the parent as
+  ``finalizer.change`` wants it (our finalizer added or removed), or ``None`` when there is
+  nothing to sync (the parent is gone, or it is not selected and does not carry our
+  finalizer).
 - ``guarded_patch(...)`` writes an adoption or release patch of a child. NotFound is let go
   (``None``), a Conflict raises ``StaleSnapshot``, any other API error is appended to
   ``problems`` (the caller fails the sync once every child was tried).
@@ -15,7 +19,10 @@ Each successful write is reported to ``request.wrote`` (the read-your-writes bar
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from proto.kube import errors
 from proto.logs import get_logger
@@ -62,6 +69,47 @@ async def set_finalizers(
         raise SyncFailure(f"can't sync finalizer for {what}: {err}") from None
     request.wrote(target.group_resource, answer)
     return answer
+
+
+@dataclass(frozen=True, slots=True)
+class Current:
+    """The parent a sync works on, after ``sync_finalizer``."""
+
+    obj: dict[str, Any]
+    raw: bytes
+    finalizers: list[str]
+    deleting: bool
+
+
+async def sync_finalizer(
+    writer: Writer,
+    target: Target,
+    obj: dict[str, Any],
+    raw: bytes,
+    *,
+    name: str,
+    wanted: bool,
+    selected: bool,
+    request: ReconcileRequest,
+) -> Current | None:
+    """Add or remove finalizer ``name`` (``wanted``: the controller has a finalize hook)."""
+    metadata = obj["metadata"]
+    deleting = metadata.get("deletionTimestamp") is not None
+    finalizers = finalizer.finalizers_of(metadata)
+    if not selected and name not in finalizers:
+        return None
+    step = finalizer.change(wanted=wanted, present=name in finalizers, deleting=deleting)
+    if step is not finalizer.Change.NONE:
+        updated = await set_finalizers(
+            writer, target, obj, finalizer.updated(finalizers, name, step), request
+        )
+        if updated is None:
+            return None
+        obj, raw = updated, orjson.dumps(updated)
+        finalizers = finalizer.finalizers_of(obj["metadata"])
+        if not selected and name not in finalizers:
+            return None
+    return Current(obj, raw, finalizers, deleting)
 
 
 async def guarded_patch(

@@ -70,7 +70,7 @@ from workers.common import children, finalizer, status, syncrequest
 from workers.common.claims import Claimant, adoption_patch, claim, release_patch
 from workers.common.hookcall import Events, HookCaller, Hooks, resource_of
 from workers.common.observed import Observed
-from workers.common.patches import describe, guarded_patch, set_finalizers
+from workers.common.patches import describe, guarded_patch, set_finalizers, sync_finalizer
 from workers.common.sync_errors import SyncFailure
 from workers.common.writer import Writer
 from workers.reconciler import Outcome, ReconcileRequest
@@ -136,23 +136,26 @@ class CompositeReconciler:
         spec = self._spec
         ours = spec.finalizer
         metadata = parent["metadata"]
-        deleting = metadata.get("deletionTimestamp") is not None
-        finalizers = finalizer.finalizers_of(metadata)
         selected = spec.parent.label_selector.matches(metadata.get("labels"))
-        if not selected and ours not in finalizers:
-            return Outcome()
         has_finalize = spec.hooks.finalize is not None
-        step = finalizer.change(wanted=has_finalize, present=ours in finalizers, deleting=deleting)
-        if step is not finalizer.Change.NONE:
-            updated = await self._set_finalizers(
-                request, parent, finalizer.updated(finalizers, ours, step)
-            )
-            if updated is None:
-                return Outcome()
-            parent, raw = updated, orjson.dumps(updated)
-            finalizers = finalizer.finalizers_of(parent["metadata"])
-            if not selected and ours not in finalizers:
-                return Outcome()
+        current = await sync_finalizer(
+            self._writer,
+            self._parent_target,
+            parent,
+            raw,
+            name=ours,
+            wanted=has_finalize,
+            selected=selected,
+            request=request,
+        )
+        if current is None:
+            return Outcome()
+        parent, raw, finalizers, deleting = (
+            current.obj,
+            current.raw,
+            current.finalizers,
+            current.deleting,
+        )
 
         uid = metadata.get("uid") or ""
         namespace = (metadata.get("namespace") or "") if self._parent.namespaced else ""
@@ -295,20 +298,17 @@ class CompositeReconciler:
         finalizing: bool,
     ) -> SyncResponse:
         name = HookName.FINALIZE if finalizing else HookName.SYNC
-        version = self._hooks.hook(name).version
-        related = {
-            group: [Observed.decode(r) for r in raws]
-            for group, raws in request.snapshot.related.items()
-        }
+        children, related = syncrequest.maps(
+            self._hooks.hook(name).version,
+            parent_namespace=namespace,
+            observed=observed,
+            related=request.snapshot.related,
+        )
         body = syncrequest.encode(
             controller=self._controller,
             parent=raw,
-            children=syncrequest.object_map(
-                version,
-                parent_namespace=namespace,
-                groups={t.group_key: found for t, found in observed.items()},
-            ),
-            related=syncrequest.object_map(version, parent_namespace=namespace, groups=related),
+            children=children,
+            related=related,
             finalizing=finalizing,
         )
         return await self._hooks.call(

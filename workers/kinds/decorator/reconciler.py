@@ -37,7 +37,7 @@ hook wants are adopted instead of failing with AlreadyExists.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import orjson
 
@@ -62,7 +62,7 @@ from workers.common import children, finalizer, syncrequest
 from workers.common.claims import adoption_patch
 from workers.common.hookcall import Events, HookCaller, Hooks, resource_of
 from workers.common.observed import Observed
-from workers.common.patches import describe, guarded_patch, set_finalizers
+from workers.common.patches import describe, guarded_patch, set_finalizers, sync_finalizer
 from workers.common.sync_errors import SyncFailure
 from workers.common.writer import Writer
 from workers.kinds.decorator import attachments, metadata
@@ -130,26 +130,29 @@ class DecoratorReconciler:
         ours = spec.finalizer
         resource = target.resource
         meta = obj["metadata"]
-        deleting = meta.get("deletionTimestamp") is not None
-        finalizers = finalizer.finalizers_of(meta)
         selected = spec.selects(
             resource.api_version, resource.name, meta.get("labels"), meta.get("annotations")
         )
-        if not selected and ours not in finalizers:
-            return Outcome()
         has_finalize = spec.hooks.finalize is not None
-        step = finalizer.change(wanted=has_finalize, present=ours in finalizers, deleting=deleting)
-        if step is not finalizer.Change.NONE:
-            updated = await set_finalizers(
-                self._writer, target, obj, finalizer.updated(finalizers, ours, step), request
-            )
-            if updated is None:
-                return Outcome()
-            obj, raw = updated, orjson.dumps(updated)
-            meta = obj["metadata"]
-            finalizers = finalizer.finalizers_of(meta)
-            if not selected and ours not in finalizers:
-                return Outcome()
+        current = await sync_finalizer(
+            self._writer,
+            target,
+            obj,
+            raw,
+            name=ours,
+            wanted=has_finalize,
+            selected=selected,
+            request=request,
+        )
+        if current is None:
+            return Outcome()
+        obj, raw, finalizers, deleting = (
+            current.obj,
+            current.raw,
+            current.finalizers,
+            current.deleting,
+        )
+        meta = obj["metadata"]
 
         uid = meta.get("uid") or ""
         namespace = (meta.get("namespace") or "") if resource.namespaced else ""
@@ -256,21 +259,18 @@ class DecoratorReconciler:
         finalizing: bool,
     ) -> DecoratorResponse:
         name = HookName.FINALIZE if finalizing else HookName.SYNC
-        version = self._hooks.hook(name).version
-        related = {
-            group: [Observed.decode(r) for r in raws]
-            for group, raws in request.snapshot.related.items()
-        }
+        found, related = syncrequest.maps(
+            self._hooks.hook(name).version,
+            parent_namespace=namespace,
+            observed=owned,
+            related=request.snapshot.related,
+        )
         body = orjson.dumps(
             sync_request(
-                controller=cast(Any, orjson.Fragment(self._controller)),
-                object=cast(Any, orjson.Fragment(raw)),
-                attachments=syncrequest.object_map(
-                    version,
-                    parent_namespace=namespace,
-                    groups={t.group_key: found for t, found in owned.items()},
-                ),
-                related=syncrequest.object_map(version, parent_namespace=namespace, groups=related),
+                controller=syncrequest.fragment(self._controller),
+                object=syncrequest.fragment(raw),
+                attachments=found,
+                related=related,
                 finalizing=finalizing,
             )
         )
