@@ -12,17 +12,20 @@ from this protocol only, so they hold no kind-specific code. A view answers thre
 
 ``definition`` is what workers receive (``proto.wire.ControllerDef``). Views are immutable
 once built; a changed controller object gets a new view. Helpers shared by every kind live
-here too: ``resource_info``, ``group_resource``, ``group_key``.
+here too: ``resolve_all``, ``resource_info``, ``group_resource``, ``group_key``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar, Generic, Protocol, TypeVar
 
 from manager.store import Cached, Store
+from proto.api import names
 from proto.api.controllers import CompositeHooks, Hook
 from proto.api.objectmap import TypeKey
-from proto.kube.resources import Resource
+from proto.kube.errors import ResourceNotFound
+from proto.kube.resources import Discovery, Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
 
 ControllerId = tuple[str, str]
@@ -35,6 +38,16 @@ class Unusable(Exception):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+async def resolve_all(
+    discovery: Discovery, refs: Iterable[tuple[str, str]]
+) -> tuple[Resource, ...]:
+    """Resolve ``(apiVersion, resource)`` pairs; ``Unusable`` (CreateError) if one is unknown."""
+    try:
+        return tuple([await discovery.resolve(v, resource=r) for v, r in refs])
+    except ResourceNotFound as e:
+        raise Unusable(names.REASON_CREATE_ERROR, f"cannot resolve a resource: {e}") from e
 
 
 def resource_info(resource: Resource) -> ResourceInfo:

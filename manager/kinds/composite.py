@@ -25,12 +25,18 @@ from typing import Any, ClassVar
 import orjson
 
 from manager.store import Cached, Store
-from manager.views import ControllerView, SpecView, Unusable, group_resource, resource_info
+from manager.views import (
+    ControllerView,
+    SpecView,
+    Unusable,
+    group_resource,
+    resolve_all,
+    resource_info,
+)
 from proto.api import names
 from proto.api.controllers import CompositeController, group_of, parse_composite_controller
 from proto.api.errors import InvalidControllerError
 from proto.api.selectors import Selector, SelectorError, from_label_selector, from_match_labels
-from proto.kube.errors import ResourceNotFound
 from proto.kube.resources import Discovery, Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey
 
@@ -152,20 +158,20 @@ class _Composite:
             spec = parse_composite_controller(obj)
         except InvalidControllerError as e:
             raise Unusable(names.REASON_CREATE_ERROR, f"invalid CompositeController: {e}") from e
-        try:
-            parent = await discovery.resolve(spec.parent.api_version, resource=spec.parent.resource)
-            children = tuple(
-                [await discovery.resolve(c.api_version, resource=c.resource) for c in spec.children]
-            )
-        except ResourceNotFound as e:
-            raise Unusable(names.REASON_CREATE_ERROR, f"cannot resolve a resource: {e}") from e
+        parent, *children = await resolve_all(
+            discovery,
+            [
+                (spec.parent.api_version, spec.parent.resource),
+                *((c.api_version, c.resource) for c in spec.children),
+            ],
+        )
         if "status" not in parent.subresources:
             raise Unusable(
                 names.REASON_SYNC_ERROR,
                 f"parent resource {spec.parent.resource}.{parent.group or 'core'} "
                 f"{parent.version} must have the status subresource enabled",
             )
-        return CompositeView(spec, cached.raw, cached.resource_version, parent, children)
+        return CompositeView(spec, cached.raw, cached.resource_version, parent, tuple(children))
 
 
 KIND = _Composite()

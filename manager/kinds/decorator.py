@@ -25,12 +25,18 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from manager.store import Cached, Store
-from manager.views import ControllerView, SpecView, Unusable, group_resource, resource_info
+from manager.views import (
+    ControllerView,
+    SpecView,
+    Unusable,
+    group_resource,
+    resolve_all,
+    resource_info,
+)
 from proto.api import names
 from proto.api.controllers import group_of
 from proto.api.decorator import DecoratedResource, DecoratorController, parse_decorator_controller
 from proto.api.errors import InvalidControllerError
-from proto.kube.errors import ResourceNotFound
 from proto.kube.resources import Discovery, Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey
 
@@ -148,21 +154,12 @@ class _Decorator:
             spec = parse_decorator_controller(obj)
         except InvalidControllerError as e:
             raise Unusable(names.REASON_CREATE_ERROR, f"invalid DecoratorController: {e}") from e
-        try:
-            targets = tuple(
-                [
-                    await discovery.resolve(r.api_version, resource=r.resource)
-                    for r in spec.resources
-                ]
-            )
-            attachments = tuple(
-                [
-                    await discovery.resolve(a.api_version, resource=a.resource)
-                    for a in spec.attachments
-                ]
-            )
-        except ResourceNotFound as e:
-            raise Unusable(names.REASON_CREATE_ERROR, f"cannot resolve a resource: {e}") from e
+        targets = await resolve_all(
+            discovery, [(r.api_version, r.resource) for r in spec.resources]
+        )
+        attachments = await resolve_all(
+            discovery, [(a.api_version, a.resource) for a in spec.attachments]
+        )
         return DecoratorView(spec, cached.raw, cached.resource_version, targets, attachments)
 
 
