@@ -57,8 +57,8 @@ from proto.api.selectors import Selector
 from proto.kube import errors
 from proto.logs import get_logger
 from proto.wire import ControllerDef
-from workers.apply import ControllerRef, deep_equal
-from workers.common import children, finalizer, syncrequest
+from workers.apply import ControllerRef
+from workers.common import children, finalizer, status, syncrequest
 from workers.common.claims import adoption_patch
 from workers.common.hookcall import Events, HookCaller, Hooks, resource_of
 from workers.common.observed import Observed
@@ -294,12 +294,13 @@ class DecoratorReconciler:
         meta = obj["metadata"]
         labels = metadata.changes(meta.get("labels"), response.labels)
         annotations = metadata.changes(meta.get("annotations"), response.annotations)
-        status = response.status
-        status_changed = status is not None and not deep_equal(obj.get("status"), status)
+        wanted = response.status
+        if wanted is not None and not status.changed(obj, wanted):
+            wanted = None  # null, or what the object already has: no status write
         resource = target.resource
         namespace = meta.get("namespace") or None
         try:
-            if status_changed and "status" not in resource.subresources:
+            if wanted is not None and "status" not in resource.subresources:
                 body = {
                     **obj,
                     "metadata": {
@@ -307,7 +308,7 @@ class DecoratorReconciler:
                         "labels": metadata.merged(meta.get("labels"), labels),
                         "annotations": metadata.merged(meta.get("annotations"), annotations),
                     },
-                    "status": status,
+                    "status": wanted,
                 }
                 answer = await self._writer.replace(
                     resource, body, namespace=namespace, name=meta["name"]
@@ -315,10 +316,10 @@ class DecoratorReconciler:
                 request.wrote(target.group_resource, answer)
                 return answer
             version = meta.get("resourceVersion")
-            if status_changed:
+            if wanted is not None:
                 answer = await self._writer.replace(
                     resource,
-                    {**obj, "status": status},
+                    status.body(obj, wanted),
                     namespace=namespace,
                     name=meta["name"],
                     subresource="status",
