@@ -64,7 +64,7 @@ def service_per_pod(request: dict[str, Any]) -> dict[str, Any]:
 
 
 class World:
-    def __init__(self, dc: dict[str, Any]) -> None:
+    def __init__(self, dc: dict[str, Any], *, subresources: tuple[str, ...] = ("status",)) -> None:
         self.cluster = MemoryCluster()
         self.events = Events()
         self.answer: Callable[[dict[str, Any]], Any] = service_per_pod
@@ -76,7 +76,7 @@ class World:
             "1",
             orjson.dumps(dc),
             (
-                ResourceInfo("v1", "pods", "Pod", True, ("status",)),
+                ResourceInfo("v1", "pods", "Pod", True, subresources),
                 ResourceInfo("v1", "services", "Service", True, ()),
             ),
         )
@@ -241,3 +241,14 @@ async def test_a_bad_attachment_fails_the_sync_with_a_sync_error_event() -> None
         await world.sync()
     assert [e[2] for e in world.events.emitted] == ["SyncError"]
     assert world.cluster.writes() == []
+
+
+async def test_without_a_status_subresource_one_update_carries_everything() -> None:
+    world = World(decorator(), subresources=())
+    await world.pod(labels={"remove-me": "x"})
+    await world.sync()
+    writes = world.cluster.writes()
+    assert [(c[0], c[1], c[2]) for c in writes[:1]] == [("PUT", "pods", "")]
+    pod = world.get(PODS, "p")
+    assert pod is not None and pod["metadata"]["labels"] == {"decorated": "yes"}
+    assert pod["metadata"]["annotations"] == {"seen": "p"}
