@@ -138,13 +138,13 @@ class Controllers:
                 continue
             for cached in source.store:
                 ident = (kind.kind.value, cached.name)
+                present.add(ident)  # exists: not deleted, whoever runs it
                 if not self._selector.matches(cached.labels):
                     if ident not in self._skipped:
                         self._skipped.add(ident)
                         log.debug("controller not selected by --target-label-selector", id=ident)
                     continue
                 self._skipped.discard(ident)
-                present.add(ident)
                 view = await self._view(kind, cached)
                 if view is not None:
                     wanted[ident] = view

@@ -148,6 +148,17 @@ async def test_disjoint_installations_leave_each_other_alone(
         assert hooks.calls(nobody) == []
         assert await get(kube, SERVICES, "pod-none", namespace) is None
 
+        # B's controller moves to A: B stops running it but leaves its finalizers in place.
+        moved = {"metadata": {"labels": {SHARD: f"{token}-a"}}}
+        await kube.patch(DCS, dc_b, moved)
+
+        async def taken_over() -> bool:
+            return holders["a"] in await started_by(kube, dc_b)
+
+        await eventually(taken_over, within=30, message="A starts the controller B ran")
+        pod_b: dict[str, Any] = await get(kube, PODS, "pod-b", namespace)
+        assert f"metacontroller.io/decoratorcontroller-{dc_b}" in pod_b["metadata"]["finalizers"]
+
         # Deleting A's controller releases A's finalizers; B's stay where they are.
         await kube.delete(DCS, dc_a)
 
@@ -156,7 +167,7 @@ async def test_disjoint_installations_leave_each_other_alone(
             return f"decoratorcontroller-{dc_a}" not in str(found["metadata"].get("finalizers"))
 
         await eventually(released, within=60, message="A's finalizer leaves pod-a")
-        pod_b: dict[str, Any] = await get(kube, PODS, "pod-b", namespace)
+        pod_b = await get(kube, PODS, "pod-b", namespace)
         assert f"metacontroller.io/decoratorcontroller-{dc_b}" in pod_b["metadata"]["finalizers"]
     finally:
         for name in made:
