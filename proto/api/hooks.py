@@ -230,14 +230,16 @@ def desired_children(
     child_types: Iterable[ChildType],
     selector: Selector,
     generate_selector: bool,
+    declared_in: str = "childResources",
 ) -> tuple[DesiredChild, ...]:
     """Normalize and check the desired children of one parent, in the hook's order.
 
     ``children`` come from ``decode_sync_response`` and are normalized in place: the namespace
     of a namespaced child defaults to ``parent_namespace``, and with ``generate_selector`` the
     ``controller-uid`` label is set to ``parent_uid`` unless present. ``selector`` is the
-    parent's (the generated ``controller-uid`` one under ``generate_selector``). Raises
-    ``HookResponseError``.
+    parent's (the generated ``controller-uid`` one under ``generate_selector``).
+    ``declared_in`` names the field that declares the types (a DecoratorController's
+    ``attachments``) in messages. Raises ``HookResponseError``.
     """
     declared = {t.key: t for t in child_types}
     seen: set[tuple[TypeKey, str, str]] = set()
@@ -251,7 +253,7 @@ def desired_children(
             listed = ", ".join(sorted(t.group_key for t in declared)) or "none"
             raise HookResponseError(
                 f"desired child {key.kind} {name} has type {key.group_key}, which is not one of "
-                f"the controller's childResources ({listed})"
+                f"the controller's {declared_in} ({listed})"
             )
         namespace = ""
         if child_type.namespaced:

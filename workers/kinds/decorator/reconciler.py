@@ -169,6 +169,7 @@ class DecoratorReconciler:
                 child_types=self._types,
                 selector=Selector.everything(),
                 generate_selector=False,
+                declared_in="attachments",
             )
         except HookResponseError as err:
             raise SyncFailure(str(err)) from None

@@ -237,7 +237,7 @@ async def test_a_bad_attachment_fails_the_sync_with_a_sync_error_event() -> None
         "attachments": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}}]
     }
     await world.pod()
-    with pytest.raises(SyncFailure):
+    with pytest.raises(SyncFailure, match="not one of the controller's attachments"):
         await world.sync()
     assert [e[2] for e in world.events.emitted] == ["SyncError"]
     assert world.cluster.writes() == []
