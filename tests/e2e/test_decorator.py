@@ -59,6 +59,7 @@ async def decorator(kube: Client, hooks: HookServer, stack: Processes) -> AsyncI
         attachments: list[dict[str, Any]],
         finalize: bool = False,
         labels: dict[str, str] | None = None,
+        resync: int | None = None,
     ) -> str:
         name = f"e2e-{secrets.token_hex(3)}"
         hooks.program(name, answer)
@@ -74,6 +75,8 @@ async def decorator(kube: Client, hooks: HookServer, stack: Processes) -> AsyncI
                 ),
             },
         }
+        if resync is not None:
+            spec["resyncPeriodSeconds"] = resync
         await kube.create(
             DCS,
             {
@@ -524,3 +527,33 @@ async def test_customize_brings_related_objects_to_a_decorator(
     await eventually(related, within=60, message="the related Secrets reach the sync hook")
     customize = hooks.calls(name, "customize")
     assert customize and customize[-1][2]["parent"]["metadata"]["name"] == "p"
+
+
+async def test_resync_period_calls_the_hook_again_without_changes(
+    kube: Client, namespace: str, decorator: Make, hooks: HookServer
+) -> None:
+    name = await decorator(
+        service_per_pod, resources=pods_of, attachments=SERVICE_ATTACHMENT, resync=1
+    )
+    await pod(
+        kube,
+        namespace,
+        "steady",
+        labels={SELECTED_BY: name},
+        annotations={"service-per-pod": "true"},
+    )
+
+    async def converged() -> bool:
+        found = await get(kube, PODS, "steady", namespace)
+        return (
+            await get(kube, SERVICES, "steady", namespace) is not None
+            and found["metadata"]["labels"].get("pod-name") == "steady"
+        )
+
+    await eventually(converged, within=60, message="the pod decorated")
+    settled = len(hooks.calls(name, "sync"))
+
+    async def resynced() -> bool:  # nothing changes any more: only the resync calls the hook
+        return len(hooks.calls(name, "sync")) >= settled + 3
+
+    await eventually(resynced, within=60, message="resyncPeriodSeconds: 1 syncs again and again")
