@@ -12,6 +12,7 @@ behaviour (garbage collection included): every check polls.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -33,6 +34,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 PODS = Resource("", "v1", "pods", "Pod", True, subresources=("status",))
 SERVICES = Resource("", "v1", "services", "Service", True)
 EVENTS = Resource("", "v1", "events", "Event", True)
+SECRETS = Resource("", "v1", "secrets", "Secret", True)
 CLUSTERROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)
 ROLEBINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True)
 CRDS = Resource(
@@ -49,7 +51,9 @@ Make = Callable[..., Awaitable[str]]
 @pytest_asyncio.fixture
 async def decorator(kube: Client, hooks: HookServer, stack: Processes) -> AsyncIterator[Make]:
     """``await decorator(answer, resources=..., attachments=..., finalize=...)``: a new
-    DecoratorController whose hooks ``answer``; ``resources`` may use the name it gets."""
+    DecoratorController whose hooks ``answer``; ``resources`` may use the name it gets.
+    ``webhook`` adds fields to the sync hook's webhook; with ``authorization`` the hook server
+    refuses calls without exactly that header."""
     made: list[str] = []
 
     async def make(
@@ -60,14 +64,16 @@ async def decorator(kube: Client, hooks: HookServer, stack: Processes) -> AsyncI
         finalize: bool = False,
         labels: dict[str, str] | None = None,
         resync: int | None = None,
+        webhook: dict[str, Any] | None = None,
+        authorization: str | None = None,
     ) -> str:
         name = f"e2e-{secrets.token_hex(3)}"
-        hooks.program(name, answer)
+        hooks.program(name, answer, authorization=authorization)
         spec: dict[str, Any] = {
             "resources": resources(name),
             "attachments": attachments,
             "hooks": {
-                "sync": {"webhook": {"url": hooks.url(name, "sync")}},
+                "sync": {"webhook": {"url": hooks.url(name, "sync"), **(webhook or {})}},
                 **(
                     {"finalize": {"webhook": {"url": hooks.url(name, "finalize")}}}
                     if finalize
@@ -481,6 +487,42 @@ async def test_unsupported_fields_and_invalid_decorators_are_reported(
         return await get(kube, SERVICES, "rolled", namespace) is not None
 
     await eventually(decorated, within=60, message="the Service of the pod")
+
+
+async def test_a_hook_token_from_a_secret_missing_then_created(
+    kube: Client, namespace: str, decorator: Make
+) -> None:
+    token = f"t-{secrets.token_hex(8)}"
+    auth = {"secretRef": {"name": "dc-token", "namespace": namespace, "key": "token"}}
+    name = await decorator(
+        service_per_pod,
+        resources=pods_of,
+        attachments=SERVICE_ATTACHMENT,
+        webhook={"authorization": auth},
+        authorization=f"Bearer {token}",
+    )
+    await pod(
+        kube, namespace, "p", labels={SELECTED_BY: name}, annotations={"service-per-pod": "true"}
+    )
+    missing = f"Secret {namespace}/dc-token not found"
+
+    async def reported() -> bool:
+        return any(missing in e.get("message", "") for e in await warnings_about(kube, name))
+
+    await eventually(reported, within=30, message="a Warning on the controller naming the Secret")
+    assert await get(kube, SERVICES, "p", namespace) is None
+    # The Secret appears: its token is used, without an edit of the controller.
+    data = {"token": base64.b64encode(token.encode()).decode()}
+    await kube.create(
+        SECRETS,
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "dc-token"}, "data": data},
+        namespace=namespace,
+    )
+
+    async def decorated() -> bool:
+        return await get(kube, SERVICES, "p", namespace) is not None
+
+    await eventually(decorated, within=60, message="the Service of the pod, with the token")
 
 
 # --- customize --------------------------------------------------------------------------------
