@@ -1,6 +1,6 @@
 """In-process doubles of the API server and of hook servers, for reconciler tests and benchmarks.
 
-- ``MemoryCluster`` implements ``workers.writer.Writer`` over a dict: create, replace (and
+- ``MemoryCluster`` implements ``workers.common.writer.Writer`` over a dict: create, replace (and
   ``/status``), JSON merge patch and delete, with the API server's rules that reconcilers rely
   on: one global resourceVersion, uids, ``generation`` bumped by spec changes, resourceVersion
   preconditions on replace and on patches that carry one (``Conflict``), uid preconditions on

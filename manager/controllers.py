@@ -1,54 +1,66 @@
-"""The hosted controllers: CompositeController objects turned into running routes.
+"""The hosted controllers: controller objects of every kind turned into running routes.
 
 Contract:
-- Watches ``compositecontrollers.metacontroller.k8s.io`` (its CRD must be installed; until it
-  is, the registry retries every ``retry_interval`` and says why in the log).
-- Each object is parsed and validated (``proto.api.controllers``) and its parent and child
-  resources are resolved through discovery. An invalid controller (bad spec, unknown
-  resource, parent without the status subresource) is not run: a Warning event on the
-  controller object (reason ``CreateError``, or ``SyncError`` for the missing status
-  subresource, as Metacontroller does) and a log line say why; the others keep running.
-  Failed controllers are retried every ``retry_interval`` (a CRD may appear later).
+- Watches the controller objects of every kind in ``manager.kinds`` (CompositeControllers,
+  DecoratorControllers). A kind whose CRD is not installed is retried every
+  ``retry_interval`` (the log says why); the other kinds run meanwhile.
+- Only controllers whose labels match ``selector`` (``--target-label-selector``) are run;
+  the others are left to the installation they belong to: no event, no log line but a debug
+  one, no finalizer touched.
+- Each object is parsed, validated and resolved through discovery by its kind
+  (``manager.kinds``). An invalid controller (bad spec, unknown resource, Composite parent
+  without the status subresource) is not run: a Warning event on the controller object
+  (reason ``CreateError``, or ``SyncError`` for the missing status subresource, as
+  Metacontroller does) and a log line say why; the others keep running. Failed controllers
+  are retried every ``retry_interval`` (a CRD may appear later).
 - A transient API error while resolving a controller (a 5xx or 429 from discovery, a timeout)
-  is not a verdict on the controller: it is logged, no event is written, and the controller
-  is tried again after a backoff of 1 s doubling up to ``retry_interval``. Nothing from the
-  API ends ``run()``.
+  is not a verdict on the controller: it is logged, no event is written, the controller keeps
+  running as it was if it ran, and it is tried again after a backoff of 1 s doubling up to
+  ``retry_interval``. Nothing from the API ends ``run()``.
+- A controller that runs but sets fields metashard does not act on
+  (``proto.api.unsupported``) gets one Warning event (``UnsupportedField``) and one log line
+  per field, when it is loaded (again after each change of the object).
 - Informers are shared and reference-counted per resource: when controllers change, the
   informers of the new set are acquired before those no longer used are released, so editing
   one controller never restarts an informer another one uses.
+- When a running controller object is deleted, its finalizer is removed from the parents
+  that still carry it (``manager.finalizers``), before its informers are released.
 - ``on_change(views, added)`` is called after every change with the full set of valid
-  controllers and the names of those that started (or changed) in this change.
-- Hook connections: the Secrets and ConfigMaps a controller's webhooks (or its
+  controllers and the ids of those that started (or changed) in this change.
+- Hook connections, for every kind: the Secrets and ConfigMaps a controller's webhooks (or its
   ``endpointConfigs``) name are read one by one (``manager.hookrefs``: a GET per object, never
   a list of all Secrets) and re-read every few seconds; each hook's resolved TLS material and
   credentials go into the controller's definition (``ControllerView.connections``). When they
-  change the controller counts as changed, so workers get the new material without any edit
-  of the controller. A missing object or key, or material that does not load, is a Warning
-  event (``CreateError``) on the controller naming the object and the key (never a value),
-  once per distinct problem; that hook carries the problem instead of credentials, and its
-  calls fail (``SyncError`` on the parent) without reaching the hook server.
+  change the controller counts as changed (a new view), so workers get the new material
+  without any edit of the controller. A missing object or key, or material that does not
+  load, is a Warning event (``CreateError``) on the controller naming the object and the key
+  (never a value), once per distinct problem; that hook carries the problem instead of
+  credentials, and its calls fail (``SyncError`` on the parent) without reaching the hook
+  server.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import orjson
 
+from manager import finalizers
+from manager.finalizers import FinalizerWriter
 from manager.hookrefs import HookReferences, resolve_connections
 from manager.informer import Informer
 from manager.informers import Informers
+from manager.kinds import Kind, registry
 from manager.routing import Handler
 from manager.store import Cached
-from manager.views import ControllerView, group_resource
+from manager.views import ControllerId, ControllerView, Unusable, group_resource
 from proto.api import names
-from proto.api.controllers import CompositeController, parse_composite_controller
 from proto.api.endpoints import object_refs
-from proto.api.errors import InvalidControllerError
+from proto.api.selectors import Selector
+from proto.api.unsupported import unsupported
 from proto.clock import SYSTEM_CLOCK, Clock
 from proto.kube.errors import KubeError, ResourceNotFound
 from proto.kube.events import NORMAL, WARNING, EventRecorder
@@ -57,13 +69,7 @@ from proto.logs import get_logger
 
 log = get_logger("metashard.controllers")
 
-OnChange = Callable[[dict[str, ControllerView], set[str]], Awaitable[None]]
-
-
-class _Unusable(Exception):
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
+OnChange = Callable[[dict[ControllerId, ControllerView], set[ControllerId]], Awaitable[None]]
 
 
 class _Transient(Exception):
@@ -79,6 +85,9 @@ class Controllers:
         recorder: EventRecorder,
         handler: Callable[[Resource], Handler],
         on_change: OnChange,
+        writer: FinalizerWriter | None = None,
+        selector: Selector = Selector.everything(),  # noqa: B008 (immutable)
+        kinds: tuple[Kind, ...] | None = None,
         clock: Clock = SYSTEM_CLOCK,
         retry_interval: float = 30.0,
         references: HookReferences | None = None,
@@ -88,16 +97,21 @@ class Controllers:
         self._recorder = recorder
         self._handler = handler
         self._on_change = on_change
+        self._writer = writer
+        self._selector = selector
+        self._kinds = kinds if kinds is not None else registry()
         self._clock = clock
         self._retry_interval = retry_interval
-        self.views: dict[str, ControllerView] = {}
-        self._failed: dict[str, str] = {}  # name -> resourceVersion reported
+        self.views: dict[ControllerId, ControllerView] = {}
+        self._failed: dict[ControllerId, str] = {}  # id -> resourceVersion reported
+        self._skipped: set[ControllerId] = set()  # not selected by the target label selector
         self._acquired: dict[str, tuple[Resource, Informer, Handler]] = {}
         self._references = references
-        self._reported: dict[str, set[str]] = {}  # name -> connection problems reported
+        self._reported: dict[ControllerId, set[str]] = {}  # id -> connection problems reported
         self._changed = asyncio.Event()
-        self._source: Informer | None = None
+        self._sources: dict[str, Informer] = {}  # kind -> informer of its controller objects
         self._loaded = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
         self._backoff = 0.0  # > 0 while a transient error waits to be retried
 
     @property
@@ -106,156 +120,181 @@ class Controllers:
         return self._loaded.is_set()
 
     async def run(self) -> None:
-        source = await self._watch_controllers()
-        refresher = None
         if self._references is not None:
-            refresher = asyncio.create_task(
-                self._references.run(self._changed.set), name="hook-references"
-            )
+            self._spawn(self._references.run(self._changed.set))
         try:
             while True:
-                await source.wait_synced()
-                await self._sync(source)
+                await self._watch_controllers()
+                for source in list(self._sources.values()):
+                    await source.wait_synced()
+                await self._sync()
                 self._loaded.set()
                 wait = self._backoff or self._retry_interval
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), wait)
                 self._changed.clear()
         finally:
-            if refresher is not None:
-                refresher.cancel()
-                await asyncio.gather(refresher, return_exceptions=True)
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
             await self._release_all()
 
-    async def _watch_controllers(self) -> Informer:
-        while True:
+    async def _watch_controllers(self) -> None:
+        for kind in self._kinds:
+            if kind.kind.value in self._sources:
+                continue
             try:
-                resource = await self._discovery.resolve(
-                    names.API_VERSION, resource=names.COMPOSITE_CONTROLLERS
-                )
-                break
+                resource = await self._discovery.resolve(names.API_VERSION, resource=kind.resource)
             except (ResourceNotFound, KubeError) as e:
                 log.error(
-                    "cannot watch CompositeControllers: is the CRD installed?",
+                    f"cannot watch {kind.kind.value}s: is the CRD installed?",
                     error=str(e),
                     retry_in=self._retry_interval,
                 )
-                await self._clock.sleep(self._retry_interval)
-        informer = self._informers.acquire(resource)
-        informer.add_handler(lambda *_: self._changed.set())
-        self._source = informer
-        return informer
-
-    async def _sync(self, source: Informer) -> None:
-        wanted: dict[str, ControllerView] = {}
-        transient = False
-        for cached in source.store:
-            try:
-                view = await self._view(cached)
-            except _Transient as e:
-                transient = True
-                log.warning(
-                    "controller not resolved: API error, retrying",
-                    controller=cached.name,
-                    error=str(e),
-                )
-                current = self.views.get(cached.name)
-                if current is not None:  # keep running what ran: the error is not its fault
-                    wanted[current.name] = current
                 continue
-            if view is not None:
-                wanted[view.name] = view
+            informer = self._informers.acquire(resource)
+            informer.add_handler(lambda *_: self._changed.set())
+            self._sources[kind.kind.value] = informer
+
+    async def _sync(self) -> None:
+        wanted: dict[ControllerId, ControllerView] = {}
+        present: set[ControllerId] = set()
+        transient = False
+        for kind in self._kinds:
+            source = self._sources.get(kind.kind.value)
+            if source is None:
+                continue
+            for cached in source.store:
+                ident = (kind.kind.value, cached.name)
+                present.add(ident)  # exists: not deleted, whoever runs it
+                if not self._selector.matches(cached.labels):
+                    if ident not in self._skipped:
+                        self._skipped.add(ident)
+                        log.debug("controller not selected by --target-label-selector", id=ident)
+                    continue
+                self._skipped.discard(ident)
+                try:
+                    view = await self._view(kind, cached)
+                except _Transient as e:
+                    transient = True
+                    log.warning(
+                        "controller not resolved: API error, retrying",
+                        controller=cached.name,
+                        kind=ident[0],
+                        error=str(e),
+                    )
+                    view = self.views.get(ident)  # keep running what ran: not its fault
+                if view is not None:
+                    wanted[ident] = view
         if transient:
             self._backoff = min(max(2 * self._backoff, 1.0), self._retry_interval)
         else:
             self._backoff = 0.0
         if self._references is not None:
             self._references.use(
-                object_refs(
-                    s for v in wanted.values() for s in v.spec.connection_settings().values()
-                )
+                object_refs(s for v in wanted.values() for s in v.connection_settings().values())
             )
-        for name in set(self._reported) - set(wanted):
-            del self._reported[name]
-        added = {n for n, v in wanted.items() if self.views.get(n) is not v}
+        for ident in set(self._reported) - set(wanted):
+            del self._reported[ident]
+        added = {i for i, v in wanted.items() if self.views.get(i) is not v}
         removed = set(self.views) - set(wanted)
         if not added and not removed:
             return
+        cleanups = [
+            (self.views[i], finalizers.holding(self.views[i], self._store))
+            for i in removed
+            if i not in present and i[0] in self._sources
+        ]
         await self._use(wanted)
-        self.views = wanted
-        for name in removed:
-            log.info("controller stopped", controller=name)
+        old, self.views = self.views, wanted
+        for ident in removed:
+            log.info("controller stopped", controller=old[ident].name, kind=ident[0])
+        for view, held in cleanups:
+            if held and self._writer is not None:
+                self._spawn(finalizers.remove(self._writer, held, view.finalizer))
         await self._on_change(wanted, added)
 
-    async def _view(self, cached: Cached) -> ControllerView | None:
-        current = self.views.get(cached.name)
+    def _store(self, resource: Resource) -> Any:
+        informer = self._informers.get(resource)
+        return informer.store if informer is not None else None
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _view(self, kind: Kind, cached: Cached) -> ControllerView | None:
+        ident = (kind.kind.value, cached.name)
+        current = self.views.get(ident)
         if current is not None and current.resource_version == cached.resource_version:
-            connections = await self._connections(current.spec, orjson.loads(cached.raw))
+            connections = await self._connections(current, orjson.loads(cached.raw))
             if connections == current.connections:
                 return current
-            log.info("hook connection material changed", controller=current.name)
-            return dataclasses.replace(current, connections=connections)
+            log.info("hook connection material changed", controller=current.name, kind=ident[0])
+            return current.with_connections(connections)
         obj: dict[str, Any] = orjson.loads(cached.raw)
         try:
-            view = await self._resolve(obj, cached)
-        except _Unusable as e:
-            if self._failed.get(cached.name) != cached.resource_version:
-                log.warning("controller not started", controller=cached.name, error=str(e))
+            view = await self._resolve(kind, obj, cached)
+        except Unusable as e:
+            if self._failed.get(ident) != cached.resource_version:
+                log.warning(
+                    "controller not started", controller=cached.name, kind=ident[0], error=str(e)
+                )
                 self._recorder.emit(obj, WARNING, e.reason, str(e))
-            self._failed[cached.name] = cached.resource_version
+            self._failed[ident] = cached.resource_version
             return None
-        self._failed.pop(cached.name, None)
-        log.info("controller started", controller=view.name, parent=view.parent_group_resource)
+        self._failed.pop(ident, None)
+        view = view.with_connections(await self._connections(view, obj))
+        log.info(
+            "controller started",
+            controller=view.name,
+            kind=ident[0],
+            parents=[group_resource(p) for p in view.parents],
+        )
         self._recorder.emit(obj, NORMAL, names.REASON_STARTED, "controller started")
+        for finding in unsupported(kind.kind.value, obj):
+            log.warning(
+                "controller field not acted on",
+                controller=view.name,
+                kind=ident[0],
+                field=finding.path,
+                effect=finding.effect,
+            )
+            self._recorder.emit(obj, WARNING, names.REASON_UNSUPPORTED_FIELD, str(finding))
         return view
 
-    async def _resolve(self, obj: dict[str, Any], cached: Cached) -> ControllerView:
+    async def _resolve(self, kind: Kind, obj: dict[str, Any], cached: Cached) -> ControllerView:
+        """``kind.view``, with API errors sorted: ``Unusable`` for an unknown resource,
+        ``_Transient`` for any other API error or a timeout."""
         try:
-            spec = parse_composite_controller(obj)
-        except InvalidControllerError as e:
-            raise _Unusable(names.REASON_CREATE_ERROR, f"invalid CompositeController: {e}") from e
-        try:
-            parent = await self._discovery.resolve(
-                spec.parent.api_version, resource=spec.parent.resource
-            )
-            children = tuple(
-                [
-                    await self._discovery.resolve(c.api_version, resource=c.resource)
-                    for c in spec.children
-                ]
-            )
+            return await kind.view(obj, cached, self._discovery)
         except ResourceNotFound as e:
-            raise _Unusable(names.REASON_CREATE_ERROR, f"cannot resolve a resource: {e}") from e
+            raise Unusable(names.REASON_CREATE_ERROR, f"cannot resolve a resource: {e}") from e
         except (KubeError, TimeoutError) as e:
             raise _Transient(str(e) or type(e).__name__) from e
-        if "status" not in parent.subresources:
-            raise _Unusable(
-                names.REASON_SYNC_ERROR,
-                f"parent resource {spec.parent.resource}.{parent.group or 'core'} "
-                f"{parent.version} must have the status subresource enabled",
-            )
-        connections = await self._connections(spec, obj)
-        return ControllerView(
-            spec, cached.raw, cached.resource_version, parent, children, connections
-        )
 
-    async def _connections(self, spec: CompositeController, obj: dict[str, Any]) -> bytes:
+    async def _connections(self, view: ControllerView, obj: dict[str, Any]) -> bytes:
         """The hooks' resolved connections; new problems become Warning events."""
-        settings = {hook.value: chosen for hook, chosen in spec.connection_settings().items()}
+        settings = {hook.value: chosen for hook, chosen in view.connection_settings().items()}
         connections, problems = await resolve_connections(settings, self._references)
-        reported = self._reported.get(spec.name, set())
+        reported = self._reported.get(view.id, set())
         for problem in problems:
             if problem not in reported:
                 message = f"hook connection unusable, its calls will fail: {problem}"
-                log.warning("hook connection unusable", controller=spec.name, problem=problem)
+                log.warning(
+                    "hook connection unusable",
+                    controller=view.name,
+                    kind=view.kind.value,
+                    problem=problem,
+                )
                 self._recorder.emit(obj, WARNING, names.REASON_CREATE_ERROR, message)
-        self._reported[spec.name] = set(problems)
+        self._reported[view.id] = set(problems)
         return connections
 
-    async def _use(self, views: dict[str, ControllerView]) -> None:
+    async def _use(self, views: dict[ControllerId, ControllerView]) -> None:
         needed: dict[str, Resource] = {}
         for view in views.values():
-            for resource in (view.parent, *view.children):
+            for resource in (*view.parents, *view.children):
                 needed[group_resource(resource)] = resource
         for key, resource in needed.items():
             if key not in self._acquired:
@@ -273,6 +312,6 @@ class Controllers:
             informer.remove_handler(handler)
             await self._informers.release(resource)
         self._acquired.clear()
-        if self._source is not None:
-            await self._informers.release(self._source.resource)
-            self._source = None
+        for source in self._sources.values():
+            await self._informers.release(source.resource)
+        self._sources.clear()

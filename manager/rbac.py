@@ -9,14 +9,16 @@ cluster's discovery) and prints the result (``manager.rbac_command``).
 What each use of a resource is granted, and why (the calls are in the modules named):
 
 - **CompositeController parent**: ``list``, ``watch`` (the coordinator's informer,
-  ``manager.informer``); ``patch`` (our finalizer, ``workers.composite``). ``<parent>/status``:
-  ``update`` (the status PUT, ``workers.composite``). ``<parent>/finalizers``: ``update``,
-  because children carry an ownerReference with ``blockOwnerDeletion: true`` to the parent,
-  which the API server's OwnerReferencesPermissionEnforcement admission allows only to those
-  who may update the owner's finalizers. No ``get``: workers read parents from the
+  ``manager.informer``); ``patch`` (our finalizer, ``workers.kinds.composite``).
+  ``<parent>/status``: ``update`` (the status PUT, ``workers.kinds.composite``).
+  ``<parent>/finalizers``: ``update``, because children carry an ownerReference with
+  ``blockOwnerDeletion: true`` to the parent, which the API server's
+  OwnerReferencesPermissionEnforcement admission allows only to those who may update the
+  owner's finalizers. No ``get``: workers read parents from the
   coordinator's snapshots, never from the API server.
 - **CompositeController child**: ``list``, ``watch`` (informer); ``create``, ``update``,
-  ``delete`` (``workers.children``); ``patch`` (adoption and release, ``workers.claims``).
+  ``delete`` (``workers.common.children``); ``patch`` (adoption and release,
+  ``workers.common.claims``).
 - **DecoratorController resource** (its parents): as a Composite parent, plus ``update``: a
   DecoratorController's sync hook may set the parent's labels and annotations, which
   Metacontroller writes with an update. **Attachment**: as a child.
@@ -26,7 +28,7 @@ What each use of a resource is granted, and why (the calls are in the modules na
   ``namespaceSelector`` also watches ``namespaces`` (pass that too).
 - **metacontroller.k8s.io**: ``compositecontrollers`` and ``decoratorcontrollers``: ``list``,
   ``watch`` (``manager.controllers``). No ControllerRevisions: this release keeps none
-  (rolling update methods act like Recreate and InPlace, see ``workers.composite``).
+  (rolling update methods act like Recreate and InPlace, see ``workers.kinds.composite``).
 - **events** (core group): ``create``, ``patch`` (``proto.kube.events``), in every namespace a
   parent lives in, and ``default`` for cluster-scoped objects.
 

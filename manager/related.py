@@ -29,11 +29,11 @@ import orjson
 from manager.informer import EventHandler, Informer
 from manager.informers import Informers
 from manager.store import Cached
-from manager.views import ControllerView, group_key, group_resource
+from manager.views import ControllerId, ControllerView, group_key, group_resource
 from proto.api.controllers import HookName
 from proto.api.errors import HookResponseError
 from proto.api.hooks import customize_request, decode_customize_response
-from proto.api.names import COMPOSITE_CONTROLLER, REASON_SYNC_ERROR
+from proto.api.names import REASON_SYNC_ERROR
 from proto.api.related import RelatedRule, matches, namespace_scope
 from proto.clock import SYSTEM_CLOCK, Clock
 from proto.hooks.client import HookClient, HookEndpoint
@@ -48,13 +48,14 @@ log = get_logger("metashard.related")
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 Push = Callable[[ParentKey, Priority], None]
-EntryKey = tuple[str, str]  # (controller name, parent uid)
+EntryKey = tuple[ControllerId, str]  # (controller, parent uid)
 _MAX_BACKOFF = 300.0
 
 
 @dataclass(slots=True)
 class _Entry:
     view: ControllerView
+    resource: Resource
     parent: Cached
     rules: tuple[RelatedRule, ...] | None = None
     resources: tuple[Resource, ...] = ()
@@ -96,25 +97,25 @@ class Related:
         self._watched: dict[str, _Watched] = {}
         self._namespaces: Informer | None = None
         self._releases: set[asyncio.Future[None]] = set()
-        self._known: set[str] = set()  # controller names, to forget those that go
+        self._known: set[ControllerId] = set()  # to forget those that go
 
     # --- what the router and the term ask -----------------------------------------------------
 
     @staticmethod
     def applies(view: ControllerView) -> bool:
-        return view.spec.hooks.customize is not None
+        return view.customize is not None
 
     def parent_changed(
-        self, view: ControllerView, parent: Cached | None, old: Cached | None
+        self, view: ControllerView, resource: Resource, parent: Cached | None, old: Cached | None
     ) -> None:
         """A parent appeared, changed or went away (cheap: schedules a call when needed)."""
         if not self.applies(view):
             return
         if parent is None:
             if old is not None:
-                self._forget((view.name, old.uid))
+                self._forget((view.id, old.uid))
             return
-        key = (view.name, parent.uid)
+        key = (view.id, parent.uid)
         entry = self._entries.get(key)
         if (
             entry is not None
@@ -125,46 +126,52 @@ class Related:
             return
         if entry is not None:
             self._release(entry)
-        self._entries[key] = _Entry(view, parent)
+        self._entries[key] = _Entry(view, resource, parent)
         self._schedule(key)
 
     def set_controllers(self, views: Iterable[ControllerView]) -> None:
         """Forget the parents of controllers that are gone or no longer have a customize hook,
         and the hook client's TLS contexts of controllers that are gone."""
         views = list(views)
-        names = {v.name for v in views}
-        for gone in self._known - names:
-            self._hooks.forget(controller_type=COMPOSITE_CONTROLLER, controller_name=gone)
-        self._known = names
-        live = {v.name: v for v in views if self.applies(v)}
+        ids = {v.id for v in views}
+        for kind, name in self._known - ids:
+            self._hooks.forget(controller_type=kind, controller_name=name)
+        self._known = ids
+        live = {v.id: v for v in views if self.applies(v)}
         for key, entry in list(self._entries.items()):
-            if live.get(entry.view.name) is not entry.view:
+            if live.get(entry.view.id) is not entry.view:
                 self._forget(key)
 
-    def state(self, view: ControllerView, parent: Cached) -> _Entry | None:
-        entry = self._entries.get((view.name, parent.uid))
+    def state(self, view: ControllerView, resource: Resource, parent: Cached) -> _Entry | None:
+        entry = self._entries.get((view.id, parent.uid))
         if entry is None:
-            self.parent_changed(view, parent, None)
-            entry = self._entries.get((view.name, parent.uid))
+            self.parent_changed(view, resource, parent, None)
+            entry = self._entries.get((view.id, parent.uid))
         return entry
 
-    async def wait_ready(self, view: ControllerView, parent: Cached, timeout: float) -> bool:  # noqa: ASYNC109
-        entry = self.state(view, parent)
+    async def wait_ready(
+        self,
+        view: ControllerView,
+        resource: Resource,
+        parent: Cached,
+        timeout: float,  # noqa: ASYNC109
+    ) -> bool:
+        entry = self.state(view, resource, parent)
         if entry is None:
             return False
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(entry.ready.wait(), timeout)
         return entry.rules is not None
 
-    def ready(self, view: ControllerView, parent: Cached) -> bool:
-        entry = self.state(view, parent)
+    def ready(self, view: ControllerView, resource: Resource, parent: Cached) -> bool:
+        entry = self.state(view, resource, parent)
         return entry is not None and entry.rules is not None
 
     def related_of(self, view: ControllerView, parent: Cached) -> dict[str, tuple[bytes, ...]]:
-        entry = self._entries.get((view.name, parent.uid))
+        entry = self._entries.get((view.id, parent.uid))
         if entry is None or entry.rules is None:
             return {}
-        version = view.spec.hooks.customize.version  # type: ignore[union-attr]
+        version = view.customize.version  # type: ignore[union-attr]
         out: dict[str, tuple[bytes, ...]] = {}
         for rule, resource in zip(entry.rules, entry.resources, strict=True):
             objects = out.get(group_key(resource), ())
@@ -227,16 +234,16 @@ class Related:
 
     async def _call(self, entry: _Entry) -> None:
         view = entry.view
-        hook = view.spec.hooks.customize
+        hook = view.customize
         assert hook is not None
         parent = entry.parent
         body = orjson.dumps(
-            customize_request(controller=view.spec.raw, parent=orjson.loads(parent.raw))
+            customize_request(controller=orjson.loads(view.raw), parent=orjson.loads(parent.raw))
         )
         endpoint = HookEndpoint(
             HookName.CUSTOMIZE,
             hook.webhook,
-            COMPOSITE_CONTROLLER,
+            view.kind.value,
             view.name,
             view.connection(HookName.CUSTOMIZE),
         )
@@ -250,7 +257,7 @@ class Related:
                 for rule in response.related_rules
             ]
         )
-        if self._entries.get((view.name, parent.uid)) is not entry:
+        if self._entries.get((view.id, parent.uid)) is not entry:
             return  # the parent changed or went away meanwhile
         entry.resources = resources
         for resource in resources:
@@ -261,7 +268,7 @@ class Related:
         entry.error = None
         entry.failures = 0
         entry.ready.set()
-        self._push(view.key(parent.namespace, parent.name), Priority.LIVE)
+        self._push(view.key(entry.resource, parent.namespace, parent.name), Priority.LIVE)
 
     def _failed(self, key: EntryKey, entry: _Entry, error: str) -> None:
         entry.error = error
@@ -329,7 +336,7 @@ class Related:
         if watched is None:
             return []
         store = watched.informer.store
-        version = view.spec.hooks.customize.version  # type: ignore[union-attr]
+        version = view.customize.version  # type: ignore[union-attr]
         scope = namespace_scope(rule, version=version, parent_namespace=parent.namespace)
         if scope is not None and resource.namespaced:
             return store.in_namespace(scope)
@@ -347,11 +354,11 @@ class Related:
         keys: set[ParentKey] = set()
         for entry in self._entries.values():
             if entry.rules is not None and self._affects(entry, name, old, new):
-                keys.add(entry.view.key(entry.parent.namespace, entry.parent.name))
+                keys.add(entry.view.key(entry.resource, entry.parent.namespace, entry.parent.name))
         return keys
 
     def _affects(self, entry: _Entry, name: str, old: Cached | None, new: Cached | None) -> bool:
-        version = entry.view.spec.hooks.customize.version  # type: ignore[union-attr]
+        version = entry.view.customize.version  # type: ignore[union-attr]
         assert entry.rules is not None
         for rule, resource in zip(entry.rules, entry.resources, strict=True):
             if group_resource(resource) != name:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from manager.controllers import Controllers
 from manager.routing import Router
+from manager.views import ControllerId
 from proto.clock import Clock
 from proto.wire import ParentKey, Priority
 
@@ -48,7 +49,7 @@ class ResyncPlanner:
     async def run(self) -> None:
         now = self._clock.now()
         flush_at = now + self._jittered(self._flush_interval)
-        due: dict[str, float] = {}
+        due: dict[ControllerId, float] = {}
         while True:
             await self._clock.sleep(self._tick)
             if not self._active():
@@ -61,11 +62,11 @@ class ResyncPlanner:
             for name in set(due) - set(views):
                 del due[name]
             for name, view in views.items():
-                period = view.spec.resync_period_seconds
+                period = view.resync_period_seconds
                 if period is not None and name not in due:
                     due[name] = now + self._jittered(period)
                 if flush or (period is not None and now >= due[name]):
                     if period is not None:
                         due[name] = now + self._jittered(period)
-                    for parent in self._router.parents(view):
-                        self._push(view.key(parent.namespace, parent.name), Priority.LOW)
+                    for key in self._router.parent_keys(view):
+                        self._push(key, Priority.LOW)

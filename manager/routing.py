@@ -1,32 +1,30 @@
 """From informer events to the parent keys they affect, and the index of all parent keys.
 
-Rules (Metacontroller's, minus its O(parents) scans where an index does better):
-- A parent event affects the parent's own key, when ``parentResource.labelSelector`` selects
-  the old or the new object. With ``ignoreStatusChanges``, an update that changes neither
-  generation, labels nor deletion is ignored.
-- A child event affects the parent named by the child's controller ownerReference (same group
-  and kind as the parent type), for the old and the new state (adoption and release move a
-  child between parents). A child without a controller ownerReference (an orphan) affects
-  every parent in scope whose children selector matches it: the parents of its namespace for
-  a namespaced parent type, all parents for a cluster-scoped one.
+Rules (Metacontroller's, minus its O(parents) scans where an index does better); what "ours"
+means is each controller kind's (``manager.views.ControllerView``):
+- A parent event affects the parent's own key, when the controller handles the old or the
+  new object (``handles``), unless ``ignores_update`` says the change does not matter.
+- A child event affects the parent its controller ownerReference names (``owner_key``), for
+  the old and the new state (adoption and release move a child between parents). A child
+  without a controller ownerReference (an orphan) that the controller ``may_adopt`` affects
+  every handled parent in scope that ``adopts`` it: the parents of its namespace for a
+  namespaced parent type, all parents for a cluster-scoped one.
 - Deleted objects are routed by their last known state.
 - Live events are pushed at LIVE priority, initial lists and relists at LOW.
-- ``on_parent(view, new, old)`` hears of every change of a selected parent (``new`` is None
-  once it is gone or no longer selected); customize hooks hang on it.
-- ``keys_of(slots)`` lists every parent key selected by a controller, by slot: what ASSIGN
+- ``on_parent(view, resource, new, old)`` hears of every change of a handled parent (``new``
+  is None once it is gone or no longer handled); customize hooks hang on it.
+- ``keys_of(slots)`` lists every parent key handled by a controller, by slot: what ASSIGN
   carries and what a new leader enqueues once.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from manager.informer import EventHandler
 from manager.store import Cached, Store
 from manager.views import ControllerView, group_resource
-from proto.api.selectors import Selector
 from proto.kube.resources import Resource
 from proto.wire import ParentKey, Priority, slot_of
 
@@ -34,16 +32,14 @@ Push = Callable[[ParentKey, Priority], None]
 Handler = EventHandler
 Stores = Callable[[Resource], "Store | None"]
 
-_SELECTOR_CACHE = 4096
-
 
 @dataclass(slots=True)
 class _Interest:
-    parents: list[ControllerView] = field(default_factory=list)
+    parents: list[tuple[ControllerView, Resource]] = field(default_factory=list)
     children: list[ControllerView] = field(default_factory=list)
 
 
-ParentHook = Callable[[ControllerView, "Cached | None", "Cached | None"], None]
+ParentHook = Callable[[ControllerView, Resource, "Cached | None", "Cached | None"], None]
 
 
 class Router:
@@ -51,33 +47,43 @@ class Router:
         self._push = push
         self._stores = stores
         self._on_parent = on_parent
-        self._views: dict[str, ControllerView] = {}
+        self._views: list[ControllerView] = []
         self._interest: dict[str, _Interest] = {}
         self._by_slot: dict[int, set[ParentKey]] = {}
-        self._selectors: OrderedDict[tuple[str, str, str], Selector] = OrderedDict()
 
     # --- controllers --------------------------------------------------------------------------
 
     def set_controllers(self, views: Iterable[ControllerView]) -> None:
         """Route for exactly these controllers; rebuild the key index from the caches."""
-        self._views = {v.name: v for v in views}
+        self._views = list(views)
         interest: dict[str, _Interest] = {}
-        for view in self._views.values():
-            interest.setdefault(group_resource(view.parent), _Interest()).parents.append(view)
+        for view in self._views:
+            for resource in view.parents:
+                interest.setdefault(group_resource(resource), _Interest()).parents.append(
+                    (view, resource)
+                )
             for child in view.children:
                 interest.setdefault(group_resource(child), _Interest()).children.append(view)
         self._interest = interest
         self._by_slot = {}
-        for view in self._views.values():
-            for parent in self.parents(view):
-                self._index(view.key(parent.namespace, parent.name))
+        for view in self._views:
+            for resource, parent in self.parents(view):
+                self._index(view.key(resource, parent.namespace, parent.name))
                 if self._on_parent is not None:
-                    self._on_parent(view, parent, None)
+                    self._on_parent(view, resource, parent, None)
 
-    def parents(self, view: ControllerView) -> list[Cached]:
-        """The cached parents ``view`` handles."""
-        store = self._stores(view.parent)
-        return [] if store is None else [p for p in store if view.handles(p)]
+    def parents(self, view: ControllerView) -> list[tuple[Resource, Cached]]:
+        """The cached parents ``view`` handles, with their resource."""
+        found: list[tuple[Resource, Cached]] = []
+        for resource in view.parents:
+            store = self._stores(resource)
+            if store is not None:
+                found.extend((resource, p) for p in store if view.handles(resource, p))
+        return found
+
+    def parent_keys(self, view: ControllerView) -> list[ParentKey]:
+        """The keys of every cached parent ``view`` handles."""
+        return [view.key(r, p.namespace, p.name) for r, p in self.parents(view)]
 
     def keys_of(self, slots: Iterable[int]) -> tuple[ParentKey, ...]:
         keys: list[ParentKey] = []
@@ -110,8 +116,8 @@ class Router:
             if interest is None:
                 return
             priority = Priority.LOW if initial else Priority.LIVE
-            for view in interest.parents:
-                self._parent_event(view, old, new, priority)
+            for view, resource in interest.parents:
+                self._parent_event(view, resource, old, new, priority)
             for view in interest.children:
                 for key in self._child_keys(view, old, new):
                     self._push(key, priority)
@@ -119,29 +125,27 @@ class Router:
         return on_event
 
     def _parent_event(
-        self, view: ControllerView, old: Cached | None, new: Cached | None, priority: Priority
+        self,
+        view: ControllerView,
+        resource: Resource,
+        old: Cached | None,
+        new: Cached | None,
+        priority: Priority,
     ) -> None:
         current = new if new is not None else old
         if current is None:
             return
-        key = view.key(current.namespace, current.name)
-        selected_now = new is not None and view.handles(new)
+        key = view.key(resource, current.namespace, current.name)
+        selected_now = new is not None and view.handles(resource, new)
         if self._on_parent is not None:
-            self._on_parent(view, new if selected_now else None, old)
+            self._on_parent(view, resource, new if selected_now else None, old)
         if selected_now:
             self._index(key)
         else:
             self._unindex(key)
-        if not selected_now and not (old is not None and view.handles(old)):
+        if not selected_now and not (old is not None and view.handles(resource, old)):
             return
-        if (
-            view.spec.parent.ignore_status_changes
-            and old is not None
-            and new is not None
-            and old.generation == new.generation
-            and old.labels == new.labels
-            and old.deleting == new.deleting
-        ):
+        if old is not None and new is not None and view.ignores_update(resource, old, new):
             return
         self._push(key, priority)
 
@@ -153,32 +157,23 @@ class Router:
             if obj is None:
                 continue
             if obj.owner is not None:
-                if view.owns(obj):
-                    keys.add(view.key(obj.namespace, obj.owner.name))
-            else:
+                key = view.owner_key(obj)
+                if key is not None:
+                    keys.add(key)
+            elif view.may_adopt(obj):
                 keys.update(self._orphan_parents(view, obj))
         return keys
 
     def _orphan_parents(self, view: ControllerView, child: Cached) -> list[ParentKey]:
-        store = self._stores(view.parent)
-        if store is None:
-            return []
-        candidates = store.in_namespace(child.namespace) if view.parent.namespaced else store
-        return [
-            view.key(parent.namespace, parent.name)
-            for parent in candidates
-            if view.handles(parent) and self.children_selector(view, parent).matches(child.labels)
-        ]
-
-    def children_selector(self, view: ControllerView, parent: Cached) -> Selector:
-        """``view.children_selector(parent)``, cached per parent version."""
-        cache_key = (view.name, parent.uid, parent.resource_version)
-        selector = self._selectors.get(cache_key)
-        if selector is None:
-            selector = view.children_selector(parent)
-            self._selectors[cache_key] = selector
-            if len(self._selectors) > _SELECTOR_CACHE:
-                self._selectors.popitem(last=False)
-        else:
-            self._selectors.move_to_end(cache_key)
-        return selector
+        keys: list[ParentKey] = []
+        for resource in view.parents:
+            store = self._stores(resource)
+            if store is None:
+                continue
+            candidates = store.in_namespace(child.namespace) if resource.namespaced else store
+            keys.extend(
+                view.key(resource, parent.namespace, parent.name)
+                for parent in candidates
+                if view.handles(resource, parent) and view.adopts(parent, child)
+            )
+        return keys

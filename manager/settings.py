@@ -1,15 +1,24 @@
 """The coordinator's settings: parsed once from flags (Metacontroller's names where they
-exist) and environment, then passed down."""
+exist) and environment, then passed down.
+
+``--target-label-selector`` (Metacontroller's flag and syntax) restricts the controllers this
+installation runs to those whose labels match. Two installations with disjoint selectors must
+not share a Lease either: unless ``--leader-election-id`` is given, the Lease is named
+``metashard`` without a selector and ``metashard-<10 hex digits of the selector's SHA-256>``
+with one (the selector in its canonical form, so equivalent spellings agree).
+"""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from manager.election import ElectionConfig
 from proto.api.duration import parse_seconds
 from proto.api.errors import DurationError
+from proto.api.selectors import Operator, Requirement, Selector, SelectorError, parse
 from proto.curve import CurveKeyError, ServerCurve, server_keys
 from proto.flags import add_common, burst
 
@@ -35,6 +44,36 @@ class CoordinatorSettings:
     log_level: str = "info"
     curve_keys: str | None = None  # directory of the worker link's CURVE keys
     curve: ServerCurve | None = None  # the keys read from it at start
+    target_label_selector: str = ""
+
+    @property
+    def selector(self) -> Selector:
+        """The controllers to run (``--target-label-selector``); validated at parse time."""
+        return parse(self.target_label_selector)
+
+
+DEFAULT_LEASE = "metashard"
+_SAME = {Operator.DOUBLE_EQUALS: Operator.EQUALS}
+
+
+def default_lease_name(target_label_selector: str) -> str:
+    """The Lease of an installation that does not name one (see the module docstring)."""
+    canonical = ",".join(
+        str(Requirement(r.key, _SAME.get(r.operator, r.operator), r.values))
+        for r in parse(target_label_selector).requirements
+    )
+    if not canonical:
+        return DEFAULT_LEASE
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:10]
+    return f"{DEFAULT_LEASE}-{digest}"
+
+
+def _selector(text: str) -> str:
+    try:
+        parse(text)
+    except SelectorError as e:
+        raise argparse.ArgumentTypeError(f"invalid label selector {text!r}: {e}") from None
+    return text
 
 
 def _duration(text: str) -> float:
@@ -63,7 +102,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--leader-election-namespace",
         help="namespace of the Lease (default: this pod's, or the kubeconfig context's)",
     )
-    p.add_argument("--leader-election-id", default="metashard", help="name of the Lease")
+    p.add_argument(
+        "--leader-election-id",
+        help="name of the Lease (default: metashard, or metashard-<hash> with a "
+        "--target-label-selector)",
+    )
+    p.add_argument(
+        "--target-label-selector",
+        type=_selector,
+        default="",
+        help="run only the CompositeControllers and DecoratorControllers whose labels match "
+        "(label selector syntax, as kubectl -l)",
+    )
     p.add_argument(
         "--leader-election-lease-duration", dest="lease_duration", type=_duration, default=15.0
     )
@@ -155,7 +205,8 @@ def from_namespace(args: argparse.Namespace) -> CoordinatorSettings:
         metrics_address=args.metrics_address,
         leader_election=args.leader_election,
         leader_election_namespace=args.leader_election_namespace,
-        leader_election_id=args.leader_election_id,
+        leader_election_id=args.leader_election_id
+        or default_lease_name(args.target_label_selector),
         lease_duration=args.lease_duration,
         renew_deadline=args.renew_deadline,
         retry_period=args.retry_period,
@@ -167,6 +218,7 @@ def from_namespace(args: argparse.Namespace) -> CoordinatorSettings:
         log_level=args.log_level,
         curve_keys=args.curve_keys,
         curve=link_security(args),
+        target_label_selector=args.target_label_selector,
     )
 
 

@@ -69,19 +69,25 @@ class SnapshotServer:
             return self._refuse(worker, msg, NackReason.STALE_EPOCH, detail)
         if self._owner(slot_of(key)) != worker:
             return self._refuse(worker, msg, NackReason.NOT_OWNER, "the key's slot is not yours")
-        view = self._controllers.views.get(key.controller)
-        if view is None or view.definition.kind.value != key.kind:
-            return self._refuse(
-                worker, msg, NackReason.UNKNOWN_CONTROLLER, f"no controller {key.controller}"
-            )
-        if key.resource != view.parent_group_resource:
+        view = self._controllers.views.get((key.kind, key.controller))
+        if view is None:
+            detail = f"no {key.kind} {key.controller}"
+            return self._refuse(worker, msg, NackReason.UNKNOWN_CONTROLLER, detail)
+        resource = view.parent_resource(key)
+        if resource is None:
             detail = f"{key.resource} is not this controller's parent"
             return self._refuse(worker, msg, NackReason.UNKNOWN_KEY, detail)
         waits = self._barrier_waits(view, msg.barrier)
-        parent = parent_of(view, key, self.store(view.parent))
-        if parent is not None and Related.applies(view) and not self._related.ready(view, parent):
+        parent = parent_of(view, key, self.store)
+        if (
+            parent is not None
+            and Related.applies(view)
+            and not self._related.ready(view, resource, parent)
+        ):
             waits.append(
-                asyncio.ensure_future(self._related.wait_ready(view, parent, self._barrier_timeout))
+                asyncio.ensure_future(
+                    self._related.wait_ready(view, resource, parent, self._barrier_timeout)
+                )
             )
         if waits:
             task = asyncio.ensure_future(self._answer_later(worker, msg, view, waits))
@@ -106,7 +112,7 @@ class SnapshotServer:
         self, view: ControllerView, barrier: Mapping[str, str]
     ) -> list[asyncio.Future[bool]]:
         waits: list[asyncio.Future[bool]] = []
-        for resource in (view.parent, *view.children):
+        for resource in (*view.parents, *view.children):
             wanted = barrier.get(group_resource(resource))
             if wanted is None:
                 continue
@@ -132,15 +138,14 @@ class SnapshotServer:
 
     def _answer(self, worker: str, msg: Fetch, view: ControllerView) -> None:
         related = None
-        if Related.applies(view):
-            parent = parent_of(view, msg.key, self.store(view.parent))
-            if parent is not None and not self._related.ready(view, parent):
+        resource = view.parent_resource(msg.key)
+        if Related.applies(view) and resource is not None:
+            parent = parent_of(view, msg.key, self.store)
+            if parent is not None and not self._related.ready(view, resource, parent):
                 detail = "the customize hook has not answered for this parent yet"
                 return self._refuse(worker, msg, NackReason.NOT_READY, detail)
             related = self._related.related_of
-        raw, children, objects = snapshot_of(
-            view, msg.key, stores=self.store, router=self._router, related=related
-        )
+        raw, children, objects = snapshot_of(view, msg.key, stores=self.store, related=related)
         self._metrics.fetch("snapshot")
         snapshot = Snapshot(self._epoch, msg.request_id, msg.key, raw, children, (), objects)
         self._dispatch.send(worker, snapshot)

@@ -1,23 +1,20 @@
 """What a worker gets for one parent key: the parent and its claimable children, as raw JSON.
 
-- ``parent`` is the cached parent, or None when it is gone or no longer the controller's (not
-  selected by ``parentResource.labelSelector`` and not carrying the controller's finalizer).
+- ``parent`` is the cached parent, or None when it is gone or no longer the controller's
+  (``ControllerView.handles``: not selected and not carrying the controller's finalizer).
 - ``children`` has one group per declared child type (``<Kind>.<apiVersion>``, present even
-  when empty): the objects whose controller ownerReference is the parent's uid (in the
-  parent's namespace when the parent is namespaced) followed by the orphans in scope that the
-  parent's children selector matches: the candidates Metacontroller claims, adopts and
-  releases from. Each object appears once; order is stable (namespace, name).
+  when empty): what the controller kind says a parent may claim (``children_of``: for a
+  CompositeController its owned children and the orphans its selector matches, for a
+  DecoratorController its annotated attachments). Each object appears once; order is stable.
 - ``related`` is what ``manager.related`` selected for the parent (controllers with a
   customize hook), empty otherwise.
-- Payloads are the bytes the API server sent; nothing is decoded or re-encoded here except
-  the parent, once per version, to read its selector (cached by the router).
+- Payloads are the bytes the API server sent; nothing is decoded or re-encoded here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from manager.routing import Router
 from manager.store import Cached, Store
 from manager.views import ControllerView, group_key
 from proto.kube.resources import Resource
@@ -25,38 +22,33 @@ from proto.wire import ParentKey
 
 Children = dict[str, tuple[bytes, ...]]
 RelatedOf = Callable[[ControllerView, Cached], Children]
+Stores = Callable[[Resource], Store | None]
 
 
-def parent_of(view: ControllerView, key: ParentKey, store: Store | None) -> Cached | None:
-    if store is None:
+def parent_of(view: ControllerView, key: ParentKey, stores: Stores) -> Cached | None:
+    resource = view.parent_resource(key)
+    store = stores(resource) if resource is not None else None
+    if resource is None or store is None:
         return None
     parent = store.get(key.namespace, key.name)
-    return parent if parent is not None and view.handles(parent) else None
+    return parent if parent is not None and view.handles(resource, parent) else None
 
 
 def snapshot_of(
     view: ControllerView,
     key: ParentKey,
     *,
-    stores: Callable[[Resource], Store | None],
-    router: Router,
+    stores: Stores,
     related: RelatedOf | None = None,
 ) -> tuple[bytes | None, Children, Children]:
     """(parent, children, related) for ``key``."""
-    parent = parent_of(view, key, stores(view.parent))
+    parent = parent_of(view, key, stores)
     if parent is None:
         return None, {}, {}
-    selector = router.children_selector(view, parent)
-    namespace = parent.namespace if view.parent.namespaced else None
     children: Children = {}
     for resource in view.children:
         store = stores(resource)
-        if store is None:
-            children[group_key(resource)] = ()
-            continue
-        owned = store.owned_by(parent.uid)
-        if namespace is not None:
-            owned = [c for c in owned if c.namespace == namespace]
-        orphans = [c for c in store.select(selector, namespace=namespace) if c.owner is None]
-        children[group_key(resource)] = tuple(c.raw for c in owned) + tuple(c.raw for c in orphans)
+        children[group_key(resource)] = (
+            () if store is None else view.children_of(parent, resource, store)
+        )
     return parent.raw, children, related(view, parent) if related is not None else {}

@@ -28,6 +28,7 @@ from prometheus_client import Counter
 
 from manager.controllers import Controllers
 from manager.dispatch import Dispatch
+from manager.finalizers import FinalizerWriter
 from manager.hookrefs import HookReferences
 from manager.informers import Informers
 from manager.link import RouterLink
@@ -39,7 +40,8 @@ from manager.sessions import WorkerSessions
 from manager.snapshot_server import SnapshotServer
 from manager.store import Store
 from manager.term_metrics import TermMetrics
-from manager.views import ControllerView
+from manager.views import ControllerId, ControllerView
+from proto.api.selectors import Selector
 from proto.clock import SYSTEM_CLOCK, Clock
 from proto.curve import ServerCurve
 from proto.hooks.client import HookClient
@@ -65,6 +67,7 @@ class TermSettings:
     retry_interval: float = 30.0  # retry of controllers that could not start
     cache_flush_interval: float = 1800.0  # every parent is pushed again (LOW) this often
     curve: ServerCurve | None = None  # authenticate workers with these keys
+    selector: Selector = Selector.everything()  # noqa: RUF009 - the controllers to run
 
 
 class Term:
@@ -79,6 +82,7 @@ class Term:
         recorder: EventRecorder,
         hooks: HookClient,
         references: HookReferences | None = None,
+        writer: FinalizerWriter | None = None,
         metrics: TermMetrics | None = None,
         dropped_frames: Counter | None = None,
         refused_peers: Counter | None = None,
@@ -128,6 +132,8 @@ class Term:
             recorder=recorder,
             handler=self.router.handler,
             on_change=self._controllers_changed,
+            writer=writer,
+            selector=settings.selector,
             clock=clock,
             retry_interval=settings.retry_interval,
             references=references,
@@ -213,7 +219,9 @@ class Term:
 
     # --- controllers --------------------------------------------------------------------------
 
-    async def _controllers_changed(self, views: dict[str, ControllerView], added: set[str]) -> None:
+    async def _controllers_changed(
+        self, views: dict[ControllerId, ControllerView], added: set[ControllerId]
+    ) -> None:
         self.related.set_controllers(views.values())
         self.router.set_controllers(views.values())
         definitions = tuple(v.definition for v in views.values())
@@ -226,9 +234,10 @@ class Term:
 
     async def _enqueue_all(self, view: ControllerView) -> None:
         """Once a new controller's parents are cached, push each of them once (LOW)."""
-        informer = self._informers.get(view.parent)
-        if informer is None:
-            return
-        await informer.wait_synced()
-        for parent in self.router.parents(view):
-            self.dispatch.push(view.key(parent.namespace, parent.name), Priority.LOW)
+        for resource in view.parents:
+            informer = self._informers.get(resource)
+            if informer is None:
+                return
+            await informer.wait_synced()
+        for key in self.router.parent_keys(view):
+            self.dispatch.push(key, Priority.LOW)

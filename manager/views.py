@@ -1,26 +1,58 @@
-"""A hosted controller as the coordinator sees it: parsed spec plus resolved resources.
+"""A hosted controller as the coordinator sees it, whatever its kind: ``ControllerView``.
 
-``ControllerView`` is what routing and snapshots work from; ``definition`` is what workers
-receive (``proto.wire.ControllerDef``). Building one needs discovery (``manager.controllers``);
-everything here is pure.
+Each controller kind (``manager.kinds``) builds views of its controller objects (parsed spec
+plus the resources discovery resolved); routing, snapshots, customize hooks and the term work
+from this protocol only, so they hold no kind-specific code. A view answers three questions:
+
+- which resources it watches: ``parents`` (their objects are the keys a worker reconciles)
+  and ``children`` (objects owned by, or claimable by, a parent);
+- which parent keys an event maps to: ``handles`` and ``ignores_update`` for parent events,
+  ``owner_key`` for an owned child, ``may_adopt`` and ``adopts`` for an orphan;
+- what a snapshot holds: ``children_of`` (the claimable children of one parent).
+
+``definition`` is what workers receive (``proto.wire.ControllerDef``), with each hook's
+resolved TLS material and credentials (``connections``, set by ``manager.controllers`` through
+``with_connections``). Views are immutable once built; a changed controller object, or
+changed connection material, gets a new view. Helpers shared by every kind live
+here too: ``resolve_all``, ``resource_info``, ``group_resource``, ``group_key``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+from collections.abc import Iterable
 from functools import cached_property
-from typing import Any
+from typing import ClassVar, Generic, Protocol, Self, TypeVar
 
-import orjson
-
-from manager.store import Cached
-from proto.api.controllers import CompositeController, HookName, group_of
-from proto.api.endpoints import Connection, decode_connections
-from proto.api.names import CONTROLLER_UID_LABEL
+from manager.store import Cached, Store
+from proto.api import names
+from proto.api.controllers import CompositeHooks, Hook, HookName
+from proto.api.endpoints import Connection, Settings, decode_connections
 from proto.api.objectmap import TypeKey
-from proto.api.selectors import Selector, SelectorError, from_label_selector, from_match_labels
-from proto.kube.resources import Resource
+from proto.kube.errors import ResourceNotFound
+from proto.kube.resources import Discovery, Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
+
+ControllerId = tuple[str, str]
+"""(kind, name): controller names are unique per kind only."""
+
+
+class Unusable(Exception):
+    """The controller object cannot run; ``reason`` is the event reason to report it with."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+async def resolve_all(
+    discovery: Discovery, refs: Iterable[tuple[str, str]]
+) -> tuple[Resource, ...]:
+    """Resolve ``(apiVersion, resource)`` pairs; ``Unusable`` (CreateError) if one is unknown."""
+    try:
+        return tuple([await discovery.resolve(v, resource=r) for v, r in refs])
+    except ResourceNotFound as e:
+        raise Unusable(names.REASON_CREATE_ERROR, f"cannot resolve a resource: {e}") from e
 
 
 def resource_info(resource: Resource) -> ResourceInfo:
@@ -42,74 +74,149 @@ def group_key(resource: Resource) -> str:
     return TypeKey(resource.api_version, resource.kind).group_key
 
 
-@dataclass(frozen=True, eq=False)
-class ControllerView:
-    spec: CompositeController
-    raw: bytes  # the controller object as the API server sent it
-    resource_version: str
-    parent: Resource
-    children: tuple[Resource, ...]
-    connections: bytes = field(default=b"", repr=False)
-    """Each hook's resolved TLS material and credentials (``proto.api.endpoints``)."""
+class Spec(Protocol):
+    """What every parsed controller spec has (``CompositeController``, ``DecoratorController``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def finalizer(self) -> str: ...
+    @property
+    def resync_period_seconds(self) -> float | None: ...
+    @property
+    def hooks(self) -> CompositeHooks: ...
+
+    def connection_settings(self) -> dict[HookName, Settings]: ...
+
+
+S = TypeVar("S", bound=Spec)
+
+
+class SpecView(Generic[S]):
+    """The part of a ``ControllerView`` every kind reads from its parsed spec the same way."""
+
+    spec: S
+    kind: ClassVar[ControllerKind]
+    connections: bytes  # a field of each kind's dataclass, default empty
 
     @property
     def name(self) -> str:
         return self.spec.name
 
-    @cached_property
-    def parent_group_resource(self) -> str:
-        return group_resource(self.parent)
+    @property
+    def id(self) -> ControllerId:
+        return (self.kind.value, self.spec.name)
 
-    @cached_property
-    def definition(self) -> ControllerDef:
-        return ControllerDef(
-            kind=ControllerKind.COMPOSITE,
-            name=self.spec.name,
-            uid=self.spec.uid,
-            resource_version=self.resource_version,
-            object=self.raw,
-            resources=(resource_info(self.parent), *(resource_info(c) for c in self.children)),
-            connections=self.connections,
-        )
+    @property
+    def resync_period_seconds(self) -> float | None:
+        return self.spec.resync_period_seconds
+
+    @property
+    def customize(self) -> Hook | None:
+        return self.spec.hooks.customize
+
+    @property
+    def finalizer(self) -> str:
+        return self.spec.finalizer
+
+    def connection_settings(self) -> dict[HookName, Settings]:
+        return self.spec.connection_settings()
 
     def connection(self, hook: HookName) -> Connection:
-        """The resolved connection of one hook (empty when it uses none)."""
         return self._connections.get(hook.value) or Connection()
 
     @cached_property
     def _connections(self) -> dict[str, Connection]:
         return decode_connections(self.connections)
 
-    def key(self, namespace: str, name: str) -> ParentKey:
-        return ParentKey(
-            ControllerKind.COMPOSITE.value,
-            self.spec.name,
-            self.parent_group_resource,
-            namespace if self.parent.namespaced else "",
-            name,
-        )
+    def with_connections(self, connections: bytes) -> Self:
+        return dataclasses.replace(self, connections=connections)  # type: ignore[type-var]
 
-    def handles(self, parent: Cached) -> bool:
-        """Whether this controller handles ``parent``: ``parentResource.labelSelector`` selects
-        it, or it still carries this controller's finalizer (it must be finalized)."""
-        return (
-            self.spec.parent.label_selector.matches(parent.labels)
-            or self.spec.finalizer in parent.finalizers
-        )
 
-    def owns(self, child: Cached) -> bool:
-        """Whether ``child``'s controller ownerReference points at this controller's parent type."""
-        ref = child.owner
-        if ref is None or ref.kind != self.parent.kind:
-            return False
-        return group_of(ref.api_version) == self.parent.group
+class ControllerView(Protocol):
+    """One valid controller of some kind (see the module docstring)."""
 
-    def children_selector(self, parent: Cached) -> Selector:
-        """The selector that claims children for ``parent`` (``Selector.nothing()`` if unusable)."""
-        if self.spec.generate_selector:
-            return from_match_labels({CONTROLLER_UID_LABEL: parent.uid})
-        try:
-            obj: dict[str, Any] = orjson.loads(parent.raw)
-            return from_label_selector((obj.get("spec") or {}).get("selector"))
-        except (SelectorError, orjson.JSONDecodeError, AttributeError):
-            return Selector.nothing()
+    @property
+    def id(self) -> ControllerId: ...
+    @property
+    def kind(self) -> ControllerKind: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def raw(self) -> bytes:
+        """The controller object as the API server sent it."""
+        ...
+
+    @property
+    def resource_version(self) -> str: ...
+    @property
+    def connections(self) -> bytes:
+        """Each hook's resolved TLS material and credentials (``proto.api.endpoints``);
+        holds secrets: never log it."""
+        ...
+
+    @property
+    def definition(self) -> ControllerDef:
+        """What workers receive; carries ``connections``."""
+        ...
+
+    def connection_settings(self) -> dict[HookName, Settings]:
+        """The connection settings each hook uses (its own, or its endpoint config's)."""
+        ...
+
+    def connection(self, hook: HookName) -> Connection:
+        """The resolved connection of one hook (empty when it uses none)."""
+        ...
+
+    def with_connections(self, connections: bytes) -> ControllerView:
+        """This view with other resolved connections (a new view: workers get the material)."""
+        ...
+
+    @property
+    def resync_period_seconds(self) -> float | None: ...
+    @property
+    def customize(self) -> Hook | None:
+        """The customize hook, if any (``manager.related`` calls it)."""
+        ...
+
+    @property
+    def finalizer(self) -> str:
+        """The finalizer this controller puts on its parents (with a finalize hook)."""
+        ...
+
+    @property
+    def parents(self) -> tuple[Resource, ...]: ...
+    @property
+    def children(self) -> tuple[Resource, ...]: ...
+
+    def key(self, resource: Resource, namespace: str, name: str) -> ParentKey:
+        """The key of parent ``namespace/name`` of ``resource`` (one of ``parents``)."""
+        ...
+
+    def parent_resource(self, key: ParentKey) -> Resource | None:
+        """Which of ``parents`` ``key`` names; ``None`` if none."""
+        ...
+
+    def handles(self, resource: Resource, parent: Cached) -> bool:
+        """Whether this controller reconciles ``parent`` (selected, or carrying our finalizer)."""
+        ...
+
+    def ignores_update(self, resource: Resource, old: Cached, new: Cached) -> bool:
+        """``ignoreStatusChanges``: an update of a parent that changes nothing that matters."""
+        ...
+
+    def owner_key(self, child: Cached) -> ParentKey | None:
+        """The parent key of a child with a controller ownerReference, if it is ours."""
+        ...
+
+    def may_adopt(self, orphan: Cached) -> bool:
+        """Whether some parent of this controller could claim ``orphan`` at all (cheap)."""
+        ...
+
+    def adopts(self, parent: Cached, orphan: Cached) -> bool:
+        """Whether ``parent`` would claim ``orphan`` (``may_adopt`` holds)."""
+        ...
+
+    def children_of(self, parent: Cached, resource: Resource, store: Store) -> tuple[bytes, ...]:
+        """The claimable children of ``parent`` among ``store``'s (of child ``resource``)."""
+        ...

@@ -1,1 +1,3 @@
-"""The workers: workqueues and rate limits, the reconcile runner, hooks, children, apply."""
+"""The workers: the runtime (link, membership, runner, workqueues and rate limits), dynamic
+apply (``apply``), what controller kinds share (``common``: claims, children plans,
+finalizers, status, hook calls) and one package per controller kind (``kinds``)."""

@@ -20,8 +20,8 @@ from typing import Any
 from proto.hooks.client import HookClient, HookEndpoint
 from proto.kube.client import Body
 from proto.kube.resources import Resource
+from workers.common.writer import Writer
 from workers.runner import KeyDropped
-from workers.writer import Writer
 
 InContact = Callable[[], bool]
 

@@ -1,7 +1,8 @@
 """Which reconciler runs each kind of controller, and how to replace them.
 
-``builtin(context)`` maps controller kinds to metashard's own reconcilers: CompositeControllers
-run ``workers.composite.CompositeReconciler``; other kinds raise ``UnsupportedController``.
+``builtin(context)`` maps controller kinds to metashard's own reconcilers, one package per
+kind under ``workers.kinds`` (``workers.kinds.registry``); a kind no package implements raises
+``UnsupportedController``.
 ``load(spec)`` imports a ``MODULE:CALLABLE`` given with ``--reconciler``; the callable receives
 the same ``WorkerContext`` and returns a ``ReconcilerFactory`` (the test suite uses this to
 record reconciles; it is also the way to run a custom reconciler under metashard's runtime).
@@ -11,35 +12,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry
-
-from proto.hooks.client import HookClient
-from proto.http1 import HttpClient
-from proto.kube.client import Client
-from proto.kube.events import EventRecorder
-from proto.wire import ControllerDef, ControllerKind
-from workers.composite import CompositeReconciler
+from proto.wire import ControllerDef
+from workers.common.context import WorkerContext
+from workers.kinds import registry
 from workers.reconciler import Reconciler, ReconcilerFactory
-from workers.writer import Writer
 
-
-@dataclass(frozen=True, slots=True)
-class WorkerContext:
-    """What a reconciler may use: the worker's identity, API client (writes go through
-    ``writer``), HTTP client, metrics, the webhook client (hook metrics on ``registry``; its
-    calls, like the writes, are refused once the worker is out of contact with the
-    coordinator) and the event recorder (component ``metacontroller``), all shared by every
-    controller of the process."""
-
-    worker_id: str
-    client: Client  # reads
-    writer: Writer  # writes: refused while the worker is out of contact (workers.fencing)
-    http: HttpClient
-    registry: CollectorRegistry
-    hooks: HookClient
-    events: EventRecorder
+__all__ = ["FactoryBuilder", "UnsupportedController", "WorkerContext", "builtin", "load"]
 
 
 FactoryBuilder = Callable[[WorkerContext], ReconcilerFactory]
@@ -50,12 +29,13 @@ class UnsupportedController(Exception):
 
 
 def builtin(context: WorkerContext) -> ReconcilerFactory:
+    kinds = registry()
+
     def factory(definition: ControllerDef) -> Reconciler:
-        if definition.kind == ControllerKind.COMPOSITE:
-            return CompositeReconciler(
-                definition, writer=context.writer, hooks=context.hooks, events=context.events
-            )
-        raise UnsupportedController(f"no built-in reconciler for {definition.kind.value}")
+        build = kinds.get(definition.kind)
+        if build is None:
+            raise UnsupportedController(f"no built-in reconciler for {definition.kind.value}")
+        return build(definition, context)
 
     return factory
 

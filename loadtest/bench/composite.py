@@ -2,9 +2,9 @@
 
 The workload is the fanout job of ``../shared/bench``: a ``Fanout`` parent with 3 ConfigMap
 children (InPlace, ``generateSelector``), objects shaped as kube-apiserver returns them
-(managedFields included). ``workers.composite.CompositeReconciler`` runs against a writer
-that answers at once and a hook that returns the fanout hook's answer, so what is measured is
-the reconcile's own CPU (``time.process_time``), in two states:
+(managedFields included). ``workers.kinds.composite.reconciler.CompositeReconciler`` runs
+against a writer that answers at once and a hook that returns the fanout hook's answer, so
+what is measured is the reconcile's own CPU (``time.process_time``), in two states:
 
 - steady: the parent's children and status already match: no write;
 - create: no children yet: 3 creates and 1 status write.
@@ -37,10 +37,10 @@ from proto.kube.resources import Resource
 from proto.logs import configure
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo, Snapshot
 from workers.apply import apply_update
-from workers.composite import CompositeReconciler
-from workers.observed import Observed
+from workers.common.observed import Observed
+from workers.common.syncrequest import encode, object_map
+from workers.kinds.composite.reconciler import CompositeReconciler
 from workers.reconciler import ReconcileRequest
-from workers.syncrequest import encode, object_map
 
 K = 3
 DATA = "create-" + "x" * 93

@@ -28,10 +28,10 @@ from loadtest.apiserver.background import ClusterProcess
 from loadtest.bench._report import header, row
 from loadtest.crds import install, simple_crd
 from loadtest.processes import Proc, Processes
+from manager.kinds.composite import CompositeView
 from manager.membership import Timing
 from manager.store import Cached, Store
 from manager.term import Term, TermSettings
-from manager.views import ControllerView
 from proto.api.controllers import parse_composite_controller
 from proto.api.crds import load_crds
 from proto.kube.client import Client
@@ -129,10 +129,10 @@ async def _in_process(parents: int, events: int) -> tuple[float, float]:
         recorder=unused,
         hooks=unused,
     )
-    view = ControllerView(
+    view = CompositeView(
         parse_composite_controller(CC), orjson.dumps(CC), "1", THINGS, (CONFIGMAPS,)
     )
-    term.controllers.views = {view.name: view}
+    term.controllers.views = {view.id: view}
     term.router.set_controllers([view])
     term.link.bind(endpoint)
     ctx = zmq.asyncio.Context()

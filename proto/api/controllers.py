@@ -18,7 +18,8 @@ field. Defaults are Metacontroller's:
 Stricter than Metacontroller, on purpose (each would only fail later, on every sync): ``hooks``
 and ``hooks.sync`` are required, a webhook needs ``url`` or ``service`` + ``path``, the URL must
 be http(s), ``path`` must start with ``/``, and a child resource may be listed once.
-``preUpdateChild``/``postUpdateChild`` are accepted and ignored, as upstream ignores them.
+``preUpdateChild``/``postUpdateChild`` are accepted and never called, as upstream;
+``proto.api.unsupported`` lists them (and every other field not acted on) for a warning.
 
 The raw object stays available as ``.raw``: hook requests send it whole (``controller``).
 Hook, webhook and update-strategy parsing are shared with DecoratorControllers.
@@ -192,9 +193,7 @@ class CompositeController:
     @property
     def resync_period_seconds(self) -> float | None:
         """The periodic resync interval, with Metacontroller's floor of one second."""
-        if self.resync_period is None:
-            return None
-        return max(float(self.resync_period), MIN_RESYNC_PERIOD_SECONDS)
+        return resync_floor(self.resync_period)
 
     @property
     def rolling(self) -> bool:
@@ -226,6 +225,13 @@ def hook_settings(
     return out
 
 
+def resync_floor(period: int | None) -> float | None:
+    """``resyncPeriodSeconds`` as an interval, with Metacontroller's floor of one second."""
+    if period is None:
+        return None
+    return max(float(period), MIN_RESYNC_PERIOD_SECONDS)
+
+
 def group_of(api_version: str) -> str:
     """``apps/v1`` -> ``apps``; ``v1`` -> ``""`` (the core group)."""
     group, _, _ = api_version.rpartition("/")
@@ -235,7 +241,8 @@ def group_of(api_version: str) -> str:
 # --- parsing ----------------------------------------------------------------------------------
 
 
-def _api_version(fields: Fields, key: str) -> str:
+def api_version_of(fields: Fields, key: str) -> str:
+    """A ``group/version`` (or core ``v1``) field."""
     value = fields.require_str(key)
     parts = value.split("/")
     if len(parts) > 2 or not all(parts):
@@ -351,7 +358,7 @@ def _parse_parent(fields: Fields) -> ParentResource:
     history = fields.get_object("revisionHistory")
     paths = tuple(history.get_strings("fieldPaths")) if history is not None else ()
     return ParentResource(
-        api_version=_api_version(fields, "apiVersion"),
+        api_version=api_version_of(fields, "apiVersion"),
         resource=fields.require_str("resource"),
         label_selector=fields.get_selector("labelSelector") or Selector.everything(),
         revision_field_paths=paths or DEFAULT_REVISION_FIELD_PATHS,
@@ -359,35 +366,37 @@ def _parse_parent(fields: Fields) -> ParentResource:
     )
 
 
-def _parse_children(spec: Fields) -> tuple[ChildResource, ...]:
+def parse_child_resources(spec: Fields, key: str, what: str) -> tuple[ChildResource, ...]:
+    """``childResources`` (``attachments``): each resource at most once."""
     children: list[ChildResource] = []
     seen: dict[tuple[str, str], int] = {}
-    for i, item in enumerate(spec.get_objects("childResources")):
+    for i, item in enumerate(spec.get_objects(key)):
         child = ChildResource(
-            api_version=_api_version(item, "apiVersion"),
+            api_version=api_version_of(item, "apiVersion"),
             resource=item.require_str("resource"),
             update_strategy=parse_update_strategy(item.get_object("updateStrategy")),
         )
-        key = (child.group, child.resource)
-        if key in seen:
+        ident = (child.group, child.resource)
+        if ident in seen:
             raise spec.fail_item(
-                "childResources",
+                key,
                 i,
-                f'duplicate child resource {child.resource} in group "{child.group}" '
-                f"(already listed at [{seen[key]}])",
+                f'duplicate {what} resource {child.resource} in group "{child.group}" '
+                f"(already listed at [{seen[ident]}])",
             )
-        seen[key] = i
+        seen[ident] = i
         children.append(child)
     return tuple(children)
 
 
-def _parse_composite_hooks(spec: Fields) -> CompositeHooks:
+def parse_hooks(spec: Fields, kind: str) -> CompositeHooks:
+    """``hooks``: ``sync`` required, ``finalize`` and ``customize`` optional."""
     hooks = spec.get_object("hooks")
     if hooks is None:
         raise spec.fail("hooks", "required (no hooks defined)")
     sync = hooks.get_object("sync")
     if sync is None:
-        raise hooks.fail("sync", "required (a CompositeController needs a sync hook)")
+        raise hooks.fail("sync", f"required (a {kind} needs a sync hook)")
     finalize = hooks.get_object("finalize")
     customize = hooks.get_object("customize")
     return CompositeHooks(
@@ -397,7 +406,7 @@ def _parse_composite_hooks(spec: Fields) -> CompositeHooks:
     )
 
 
-def _check_type(obj: Fields, kind: str) -> None:
+def check_type(obj: Fields, kind: str) -> None:
     api_version = obj.get_str("apiVersion")
     if api_version is not None and api_version != names.API_VERSION:
         raise obj.fail("apiVersion", f'must be "{names.API_VERSION}", not "{api_version}"')
@@ -406,24 +415,29 @@ def _check_type(obj: Fields, kind: str) -> None:
         raise obj.fail("kind", f'must be "{kind}", not "{found}"')
 
 
+def parse_resync_period(spec: Fields) -> int | None:
+    """``resyncPeriodSeconds`` as written: an int32, or ``None`` when absent."""
+    resync = spec.get_int("resyncPeriodSeconds")
+    if resync is not None and not -(_INT32_MAX + 1) <= resync <= _INT32_MAX:
+        raise spec.fail("resyncPeriodSeconds", f"must fit in 32 bits, not {resync}")
+    return resync
+
+
 def parse_composite_controller(obj: Mapping[str, Any]) -> CompositeController:
     """Validate a CompositeController object. Raises ``InvalidControllerError``."""
     top = Fields.of(obj, "", InvalidControllerError)
-    _check_type(top, names.COMPOSITE_CONTROLLER)
+    check_type(top, names.COMPOSITE_CONTROLLER)
     metadata = top.require_object("metadata")
     name = metadata.require_str("name")
     spec = top.require_object("spec")
     parent = spec.require_object("parentResource")
-    resync = spec.get_int("resyncPeriodSeconds")
-    if resync is not None and not -(_INT32_MAX + 1) <= resync <= _INT32_MAX:
-        raise spec.fail("resyncPeriodSeconds", f"must fit in 32 bits, not {resync}")
     return CompositeController(
         name=name,
         uid=metadata.get_str("uid") or "",
         parent=_parse_parent(parent),
-        children=_parse_children(spec),
-        hooks=_parse_composite_hooks(spec),
-        resync_period=resync,
+        children=parse_child_resources(spec, "childResources", "child"),
+        hooks=parse_hooks(spec, names.COMPOSITE_CONTROLLER),
+        resync_period=parse_resync_period(spec),
         generate_selector=bool(spec.get_bool("generateSelector")),
         endpoint_configs=parse_endpoint_configs(spec),
         raw=obj,

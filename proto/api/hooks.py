@@ -125,7 +125,8 @@ class CustomizeResponse:
     warnings: tuple[str, ...] = ()
 
 
-def _decode(body: bytes, shape: Struct, mode: ResponseMode) -> tuple[Fields, tuple[str, ...]]:
+def decode_fields(body: bytes, shape: Struct, mode: ResponseMode) -> tuple[Fields, tuple[str, ...]]:
+    """Decode ``body`` to ``shape``; strict mode fails on the problems loose mode returns."""
     decoded = decode(body, shape)
     if decoded.issues and mode is ResponseMode.STRICT:
         raise HookResponseError(
@@ -134,7 +135,8 @@ def _decode(body: bytes, shape: Struct, mode: ResponseMode) -> tuple[Fields, tup
     return Fields(decoded.value, "", HookResponseError), decoded.issues
 
 
-def _check_child(child: Any, path: str) -> dict[str, Any]:
+def check_child(child: Any, path: str) -> dict[str, Any]:
+    """A desired child (or attachment): an object with apiVersion, kind and metadata.name."""
     if not isinstance(child, dict):
         raise HookResponseError(f"{path}: a child must be an object, not {json_type(child)}")
     fields = Fields(child, path, HookResponseError)
@@ -148,10 +150,10 @@ def _check_child(child: Any, path: str) -> dict[str, Any]:
 
 def decode_sync_response(body: bytes, *, mode: ResponseMode) -> SyncResponse:
     """Parse a sync or finalize response body. Raises ``HookResponseError``."""
-    top, warnings = _decode(body, _SYNC_SHAPE, mode)
+    top, warnings = decode_fields(body, _SYNC_SHAPE, mode)
     status = top.get_raw_object("status")
     children = tuple(
-        _check_child(child, join("children", i)) for i, child in enumerate(top.get_list("children"))
+        check_child(child, join("children", i)) for i, child in enumerate(top.get_list("children"))
     )
     resync = top.get_number("resyncAfterSeconds")
     return SyncResponse(
@@ -167,7 +169,7 @@ def decode_customize_response(
     body: bytes, *, mode: ResponseMode, version: HookVersion, parent_namespace: str
 ) -> CustomizeResponse:
     """Parse a customize response body for one parent. Raises ``HookResponseError``."""
-    top, warnings = _decode(body, _CUSTOMIZE_SHAPE, mode)
+    top, warnings = decode_fields(body, _CUSTOMIZE_SHAPE, mode)
     rules = []
     for item in top.get_objects("relatedResources"):
         rule = parse_related_rule(item)
@@ -228,14 +230,16 @@ def desired_children(
     child_types: Iterable[ChildType],
     selector: Selector,
     generate_selector: bool,
+    declared_in: str = "childResources",
 ) -> tuple[DesiredChild, ...]:
     """Normalize and check the desired children of one parent, in the hook's order.
 
     ``children`` come from ``decode_sync_response`` and are normalized in place: the namespace
     of a namespaced child defaults to ``parent_namespace``, and with ``generate_selector`` the
     ``controller-uid`` label is set to ``parent_uid`` unless present. ``selector`` is the
-    parent's (the generated ``controller-uid`` one under ``generate_selector``). Raises
-    ``HookResponseError``.
+    parent's (the generated ``controller-uid`` one under ``generate_selector``).
+    ``declared_in`` names the field that declares the types (a DecoratorController's
+    ``attachments``) in messages. Raises ``HookResponseError``.
     """
     declared = {t.key: t for t in child_types}
     seen: set[tuple[TypeKey, str, str]] = set()
@@ -249,7 +253,7 @@ def desired_children(
             listed = ", ".join(sorted(t.group_key for t in declared)) or "none"
             raise HookResponseError(
                 f"desired child {key.kind} {name} has type {key.group_key}, which is not one of "
-                f"the controller's childResources ({listed})"
+                f"the controller's {declared_in} ({listed})"
             )
         namespace = ""
         if child_type.namespaced:

@@ -5,10 +5,10 @@ from typing import Any
 import orjson
 import pytest
 
+from manager.kinds.composite import CompositeView
 from manager.routing import Router
 from manager.snapshots import snapshot_of
 from manager.store import Cached, Store
-from manager.views import ControllerView
 from proto.api.controllers import parse_composite_controller
 from proto.kube.resources import Resource
 from proto.wire import ParentKey, Priority, slot_of
@@ -17,7 +17,7 @@ THINGS = Resource("example.com", "v1", "things", "Thing", True, subresources=("s
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 
 
-def controller(**spec: Any) -> ControllerView:
+def controller(**spec: Any) -> CompositeView:
     obj = {
         "apiVersion": "metacontroller.k8s.io/v1alpha1",
         "kind": "CompositeController",
@@ -29,7 +29,7 @@ def controller(**spec: Any) -> ControllerView:
             **spec,
         },
     }
-    return ControllerView(
+    return CompositeView(
         parse_composite_controller(obj), orjson.dumps(obj), "1", THINGS, (CONFIGMAPS,)
     )
 
@@ -72,7 +72,7 @@ def key(name: str, ns: str = "ns") -> ParentKey:
 
 
 class World:
-    def __init__(self, view: ControllerView) -> None:
+    def __init__(self, view: CompositeView) -> None:
         self.view = view
         self.stores = {"things": Store(), "configmaps": Store()}
         self.pushed: list[tuple[ParentKey, Priority]] = []
@@ -158,9 +158,7 @@ def test_label_selector_and_finalizer_decide_which_parents_are_handled() -> None
     )
     w.parent(kept)  # carries our finalizer: must still be finalized
     assert w.router.keys_of(range(1024)) == (key("p"),)
-    parent, _, _ = snapshot_of(
-        view, key("p"), stores=lambda r: w.stores.get(r.name), router=w.router
-    )
+    parent, _, _ = snapshot_of(view, key("p"), stores=lambda r: w.stores.get(r.name))
     assert parent == kept.raw
 
 
@@ -203,15 +201,11 @@ def test_snapshot_has_owned_children_and_matching_orphans_only() -> None:
         cached("elsewhere", ns="other", labels={"app": "a"}),
     ):
         w.stores["configmaps"].upsert(obj)
-    parent, children, related = snapshot_of(
-        view, key("p1"), stores=lambda r: w.stores.get(r.name), router=w.router
-    )
+    parent, children, related = snapshot_of(view, key("p1"), stores=lambda r: w.stores.get(r.name))
     assert parent is not None and related == {}
     names = [orjson.loads(raw)["metadata"]["name"] for raw in children["ConfigMap.v1"]]
     assert names == ["owned", "orphan"]
-    assert snapshot_of(
-        view, key("gone"), stores=lambda r: w.stores.get(r.name), router=w.router
-    ) == (None, {}, {})
+    assert snapshot_of(view, key("gone"), stores=lambda r: w.stores.get(r.name)) == (None, {}, {})
 
 
 def test_a_parent_without_a_usable_selector_claims_no_orphans() -> None:
@@ -222,9 +216,7 @@ def test_a_parent_without_a_usable_selector_claims_no_orphans() -> None:
     )
     w.stores["configmaps"].upsert(cached("orphan", labels={"app": "a"}))
     w.stores["configmaps"].upsert(cached("owned", owner="p1"))
-    _, children, _ = snapshot_of(
-        view, key("p1"), stores=lambda r: w.stores.get(r.name), router=w.router
-    )
+    _, children, _ = snapshot_of(view, key("p1"), stores=lambda r: w.stores.get(r.name))
     assert [orjson.loads(r)["metadata"]["name"] for r in children["ConfigMap.v1"]] == ["owned"]
 
 
@@ -232,18 +224,18 @@ def test_a_parent_without_a_usable_selector_claims_no_orphans() -> None:
 def test_keys_carry_the_namespace_only_for_namespaced_parents(scope: str) -> None:
     view = controller()
     if scope == "cluster":
-        view = ControllerView(
+        view = CompositeView(
             view.spec,
             view.raw,
             "1",
             Resource("example.com", "v1", "things", "Thing", False),
             (CONFIGMAPS,),
         )
-    assert view.key("ns", "p") == ParentKey(
+    assert view.key(THINGS, "ns", "p") == ParentKey(
         "CompositeController",
         "cc",
         "things.example.com",
         "ns" if scope == "namespaced" else "",
         "p",
     )
-    assert 0 <= slot_of(view.key("ns", "p")) < 1024
+    assert 0 <= slot_of(view.key(THINGS, "ns", "p")) < 1024

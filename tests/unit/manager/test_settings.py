@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from manager.settings import add_arguments, from_args, from_namespace
+from manager.settings import CoordinatorSettings, add_arguments, from_args, from_namespace
 from proto.curve import generate, server_keys
 
 
@@ -78,3 +78,21 @@ def test_timings_that_cannot_work_are_refused_before_anything_starts(flags: list
     add_arguments(parser)
     with pytest.raises(ValueError):
         from_namespace(parser.parse_args(["--insecure-worker-link", *flags]))
+
+
+def test_target_label_selector_is_validated_and_names_its_own_lease() -> None:
+    def parse(*flags: str) -> CoordinatorSettings:
+        return from_args(["--insecure-worker-link", *flags])
+
+    plain = parse()
+    assert plain.target_label_selector == "" and plain.leader_election_id == "metashard"
+    a = parse("--target-label-selector", "shard=a")
+    a_again = parse("--target-label-selector", "shard==a")  # the same selector
+    b = parse("--target-label-selector", "shard=b")
+    assert a.leader_election_id.startswith("metashard-")
+    assert a.leader_election_id == a_again.leader_election_id != b.leader_election_id
+    assert a.selector.matches({"shard": "a"}) and not a.selector.matches({"shard": "b"})
+    named = parse("--target-label-selector", "shard=a", "--leader-election-id", "mine")
+    assert named.leader_election_id == "mine"
+    with pytest.raises(SystemExit):
+        parse("--target-label-selector", "shard in (a")

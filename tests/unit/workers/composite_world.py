@@ -18,7 +18,7 @@ from loadtest.inmemory import MemoryCluster, ScriptedHooks
 from proto.hooks.client import HookEndpoint
 from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
-from workers.composite import CompositeReconciler
+from workers.kinds.composite.reconciler import CompositeReconciler
 from workers.reconciler import Outcome, ReconcileRequest
 
 THINGS = Resource("e2e.metashard.io", "v1", "things", "Thing", True, subresources=("status",))

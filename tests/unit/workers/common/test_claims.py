@@ -1,4 +1,4 @@
-"""workers.claims: Kubernetes' ClaimObject rules as Metacontroller applies them, and the
+"""workers.common.claims: Kubernetes' ClaimObject rules as Metacontroller applies them, and the
 ownerReference patches."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from proto.api.selectors import Selector, from_match_labels
-from workers.claims import Claimant, adoption_patch, claim, release_patch
-from workers.observed import Observed
+from workers.common.claims import Claimant, adoption_patch, claim, release_patch
+from workers.common.observed import Observed
 
 UID = "parent-uid"
 SELECTOR = from_match_labels({"app": "x"})

@@ -6,26 +6,26 @@ functions in their own modules, the writes happen here:
 
 1. No parent in the snapshot (deleted, or not selected by ``parentResource.labelSelector``),
    or a parent that is not selected and does not carry our finalizer: nothing to do.
-2. Our finalizer is added or removed (``workers.finalizer``).
+2. Our finalizer is added or removed (``workers.common.finalizer``).
 3. The children selector: ``controller-uid=<parent uid>`` under ``generateSelector``, else
    the parent's ``spec.selector``, which must not be empty.
-4. Children are claimed, adopted and released (``workers.claims``).
+4. Children are claimed, adopted and released (``workers.common.claims``).
 5. The sync hook is called, or the finalize hook (``finalizing: true``) for a parent being
    deleted or unselected. The request embeds the snapshot's raw JSON
-   (``workers.syncrequest``). The hook's TLS material and credentials come resolved in the
-   definition (``ControllerDef.connections``); the parent's key is the ETag cache key.
+   (``workers.common.syncrequest``). The hook's TLS material and credentials come resolved in
+   the definition (``ControllerDef.connections``); the parent's key is the ETag cache key.
 6. The response is decoded and its children checked (``proto.api.hooks``): namespaces
    defaulted, ``controller-uid`` added, types declared, labels matched by the selector.
 7. ``finalized: true`` from the finalize hook removes our finalizer.
-8. Children are created, updated and deleted (``workers.children``) while the parent is alive,
-   or being deleted under our finalizer without a garbage-collector finalizer.
-9. The status (``workers.status``) is PUT to ``/status`` only when it differs, with the
+8. Children are created, updated and deleted (``workers.common.children``) while the parent is
+   alive, or being deleted under our finalizer without a garbage-collector finalizer.
+9. The status (``workers.common.status``) is PUT to ``/status`` only when it differs, with the
    snapshot's resourceVersion as the precondition; NotFound and Conflict are let go (the
    parent is gone, or changed and will be synced again).
 10. Child write errors fail the sync after the status write; ``resyncAfterSeconds`` becomes
     ``Outcome.requeue_after``.
 
-Failures raise ``workers.sync_errors`` errors: a ``SyncFailure`` also emits a ``SyncError``
+Failures raise ``workers.common.sync_errors`` errors: a ``SyncFailure`` also emits a ``SyncError``
 Warning event on the parent. A malformed hook response, a hook that times out, refuses the
 connection or answers an error status fails before anything is written. A 429 raises
 ``RequeueAfter`` with the hook's ``Retry-After`` delay. Every successful write is reported to
@@ -46,64 +46,37 @@ Differences from Metacontroller, on purpose:
 - A parent that the finalizer removal let go (deleting, no finalizer left) gets no status
   write: it no longer exists.
 - ``RollingRecreate`` and ``RollingInPlace`` act like ``Recreate`` and ``InPlace``: all
-  children are updated at once, and no ControllerRevisions are kept.
+  children are updated at once, and no ControllerRevisions are kept (the coordinator warns
+  about it when it loads the controller, ``proto.api.unsupported``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
 from proto.api import names
 from proto.api.controllers import HookName, UpdateMethod, parse_composite_controller
-from proto.api.endpoints import Connection, decode_connections
 from proto.api.errors import HookResponseError
 from proto.api.hooks import ChildType, DesiredChild, SyncResponse, decode_sync_response
 from proto.api.hooks import desired_children as check_children
 from proto.api.objectmap import TypeKey
 from proto.api.selectors import Selector, SelectorError, from_label_selector, from_match_labels
-from proto.hooks.client import HookEndpoint
-from proto.hooks.errors import HookError, HookRetryAfter
 from proto.kube import errors
-from proto.kube.resources import Resource, split_api_version
 from proto.logs import get_logger
-from proto.wire import ControllerDef, ResourceInfo
-from workers import children, finalizer, status, syncrequest
+from proto.wire import ControllerDef
 from workers.apply import ControllerRef
-from workers.claims import Claimant, adoption_patch, claim, release_patch
-from workers.observed import Observed
-from workers.reconciler import Outcome, ReconcileRequest, RequeueAfter
-from workers.sync_errors import StaleSnapshot, SyncFailure
-from workers.writer import Writer
+from workers.common import children, finalizer, status, syncrequest
+from workers.common.claims import Claimant, adoption_patch, claim, release_patch
+from workers.common.hookcall import Events, HookCaller, Hooks, resource_of
+from workers.common.observed import Observed
+from workers.common.patches import describe, guarded_patch, set_finalizers, sync_finalizer
+from workers.common.sync_errors import SyncFailure
+from workers.common.writer import Writer
+from workers.reconciler import Outcome, ReconcileRequest
 
 log = get_logger("metashard.composite")
-
-_MAX_WARNED = 100  # distinct loose-decoding problems logged per controller
-
-
-class Hooks(Protocol):
-    """``proto.hooks.client.HookClient`` conforms."""
-
-    async def call(
-        self, endpoint: HookEndpoint, body: bytes, *, cache_key: Hashable | None = None
-    ) -> bytes:
-        """``cache_key`` (the parent's key) lets the hook's ETag cache serve a 304."""
-        ...
-
-
-class Events(Protocol):
-    """``proto.kube.events.EventRecorder`` conforms."""
-
-    def emit(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None: ...
-
-
-def resource_of(info: ResourceInfo) -> Resource:
-    group, version = split_api_version(info.api_version)
-    return Resource(
-        group, version, info.resource, info.kind, info.namespaced, subresources=info.subresources
-    )
 
 
 class CompositeReconciler:
@@ -126,11 +99,10 @@ class CompositeReconciler:
             )
         self._spec = spec
         self._writer = writer
-        self._hooks = hooks
         self._events = events
         self._controller = definition.object
         self._parent = resource_of(parent)
-        self._parent_group_resource = parent.group_resource
+        self._parent_target = children.Target(self._parent, parent.group_resource)
         targets: dict[TypeKey, children.Target] = {}
         self._methods: dict[TypeKey, UpdateMethod] = {}
         self._child_types: list[ChildType] = []
@@ -141,25 +113,13 @@ class CompositeReconciler:
             self._child_types.append(ChildType(info.api_version, info.kind, info.namespaced))
         self._targets = targets
         self._child_writer = children.ChildWriter(writer, targets)
-        self._warned: set[str] = set()
-        connections = decode_connections(definition.connections)
-        self._endpoints = {
-            name: HookEndpoint(
-                name,
-                hook.webhook,
-                names.COMPOSITE_CONTROLLER,
-                spec.name,
-                connections.get(name.value) or Connection(),
-            )
-            for name in (HookName.SYNC, HookName.FINALIZE)
-            if (hook := spec.hooks.get(name)) is not None
-        }
-        if spec.rolling:
-            log.warning(
-                "rolling update methods act like Recreate and InPlace here: children are "
-                "updated all at once, without ControllerRevisions",
-                controller=spec.name,
-            )
+        self._hooks = HookCaller(
+            hooks,
+            controller_type=names.COMPOSITE_CONTROLLER,
+            controller_name=spec.name,
+            defined={HookName.SYNC: spec.hooks.sync, HookName.FINALIZE: spec.hooks.finalize},
+            connections=definition.connections,
+        )
 
     async def reconcile(self, request: ReconcileRequest) -> Outcome:
         raw = request.snapshot.parent
@@ -178,23 +138,26 @@ class CompositeReconciler:
         spec = self._spec
         ours = spec.finalizer
         metadata = parent["metadata"]
-        deleting = metadata.get("deletionTimestamp") is not None
-        finalizers = finalizer.finalizers_of(metadata)
         selected = spec.parent.label_selector.matches(metadata.get("labels"))
-        if not selected and ours not in finalizers:
-            return Outcome()
         has_finalize = spec.hooks.finalize is not None
-        step = finalizer.change(wanted=has_finalize, present=ours in finalizers, deleting=deleting)
-        if step is not finalizer.Change.NONE:
-            updated = await self._set_finalizers(
-                request, parent, finalizer.updated(finalizers, ours, step)
-            )
-            if updated is None:
-                return Outcome()
-            parent, raw = updated, orjson.dumps(updated)
-            finalizers = finalizer.finalizers_of(parent["metadata"])
-            if not selected and ours not in finalizers:
-                return Outcome()
+        current = await sync_finalizer(
+            self._writer,
+            self._parent_target,
+            parent,
+            raw,
+            name=ours,
+            wanted=has_finalize,
+            selected=selected,
+            request=request,
+        )
+        if current is None:
+            return Outcome()
+        parent, raw, finalizers, deleting = (
+            current.obj,
+            current.raw,
+            current.finalizers,
+            current.deleting,
+        )
 
         uid = metadata.get("uid") or ""
         namespace = (metadata.get("namespace") or "") if self._parent.namespaced else ""
@@ -244,10 +207,7 @@ class CompositeReconciler:
     # --- steps --------------------------------------------------------------------------
 
     def _describe(self, parent: dict[str, Any]) -> str:
-        metadata = parent["metadata"]
-        namespace = metadata.get("namespace")
-        where = f"{namespace}/{metadata.get('name')}" if namespace else metadata.get("name")
-        return f"{self._parent.kind} {where}"
+        return describe(self._parent.kind, parent)
 
     def _selector(self, parent: dict[str, Any], uid: str) -> Selector:
         if self._spec.generate_selector:
@@ -272,24 +232,7 @@ class CompositeReconciler:
         self, request: ReconcileRequest, parent: dict[str, Any], wanted: list[str]
     ) -> dict[str, Any] | None:
         """The parent with ``wanted`` as its finalizers; ``None`` when it is gone."""
-        metadata = parent["metadata"]
-        try:
-            answer = await self._writer.patch(
-                self._parent,
-                metadata["name"],
-                finalizer.finalizers_patch(metadata, wanted),
-                namespace=metadata.get("namespace") or None,
-            )
-        except errors.NotFound:
-            return None
-        except errors.Conflict as err:
-            raise StaleSnapshot(
-                f"can't sync finalizer for {self._describe(parent)}: {err}"
-            ) from None
-        except errors.KubeError as err:
-            raise SyncFailure(f"can't sync finalizer for {self._describe(parent)}: {err}") from None
-        request.wrote(self._parent_group_resource, answer)
-        return answer
+        return await set_finalizers(self._writer, self._parent_target, parent, wanted, request)
 
     async def _claim(
         self, request: ReconcileRequest, claimant: Claimant, parent: dict[str, Any]
@@ -328,21 +271,16 @@ class CompositeReconciler:
         what: str,
         problems: list[str],
     ) -> dict[str, Any] | None:
-        """Patch ``child`` under its resourceVersion; the answer, ``None`` if not written."""
-        try:
-            answer = await self._writer.patch(
-                target.resource, child.name, patch, namespace=child.namespace or None
-            )
-        except errors.NotFound:
-            return None
-        except errors.Conflict as err:
-            raise StaleSnapshot(f"can't {what}: {err}") from None
-        except errors.KubeError as err:
-            problems.append(f"can't {what}: {err}")
-            return None
-        log.info(what, controller=self._spec.name)
-        request.wrote(target.group_resource, answer)
-        return answer
+        return await guarded_patch(
+            self._writer,
+            target,
+            child,
+            patch,
+            what=what,
+            request=request,
+            problems=problems,
+            controller=self._spec.name,
+        )
 
     def _owner(self, parent: dict[str, Any], uid: str) -> ControllerRef:
         return ControllerRef(
@@ -362,40 +300,26 @@ class CompositeReconciler:
         finalizing: bool,
     ) -> SyncResponse:
         name = HookName.FINALIZE if finalizing else HookName.SYNC
-        endpoint = self._endpoints[name]
-        hook = self._spec.hooks.get(name)
-        assert hook is not None
-        version = hook.version
-        related = {
-            group: [Observed.decode(r) for r in raws]
-            for group, raws in request.snapshot.related.items()
-        }
+        children, related = syncrequest.maps(
+            self._hooks.hook(name).version,
+            parent_namespace=namespace,
+            observed=observed,
+            related=request.snapshot.related,
+        )
         body = syncrequest.encode(
             controller=self._controller,
             parent=raw,
-            children=syncrequest.object_map(
-                version,
-                parent_namespace=namespace,
-                groups={t.group_key: found for t, found in observed.items()},
-            ),
-            related=syncrequest.object_map(version, parent_namespace=namespace, groups=related),
+            children=children,
+            related=related,
             finalizing=finalizing,
         )
-        failed = f"{name.value} hook failed for {self._describe(parent)}"
-        try:
-            answer = await self._hooks.call(endpoint, body, cache_key=request.key)
-            response = decode_sync_response(answer, mode=hook.response_mode)
-        except HookRetryAfter as err:
-            raise RequeueAfter(err.delay, str(err)) from None
-        except (HookError, HookResponseError) as err:
-            raise SyncFailure(f"{failed}: {err}") from None
-        for warning in response.warnings:
-            if warning not in self._warned and len(self._warned) < _MAX_WARNED:
-                self._warned.add(warning)
-                log.warning(
-                    "loose decoding of a hook answer", controller=self._spec.name, problem=warning
-                )
-        return response
+        return await self._hooks.call(
+            name,
+            body,
+            decode=lambda answer, mode: decode_sync_response(answer, mode=mode),
+            failed=f"{name.value} hook failed for {self._describe(parent)}",
+            cache_key=request.key,
+        )
 
     async def _manage(
         self,
@@ -435,4 +359,4 @@ class CompositeReconciler:
             return
         except errors.KubeError as err:
             raise SyncFailure(f"can't update status for {self._describe(parent)}: {err}") from None
-        request.wrote(self._parent_group_resource, answer)
+        request.wrote(self._parent_target.group_resource, answer)

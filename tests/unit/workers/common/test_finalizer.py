@@ -1,11 +1,11 @@
-"""workers.finalizer: Metacontroller's finalizer manager and ShouldFinalize rules."""
+"""workers.common.finalizer: Metacontroller's finalizer manager and ShouldFinalize rules."""
 
 from __future__ import annotations
 
 import pytest
 
-from workers import finalizer
-from workers.finalizer import Change
+from workers.common import finalizer
+from workers.common.finalizer import Change
 
 NAME = "metacontroller.io/compositecontroller-cc"
 

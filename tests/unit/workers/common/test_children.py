@@ -1,5 +1,5 @@
-"""workers.children: the plan of child writes per update strategy, and the writes with the API
-errors Metacontroller lets go."""
+"""workers.common.children: the plan of child writes per update strategy, and the writes with
+the API errors Metacontroller lets go."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from proto.api.objectmap import TypeKey
 from proto.kube import errors
 from proto.kube.resources import Resource
 from workers.apply import LAST_APPLIED_ANNOTATION, ControllerRef, apply_update, create_body
-from workers.children import Action, ChildWriter, Plan, Target, Write, plan
-from workers.observed import Observed
+from workers.common.children import Action, ChildWriter, Plan, Target, Write, plan
+from workers.common.observed import Observed
 
 CM = TypeKey("v1", "ConfigMap")
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)

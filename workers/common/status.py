@@ -1,9 +1,10 @@
-"""The parent status a CompositeController writes. Pure.
+"""The parent status a controller writes. Pure.
 
-- ``desired(hook_status, generation)``: the hook's status replaces the parent's whole
-  ``.status``; ``null`` or absent becomes ``{}``; ``observedGeneration`` is always set to the
-  parent's ``metadata.generation`` (0 when absent, as Go's ``GetGeneration``), overriding what
-  the hook said.
+- ``desired(hook_status, generation)``, for CompositeControllers: the hook's status replaces
+  the parent's whole ``.status``; ``null`` or absent becomes ``{}``; ``observedGeneration``
+  is always set to the parent's ``metadata.generation`` (0 when absent, as Go's
+  ``GetGeneration``), overriding what the hook said. A DecoratorController writes the hook's
+  status as it is, and only when it is not null.
 - ``changed(parent, status)``: the write happens only when the parent's current status
   differs, by Go's ``reflect.DeepEqual`` (``workers.apply.deep_equal``: 3 is not 3.0, a
   missing status differs from ``{}``), so an unchanged parent costs no API call.

@@ -44,7 +44,7 @@ from typing import Any
 import orjson
 
 from proto.api import gojson
-from workers.apply_errors import InvalidObjectError
+from workers.apply.errors import InvalidObjectError
 
 __all__ = ["deep_equal", "merge", "merge_recorded"]
 

@@ -42,8 +42,8 @@ from proto.kube import errors
 from proto.kube.resources import Resource
 from proto.logs import get_logger
 from workers.apply import ApplyError, ControllerRef, apply_update, create_body
-from workers.observed import Observed
-from workers.writer import Writer
+from workers.common.observed import Observed
+from workers.common.writer import Writer
 
 log = get_logger("metashard.children")
 

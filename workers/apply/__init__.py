@@ -1,7 +1,7 @@
 """Metacontroller's dynamic apply of children: the update check and the create body.
 
 A hook returns partial children. To update one, Metacontroller merges the desired object into
-the observed one (``workers.merge``), using the previously applied desired object, kept as Go
+the observed one (``workers.apply.merge``), using the previously applied desired object, kept as Go
 JSON in the ``metacontroller.k8s.io/last-applied-configuration`` annotation, to know which
 fields it owns. This module reproduces ``ApplyUpdate`` and the create path of Metacontroller
 v4.17 as pure functions over JSON-decoded values.
@@ -38,8 +38,8 @@ from typing import Any
 
 from proto.api import gojson
 from proto.api.names import LAST_APPLIED_ANNOTATION
-from workers.apply_errors import ApplyError, InvalidObjectError, LastAppliedError
-from workers.merge import deep_equal, merge, merge_recorded
+from workers.apply.errors import ApplyError, InvalidObjectError, LastAppliedError
+from workers.apply.merge import deep_equal, merge, merge_recorded
 
 __all__ = [
     "LAST_APPLIED_ANNOTATION",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 
 class ApplyError(ValueError):
-    """Base of the errors raised by ``workers.apply`` and ``workers.merge``."""
+    """Base of the errors raised by ``workers.apply`` and ``workers.apply.merge``."""
 
 
 class LastAppliedError(ApplyError):

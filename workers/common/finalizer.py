@@ -1,8 +1,10 @@
-"""The CompositeController finalizer on parents: when to add, remove, finalize. Pure.
+"""A controller's finalizer on its parents: when to add, remove, finalize. Pure.
 
-The finalizer is ``metacontroller.io/compositecontroller-<name>``; it exists so that the
-finalize hook gets a chance to clean up before a parent goes away. Metacontroller's rules
-(``finalizer.Manager`` and ``syncParentObject``):
+The finalizer is ``metacontroller.io/compositecontroller-<name>`` for a CompositeController
+and ``metacontroller.io/decoratorcontroller-<name>`` for a DecoratorController (on its
+targets); it exists so that the finalize hook gets a chance to clean up before a parent goes
+away. Metacontroller's rules, the same for both kinds (``finalizer.Manager`` and
+``syncParentObject``):
 
 - ``change``: the finalizer is wanted exactly when the controller has a finalize hook. It is
   added when missing, but never to a parent already being deleted (we may have removed it

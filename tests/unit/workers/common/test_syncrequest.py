@@ -1,4 +1,4 @@
-"""workers.syncrequest: object maps of raw objects (v1/v2 keys) and the encoded request."""
+"""workers.common.syncrequest: object maps of raw objects (v1/v2 keys) and the encoded request."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from proto.api.controllers import HookVersion
 from proto.api.objectmap import TypeKey, build_object_map
-from workers.observed import Observed
-from workers.syncrequest import encode, object_map
+from workers.common.observed import Observed
+from workers.common.syncrequest import encode, object_map
 
 
 def obj(name: str, namespace: str = "") -> Observed:

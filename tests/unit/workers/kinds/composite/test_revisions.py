@@ -1,4 +1,4 @@
-"""workers.revisions against Metacontroller's ControllerRevision names."""
+"""workers.kinds.composite.revisions against Metacontroller's ControllerRevision names."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from proto.api import gojson
 from tests.jsonvalues import strict
-from workers.revisions import revision_name
+from workers.kinds.composite.revisions import revision_name
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proto.api.selectors import Selector
-from workers.observed import Observed
+from workers.common.observed import Observed
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,11 @@ finalizer change) is passed as its new raw JSON.
 ``object_map(version, parent_namespace=..., groups=...)`` keys each group's objects as hooks
 of that version expect (``proto.api.objectmap.object_key``): v2 ``namespace/name``; v1
 relative to the parent, dropping objects a namespaced parent cannot see. Every group passed
-in appears, empty or not.
+in appears, empty or not. ``maps(...)`` builds both maps of a request: the observed children
+(a DecoratorController's attachments) and the snapshot's related objects.
+
+``fragment(raw)`` embeds raw JSON in a request body built elsewhere (a DecoratorController's
+request has other field names: ``proto.api.decorator.sync_request``).
 """
 
 from __future__ import annotations
@@ -21,8 +25,8 @@ import orjson
 
 from proto.api.controllers import HookVersion
 from proto.api.hooks import sync_request
-from proto.api.objectmap import ObjectMap, object_key
-from workers.observed import Observed
+from proto.api.objectmap import ObjectMap, TypeKey, object_key
+from workers.common.observed import Observed
 
 
 def object_map(
@@ -41,6 +45,28 @@ def object_map(
     return result
 
 
+def maps(
+    version: HookVersion,
+    *,
+    parent_namespace: str,
+    observed: Mapping[TypeKey, Iterable[Observed]],
+    related: Mapping[str, Iterable[bytes]],
+) -> tuple[ObjectMap, ObjectMap]:
+    """(children, related) object maps of one request."""
+    children = object_map(
+        version,
+        parent_namespace=parent_namespace,
+        groups={t.group_key: found for t, found in observed.items()},
+    )
+    decoded = {group: [Observed.decode(r) for r in raws] for group, raws in related.items()}
+    return children, object_map(version, parent_namespace=parent_namespace, groups=decoded)
+
+
+def fragment(raw: bytes) -> Mapping[str, Any]:
+    """``raw`` JSON, embedded as it is when the body is encoded with orjson."""
+    return cast(Mapping[str, Any], orjson.Fragment(raw))
+
+
 def encode(
     *,
     controller: bytes,
@@ -50,8 +76,8 @@ def encode(
     finalizing: bool,
 ) -> bytes:
     body = sync_request(
-        controller=cast(Mapping[str, Any], orjson.Fragment(controller)),
-        parent=cast(Mapping[str, Any], orjson.Fragment(parent)),
+        controller=fragment(controller),
+        parent=fragment(parent),
         children=children,
         related=related,
         finalizing=finalizing,

@@ -1,4 +1,5 @@
-"""workers.composite: whole syncs of a parent against an in-memory cluster and a scripted hook.
+"""workers.kinds.composite.reconciler: whole syncs of a parent against an in-memory cluster
+and a scripted hook.
 
 Each test drives ``CompositeReconciler`` through ``composite_world.World`` and checks the
 writes it made (verb, resource, object), the hook requests, events and outcomes.
@@ -28,9 +29,9 @@ from tests.unit.workers.composite_world import (
     owner,
 )
 from workers.apply import LAST_APPLIED_ANNOTATION
-from workers.composite import CompositeReconciler
+from workers.common.sync_errors import StaleSnapshot, SyncFailure
+from workers.kinds.composite.reconciler import CompositeReconciler
 from workers.reconciler import Outcome, RequeueAfter
-from workers.sync_errors import StaleSnapshot, SyncFailure
 
 pytestmark = pytest.mark.asyncio
 

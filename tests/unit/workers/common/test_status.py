@@ -1,4 +1,4 @@
-"""workers.status: the hook's status plus observedGeneration, written only on change."""
+"""workers.common.status: the hook's status plus observedGeneration, written only on change."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 
 from tests.jsonvalues import json_values
-from workers import status
+from workers.common import status
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,51 @@
+"""The controller kinds the coordinator hosts, one module (or package) each, found by looking.
+
+Every module of ``manager.kinds`` is a kind: it exposes ``KIND``, a ``Kind``. ``registry()``
+imports them all once; adding a kind is adding its module, nothing else.
+
+A ``Kind`` says which objects define its controllers (``resource``, the plural of its
+``metacontroller.k8s.io`` CRD) and turns one such object into a ``manager.views.
+ControllerView`` (``view``), resolving its resources through discovery, or raises
+``manager.views.Unusable`` saying why it cannot run.
+
+Kinds import ``manager.views`` and ``manager.store`` and never each other (import-linter).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from typing import Any, Protocol
+
+from manager.store import Cached
+from manager.views import ControllerView
+from proto.kube.resources import Discovery
+from proto.wire import ControllerKind
+
+
+class Kind(Protocol):
+    @property
+    def kind(self) -> ControllerKind: ...
+    @property
+    def resource(self) -> str:
+        """The plural of the kind's CRD in ``metacontroller.k8s.io`` (``compositecontrollers``)."""
+        ...
+
+    async def view(
+        self, obj: dict[str, Any], cached: Cached, discovery: Discovery
+    ) -> ControllerView:
+        """The view of controller object ``obj``; raises ``Unusable``."""
+        ...
+
+
+@functools.cache
+def registry() -> tuple[Kind, ...]:
+    """Every kind in ``manager.kinds``, in module name order."""
+    found: list[Kind] = []
+    for module in sorted(pkgutil.iter_modules(__path__, f"{__name__}."), key=lambda m: m.name):
+        found.append(importlib.import_module(module.name).KIND)
+    kinds = [k.kind for k in found]
+    if len(set(kinds)) != len(kinds):
+        raise RuntimeError(f"two modules implement the same kind: {kinds}")
+    return tuple(found)

@@ -1,0 +1,180 @@
+"""CompositeControllers on the coordinator: one parent resource, children claimed by selector.
+
+- Watches the parent resource and every child resource.
+- A parent is handled when ``parentResource.labelSelector`` selects it or it still carries
+  the controller's finalizer (it must be finalized). ``ignoreStatusChanges`` drops updates
+  that change neither generation, labels nor deletion.
+- A child maps to the parent its controller ownerReference names (same group and kind as the
+  parent type). An orphan maps to every parent in scope whose children selector matches it:
+  the parents of its namespace for a namespaced parent type, all parents otherwise.
+- A snapshot's children of one type: those whose controller ownerReference is the parent's
+  uid (in the parent's namespace when it is namespaced), then the orphans in scope the
+  parent's selector matches: what Metacontroller claims, adopts and releases from.
+- The children selector is ``controller-uid=<uid>`` under ``generateSelector``, else the
+  parent's ``spec.selector`` (``Selector.nothing()`` when unusable), decoded once per parent
+  version (a bounded cache).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, ClassVar
+
+import orjson
+
+from manager.store import Cached, Store
+from manager.views import (
+    ControllerView,
+    SpecView,
+    Unusable,
+    group_resource,
+    resolve_all,
+    resource_info,
+)
+from proto.api import names
+from proto.api.controllers import CompositeController, group_of, parse_composite_controller
+from proto.api.errors import InvalidControllerError
+from proto.api.selectors import Selector, SelectorError, from_label_selector, from_match_labels
+from proto.kube.resources import Discovery, Resource
+from proto.wire import ControllerDef, ControllerKind, ParentKey
+
+_SELECTOR_CACHE = 4096
+
+
+@dataclass(frozen=True, eq=False)
+class CompositeView(SpecView[CompositeController]):
+    spec: CompositeController
+    raw: bytes  # the controller object as the API server sent it
+    resource_version: str
+    parent: Resource
+    children: tuple[Resource, ...]
+    connections: bytes = field(default=b"", repr=False)
+    """Each hook's resolved TLS material and credentials (``proto.api.endpoints``)."""
+    _selectors: OrderedDict[tuple[str, str], Selector] = field(
+        default_factory=OrderedDict, repr=False
+    )
+
+    kind: ClassVar[ControllerKind] = ControllerKind.COMPOSITE
+
+    @property
+    def parents(self) -> tuple[Resource, ...]:
+        return (self.parent,)
+
+    @cached_property
+    def parent_group_resource(self) -> str:
+        return group_resource(self.parent)
+
+    @cached_property
+    def definition(self) -> ControllerDef:
+        return ControllerDef(
+            kind=self.kind,
+            name=self.spec.name,
+            uid=self.spec.uid,
+            resource_version=self.resource_version,
+            object=self.raw,
+            resources=(resource_info(self.parent), *(resource_info(c) for c in self.children)),
+            connections=self.connections,
+        )
+
+    def key(self, resource: Resource, namespace: str, name: str) -> ParentKey:
+        return ParentKey(
+            self.kind.value,
+            self.spec.name,
+            self.parent_group_resource,
+            namespace if self.parent.namespaced else "",
+            name,
+        )
+
+    def parent_resource(self, key: ParentKey) -> Resource | None:
+        return self.parent if key.resource == self.parent_group_resource else None
+
+    def handles(self, resource: Resource, parent: Cached) -> bool:
+        return (
+            self.spec.parent.label_selector.matches(parent.labels)
+            or self.spec.finalizer in parent.finalizers
+        )
+
+    def ignores_update(self, resource: Resource, old: Cached, new: Cached) -> bool:
+        return (
+            self.spec.parent.ignore_status_changes
+            and old.generation == new.generation
+            and old.labels == new.labels
+            and old.deleting == new.deleting
+        )
+
+    def owner_key(self, child: Cached) -> ParentKey | None:
+        ref = child.owner
+        if ref is None or ref.kind != self.parent.kind:
+            return None
+        if group_of(ref.api_version) != self.parent.group:
+            return None
+        return self.key(self.parent, child.namespace, ref.name)
+
+    def may_adopt(self, orphan: Cached) -> bool:
+        return True
+
+    def adopts(self, parent: Cached, orphan: Cached) -> bool:
+        return self.children_selector(parent).matches(orphan.labels)
+
+    def children_of(self, parent: Cached, resource: Resource, store: Store) -> tuple[bytes, ...]:
+        namespace = parent.namespace if self.parent.namespaced else None
+        owned = store.owned_by(parent.uid)
+        if namespace is not None:
+            owned = [c for c in owned if c.namespace == namespace]
+        selector = self.children_selector(parent)
+        orphans = [c for c in store.select(selector, namespace=namespace) if c.owner is None]
+        return tuple(c.raw for c in owned) + tuple(c.raw for c in orphans)
+
+    def children_selector(self, parent: Cached) -> Selector:
+        """The selector that claims children for ``parent``, cached per parent version."""
+        cache_key = (parent.uid, parent.resource_version)
+        selector = self._selectors.get(cache_key)
+        if selector is not None:
+            self._selectors.move_to_end(cache_key)
+            return selector
+        selector = self._selector(parent)
+        self._selectors[cache_key] = selector
+        if len(self._selectors) > _SELECTOR_CACHE:
+            self._selectors.popitem(last=False)
+        return selector
+
+    def _selector(self, parent: Cached) -> Selector:
+        if self.spec.generate_selector:
+            return from_match_labels({names.CONTROLLER_UID_LABEL: parent.uid})
+        try:
+            obj: dict[str, Any] = orjson.loads(parent.raw)
+            return from_label_selector((obj.get("spec") or {}).get("selector"))
+        except (SelectorError, orjson.JSONDecodeError, AttributeError):
+            return Selector.nothing()
+
+
+class _Composite:
+    kind = ControllerKind.COMPOSITE
+    resource = names.COMPOSITE_CONTROLLERS
+
+    async def view(
+        self, obj: dict[str, Any], cached: Cached, discovery: Discovery
+    ) -> ControllerView:
+        try:
+            spec = parse_composite_controller(obj)
+        except InvalidControllerError as e:
+            raise Unusable(names.REASON_CREATE_ERROR, f"invalid CompositeController: {e}") from e
+        parent, *children = await resolve_all(
+            discovery,
+            [
+                (spec.parent.api_version, spec.parent.resource),
+                *((c.api_version, c.resource) for c in spec.children),
+            ],
+        )
+        if "status" not in parent.subresources:
+            raise Unusable(
+                names.REASON_SYNC_ERROR,
+                f"parent resource {spec.parent.resource}.{parent.group or 'core'} "
+                f"{parent.version} must have the status subresource enabled",
+            )
+        return CompositeView(spec, cached.raw, cached.resource_version, parent, tuple(children))
+
+
+KIND = _Composite()

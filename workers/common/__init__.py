@@ -1,0 +1,5 @@
+"""What every controller kind's reconciler shares: claims and adoption, children plans and
+their writes, finalizers, status, hook calls and their requests, events, observed objects.
+
+This package imports no controller kind (``workers.kinds``); the kinds import it.
+"""

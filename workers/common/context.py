@@ -1,0 +1,30 @@
+"""What a reconciler may use, shared by every controller of one worker process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+
+from proto.hooks.client import HookClient
+from proto.http1 import HttpClient
+from proto.kube.client import Client
+from proto.kube.events import EventRecorder
+from workers.common.writer import Writer
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerContext:
+    """What a reconciler may use: the worker's identity, API client (writes go through
+    ``writer``), HTTP client, metrics, the webhook client (hook metrics on ``registry``; its
+    calls, like the writes, are refused once the worker is out of contact with the
+    coordinator) and the event recorder (component ``metacontroller``), all shared by every
+    controller of the process."""
+
+    worker_id: str
+    client: Client  # reads
+    writer: Writer  # writes: refused while the worker is out of contact (workers.fencing)
+    http: HttpClient
+    registry: CollectorRegistry
+    hooks: HookClient
+    events: EventRecorder

@@ -1,0 +1,16 @@
+"""The CompositeController kind on the workers: its reconciler and ControllerRevision names."""
+
+from __future__ import annotations
+
+from proto.wire import ControllerDef, ControllerKind
+from workers.common.context import WorkerContext
+from workers.kinds.composite.reconciler import CompositeReconciler
+from workers.reconciler import Reconciler
+
+KIND = ControllerKind.COMPOSITE
+
+
+def build(definition: ControllerDef, context: WorkerContext) -> Reconciler:
+    return CompositeReconciler(
+        definition, writer=context.writer, hooks=context.hooks, events=context.events
+    )

@@ -1,0 +1,16 @@
+"""The DecoratorController kind on the workers: its reconciler."""
+
+from __future__ import annotations
+
+from proto.wire import ControllerDef, ControllerKind
+from workers.common.context import WorkerContext
+from workers.kinds.decorator.reconciler import DecoratorReconciler
+from workers.reconciler import Reconciler
+
+KIND = ControllerKind.DECORATOR
+
+
+def build(definition: ControllerDef, context: WorkerContext) -> Reconciler:
+    return DecoratorReconciler(
+        definition, writer=context.writer, hooks=context.hooks, events=context.events
+    )
