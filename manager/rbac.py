@@ -31,6 +31,9 @@ What each use of a resource is granted, and why (the calls are in the modules na
   (rolling update methods act like Recreate and InPlace, see ``workers.kinds.composite``).
 - **events** (core group): ``create``, ``patch`` (``proto.kube.events``), in every namespace a
   parent lives in, and ``default`` for cluster-scoped objects.
+- **Secrets and ConfigMaps a webhook names** (``caBundle``, ``clientTLS``, ``authorization``,
+  ``basicAuth``, in the hooks or ``spec.endpointConfigs``): ``get``, limited to those names
+  with ``resourceNames`` (``manager.hookrefs`` reads each one by name, never a list).
 
 The coordinator's Lease is namespaced: ``leader_election_rules()`` gives the Role for it
 (``get``, ``create``, ``update``: ``manager.leaselock``).
@@ -45,6 +48,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from proto.api import names
+from proto.api.controllers import parse_composite_controller
+from proto.api.decorator import parse_decorator_controller
+from proto.api.endpoints import RefKind, object_refs
 from proto.api.errors import InvalidControllerError
 from proto.api.fields import Fields
 from proto.kube.resources import Resource, split_api_version
@@ -135,6 +141,8 @@ class ControllerResources:
     children: tuple[GroupResource, ...]
     customize: bool
     """It has a customize hook: its related resources are known only at run time."""
+    referenced: tuple[tuple[str, str], ...] = ()
+    """(``secrets`` or ``configmaps``, name) its webhooks read."""
 
     def __str__(self) -> str:
         return f"{self.kind} {self.name}"
@@ -177,10 +185,21 @@ def controller_resources(obj: Mapping[str, Any], resolve: Resolve) -> Controller
             parents=tuple(resolved(f) for f in parent_fields),
             children=tuple(resolved(f) for f in spec.get_objects(child_key)),
             customize=hooks is not None and hooks.get_object("customize") is not None,
+            referenced=_referenced(obj),
         )
     except (InvalidControllerError, RbacError) as err:
         what = f"{kind or 'object'} {(obj.get('metadata') or {}).get('name') or '(unnamed)'}"
         raise RbacError(f"{what}: {err}") from None
+
+
+def _referenced(obj: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(``secrets``/``configmaps``, name) of every object the webhooks of ``obj`` read."""
+    if obj.get("kind") == names.COMPOSITE_CONTROLLER:
+        settings = parse_composite_controller(obj).connection_settings()
+    else:
+        settings = parse_decorator_controller(obj).connection_settings()
+    plural = {RefKind.SECRET: "secrets", RefKind.CONFIG_MAP: "configmaps"}
+    return tuple(sorted({(plural[r.kind], r.name) for r in object_refs(settings.values())}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,13 +209,17 @@ class Rule:
     api_groups: tuple[str, ...]
     resources: tuple[str, ...]
     verbs: tuple[str, ...]
+    resource_names: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, list[str]]:
-        return {
+        rule = {
             "apiGroups": list(self.api_groups),
             "resources": list(self.resources),
             "verbs": list(self.verbs),
         }
+        if self.resource_names:
+            rule["resourceNames"] = list(self.resource_names)
+        return rule
 
 
 def _merge(grants: Iterable[tuple[GroupResource, Sequence[str]]]) -> list[Rule]:
@@ -231,7 +254,8 @@ def cluster_role_rules(
         (GroupResource(names.GROUP, names.DECORATOR_CONTROLLERS), CONTROLLER_VERBS),
         (GroupResource("", "events"), EVENT_VERBS),
     ]
-    for controller in controllers:
+    controllers_seen = list(controllers)
+    for controller in controllers_seen:
         decorator = controller.kind == names.DECORATOR_CONTROLLER
         for parent in controller.parents:
             grants.append((parent, DECORATOR_PARENT_VERBS if decorator else PARENT_VERBS))
@@ -239,7 +263,16 @@ def cluster_role_rules(
             grants.append((parent.sub("finalizers"), FINALIZERS_VERBS))
         grants += [(child, CHILD_VERBS) for child in controller.children]
     grants += [(resource, RELATED_VERBS) for resource in related]
-    return _merge(grants)
+    rules = _merge(grants)
+    named: dict[str, set[str]] = {}
+    for controller in controllers_seen:
+        for plural, name in controller.referenced:
+            named.setdefault(plural, set()).add(name)
+    rules += [
+        Rule(("",), (plural,), ("get",), tuple(sorted(names_)))
+        for plural, names_ in sorted(named.items())
+    ]
+    return rules
 
 
 def leader_election_rules() -> list[Rule]:

@@ -379,3 +379,32 @@ def test_bad_related_and_conflicting_sources_are_usage_errors(tmp_path: Path) ->
     with pytest.raises(SystemExit) as err:
         main([str(tmp_path), "--kubeconfig", "k"])
     assert err.value.code == 2
+
+
+def test_secrets_and_configmaps_named_by_webhooks_are_granted_get_by_name() -> None:
+    tls = {
+        "url": "https://h/sync",
+        "caBundle": {"configMapRef": {"name": "hook-ca", "namespace": "hooks"}},
+        "authorization": {"secretRef": {"name": "hook-token", "namespace": "hooks", "key": "t"}},
+    }
+    obj = composite("c", ("example.com/v1", "greetings"), ("v1", "configmaps"))
+    obj["spec"]["hooks"]["sync"]["webhook"] = tls
+    obj["spec"]["endpointConfigs"] = [
+        {"host": "other", "clientTLS": {"secretRef": {"name": "client", "namespace": "hooks"}}}
+    ]
+    rules = rules_for(obj)
+    assert {
+        "apiGroups": [""],
+        "resources": ["configmaps"],
+        "verbs": ["get"],
+        "resourceNames": ["hook-ca"],
+    } in rules
+    assert {
+        "apiGroups": [""],
+        "resources": ["secrets"],
+        "verbs": ["get"],
+        "resourceNames": ["hook-token"],
+    } in rules
+    # The endpoint config applies to no webhook (this one sets its own credentials): its
+    # Secret is not read, so not granted. Nothing else about Secrets, never a list or watch.
+    assert all("secrets" not in r["resources"] or r.get("resourceNames") for r in rules)
