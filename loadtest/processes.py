@@ -2,7 +2,7 @@
 
 Used by the end-to-end tests, the benchmarks and the demo. ``Processes`` starts each role
 with the same command line ``metashard coordinator`` / ``metashard worker`` runs (as
-``python -m``), a free metrics port each, logs in a work directory, and stops (SIGTERM) or
+``python -m``), a free port each for metrics and probes, logs in a work directory, and stops (SIGTERM) or
 kills (SIGKILL) them; ``Proc.metric`` reads one sample of a process's ``/metrics``.
 ``HEARTBEAT``/``WORKER_TIMEOUT`` are short timings for tests; ``Processes(fast=False)``
 keeps the production defaults.
@@ -101,6 +101,8 @@ class Processes:
                 "-m",
                 *argv,
                 "--metrics-address",
+                f"127.0.0.1:{port}",
+                "--health-probe-bind-address",
                 f"127.0.0.1:{port}",
                 "--kubeconfig",
                 self.kubeconfig,

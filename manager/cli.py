@@ -2,9 +2,12 @@
 
 - ``metashard coordinator [flags]``: the coordinator (``manager.settings`` lists the flags).
 - ``metashard worker --coordinator ENDPOINT [flags]``: one worker (``workers.settings``).
-- ``metashard run --workers N [coordinator flags] [--concurrency C]``: the coordinator in
-  this process and N workers as child processes, over a local ipc socket unless ``--bind``
-  says otherwise (``manager.supervisor``).
+- ``metashard run --processes N [coordinator flags] [--workers/--concurrency C]``: the
+  coordinator in this process and N workers as child processes, over a local ipc socket
+  unless ``--bind`` says otherwise (``manager.supervisor``); one metrics endpoint for all.
+- Every command takes all of Metacontroller's flags (``proto.flags``). Configuration is
+  checked before anything starts (``manager.preflight``); a failure is one line and exit
+  code 2 (``proto.startup``), with its traceback only at ``--log-level debug``.
 - ``metashard cluster [flags]``: the embedded cluster, a Kubernetes API-server emulator.
 
 Roles in other packages (the worker, the embedded cluster) run as their own processes
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -26,11 +30,20 @@ from typing import NoReturn
 
 import uvloop
 
+from manager import preflight
 from manager.app import Coordinator
-from manager.settings import CoordinatorSettings, add_arguments, from_args, from_namespace
-from manager.supervisor import Supervisor, worker_spec
+from manager.settings import (
+    CoordinatorSettings,
+    add_arguments,
+    from_args,
+    from_namespace,
+    validate,
+)
+from manager.supervisor import Supervisor, WorkerSpec, worker_id, worker_spec
 from proto import logs
-from proto.ops import parse_address
+from proto.flags import DEFAULT_CONCURRENCY, Parser, log_notices, typed
+from proto.ops import Peer, parse_address
+from proto.startup import guard
 
 Handler = Callable[[list[str]], int]
 
@@ -51,36 +64,85 @@ async def _until_signalled(main: Callable[[asyncio.Event], Awaitable[None]]) -> 
 def _coordinator(argv: list[str]) -> int:
     settings = from_args(argv)
     logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
-    uvloop.run(_until_signalled(Coordinator(settings).run))
-    return 0
+    log_notices(settings.notices)
+
+    def start() -> int:
+        preflight.check_cluster_config(settings.kubeconfig)
+        preflight.check_endpoints(metrics=settings.metrics_address, health=settings.health_address)
+        if not settings.leader_election:
+            preflight.check_bind(settings.bind)
+        uvloop.run(_until_signalled(Coordinator(settings).run))
+        return 0
+
+    return guard("metashard coordinator", start, debug=settings.log_level == "debug")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"must be at least 1, got {text}")
+    return value
 
 
 def _run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="metashard run", description="The coordinator plus N local worker processes."
     )
     add_arguments(parser)
-    parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
-    parser.add_argument("--concurrency", type=int, default=16, help="reconciles per worker")
+    parser.add_argument(
+        "--processes", type=typed(_positive), default=2, help="worker processes (default 2)"
+    )
     parser.add_argument(
         "--reconciler", help="MODULE:CALLABLE for the workers (see metashard worker)"
     )
     parser.set_defaults(bind=None)
     args = parser.parse_args(argv)
-    if args.workers < 1:
-        parser.error("--workers must be at least 1")
-    if args.bind is None:
-        args.bind = f"ipc://{tempfile.gettempdir()}/metashard-{os.getpid()}.sock"
-    settings = from_namespace(args)
-    logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
-    uvloop.run(_until_signalled(lambda stop: _run_all(settings, args, stop)))
-    return 0
+    validate(parser, args)
+    # The worker link's ipc socket and the workers' metrics sockets live in a private
+    # directory (mode 0700), removed on every exit.
+    sockets = tempfile.mkdtemp(prefix=f"metashard-{os.getpid()}-")
+    try:
+        if args.bind is None:
+            args.bind = f"ipc://{sockets}/link.sock"
+        peers = [
+            Peer(worker_id(i), os.path.join(sockets, f"w{i}.metrics.sock"))
+            for i in range(args.processes)
+        ]
+        metrics = parse_address(args.metrics_address) is not None
+        settings = from_namespace(args, role="run", peers=peers if metrics else ())
+        logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
+        log_notices(settings.notices)
+        specs = [
+            worker_spec(
+                index=i,
+                endpoint=settings.bind.replace("0.0.0.0", "127.0.0.1"),
+                metrics_socket=peer.socket if metrics else None,
+                extra=_worker_flags(settings, args),
+            )
+            for i, peer in enumerate(peers)
+        ]
+
+        def start() -> int:
+            preflight.check_cluster_config(settings.kubeconfig)
+            preflight.check_endpoints(
+                metrics=settings.metrics_address, health=settings.health_address
+            )
+            if not settings.leader_election:
+                preflight.check_bind(settings.bind)
+            if args.reconciler:
+                preflight.check_reconciler(args.reconciler)
+            uvloop.run(_until_signalled(lambda stop: _run_all(settings, specs, stop)))
+            return 0
+
+        return guard("metashard run", start, debug=settings.log_level == "debug")
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
 
 
 def _worker_flags(settings: CoordinatorSettings, args: argparse.Namespace) -> list[str]:
-    flags = ["--concurrency", str(args.concurrency), "--log-format", settings.log_format]
-    flags += ["--log-level", settings.log_level, "--client-go-qps", str(settings.qps)]
-    flags += ["--client-go-burst", str(settings.burst)]
+    flags = ["--concurrency", str(args.concurrency or DEFAULT_CONCURRENCY)]
+    flags += ["--log-format", settings.log_format, "--log-level", settings.log_level]
+    flags += ["--client-go-qps", str(settings.qps), "--client-go-burst", str(settings.burst)]
     if settings.kubeconfig:
         flags += ["--kubeconfig", settings.kubeconfig]
     if args.reconciler:
@@ -89,26 +151,20 @@ def _worker_flags(settings: CoordinatorSettings, args: argparse.Namespace) -> li
 
 
 async def _run_all(
-    settings: CoordinatorSettings, args: argparse.Namespace, stop: asyncio.Event
+    settings: CoordinatorSettings, specs: list[WorkerSpec], stop: asyncio.Event
 ) -> None:
-    coordinator = Coordinator(settings)
-    bind = parse_address(settings.metrics_address)
-    endpoint = settings.bind.replace("0.0.0.0", "127.0.0.1")
-    specs = [
-        worker_spec(
-            index=i,
-            endpoint=endpoint,
-            metrics_port=None if bind is None or bind[1] == 0 else bind[1] + 1 + i,
-            extra=_worker_flags(settings, args),
-        )
-        for i in range(args.workers)
-    ]
+    """The coordinator and the supervised workers until ``stop``, or until either fails:
+    then the other is stopped too and the failure raised."""
+    coordinator = asyncio.create_task(Coordinator(settings).run(stop), name="coordinator")
     supervisor = asyncio.create_task(Supervisor(specs).run(), name="supervisor")
-    try:
-        await coordinator.run(stop)
-    finally:
-        supervisor.cancel()
-        await asyncio.gather(supervisor, return_exceptions=True)
+    await asyncio.wait({coordinator, supervisor}, return_when=asyncio.FIRST_COMPLETED)
+    if supervisor.done():
+        stop.set()
+        await asyncio.gather(coordinator, return_exceptions=True)
+        supervisor.result()
+    supervisor.cancel()
+    await asyncio.gather(supervisor, return_exceptions=True)
+    coordinator.result()
 
 
 SUBCOMMANDS: dict[str, tuple[str, Handler]] = {

@@ -34,7 +34,7 @@ from proto.api import names
 from proto.api.controllers import parse_composite_controller
 from proto.api.errors import InvalidControllerError
 from proto.clock import SYSTEM_CLOCK, Clock
-from proto.kube.errors import KubeError, ResourceNotFound
+from proto.kube.errors import KubeError, ResourceNotFound, TransportError
 from proto.kube.events import NORMAL, WARNING, EventRecorder
 from proto.kube.resources import Discovery, Resource
 from proto.logs import get_logger
@@ -42,6 +42,14 @@ from proto.logs import get_logger
 log = get_logger("metashard.controllers")
 
 OnChange = Callable[[dict[str, ControllerView], set[str]], Awaitable[None]]
+
+
+def _why(error: KubeError) -> str:
+    if isinstance(error, ResourceNotFound):
+        return "is the CRD installed?"
+    if isinstance(error, TransportError):
+        return "the API server is unreachable"
+    return "discovery failed"
 
 
 class _Unusable(Exception):
@@ -101,13 +109,13 @@ class Controllers:
                     names.API_VERSION, resource=names.COMPOSITE_CONTROLLERS
                 )
                 break
-            except (ResourceNotFound, KubeError) as e:
+            except KubeError as e:
                 log.error(
-                    "cannot watch CompositeControllers: is the CRD installed?",
+                    f"cannot watch CompositeControllers: {_why(e)}",
                     error=str(e),
                     retry_in=self._retry_interval,
                 )
-                await self._clock.sleep(self._retry_interval)
+            await self._clock.sleep(self._retry_interval)
         informer = self._informers.acquire(resource)
         informer.add_handler(lambda *_: self._changed.set())
         self._source = informer

@@ -1,5 +1,10 @@
 """The coordinator's settings: parsed once from flags (Metacontroller's names where they
-exist) and environment, then passed down."""
+exist, ``proto.flags``) and environment, then passed down.
+
+``from_args`` parses ``metashard coordinator``'s flags; ``add_arguments``/``from_namespace``
+let ``metashard run`` add its own. ``notices`` are the warnings about flags given that have no
+effect here; the entry point logs them.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,8 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from proto.api.duration import parse_seconds
-from proto.api.errors import DurationError
-from proto.flags import add_common, burst
+from proto.flags import Parser, Role, add_common, common, duration, typed
+from proto.ops import Peer
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +23,7 @@ class CoordinatorSettings:
     qps: float = 0.0
     burst: int = 0
     metrics_address: str = ":9999"
+    health_address: str = ":8081"
     leader_election: bool = False
     leader_election_namespace: str | None = None
     leader_election_id: str = "metashard"
@@ -31,21 +36,9 @@ class CoordinatorSettings:
     worker_timeout: float = 5.0
     log_format: str = "auto"
     log_level: str = "info"
-
-
-def _duration(text: str) -> float:
-    try:
-        return parse_seconds(text)
-    except DurationError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
-def _bool(text: str) -> bool:
-    if text.lower() in ("true", "1", "yes"):
-        return True
-    if text.lower() in ("false", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    # The local processes whose metrics the coordinator also serves (``metashard run``).
+    metrics_peers: tuple[Peer, ...] = ()
+    notices: tuple[str, ...] = ()
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -54,68 +47,56 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--bind", default="tcp://0.0.0.0:7070", help="ZeroMQ endpoint workers connect to"
     )
     add_common(p)
-    p.add_argument("--leader-election", type=_bool, nargs="?", const=True, default=False)
-    p.add_argument(
-        "--leader-election-namespace",
-        help="namespace of the Lease (default: this pod's, or the kubeconfig context's)",
-    )
-    p.add_argument("--leader-election-id", default="metashard", help="name of the Lease")
-    p.add_argument(
-        "--leader-election-lease-duration", dest="lease_duration", type=_duration, default=15.0
-    )
-    p.add_argument(
-        "--leader-election-renew-deadline", dest="renew_deadline", type=_duration, default=10.0
-    )
-    p.add_argument(
-        "--leader-election-retry-period", dest="retry_period", type=_duration, default=2.0
-    )
-    p.add_argument(
-        "--discovery-interval",
-        type=_duration,
-        default=30.0,
-        help="how often unresolved controllers are retried (Go duration)",
-    )
-    p.add_argument(
-        "--cache-flush-interval",
-        type=_duration,
-        default=1800.0,
-        help="every parent is reconciled again this often, at low priority (Go duration)",
-    )
-    p.add_argument("--heartbeat-interval", type=_duration, default=1.0)
+    p.add_argument("--heartbeat-interval", type=typed(duration), default=1.0)
     p.add_argument(
         "--worker-timeout",
-        type=_duration,
+        type=typed(duration),
         default=5.0,
         help="a worker silent this long loses its slots",
     )
 
 
-def from_namespace(args: argparse.Namespace) -> CoordinatorSettings:
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+def from_namespace(
+    args: argparse.Namespace, *, role: Role = "coordinator", peers: Sequence[Peer] = ()
+) -> CoordinatorSettings:
+    shared = common(args, role=role)
     return CoordinatorSettings(
         bind=args.bind,
-        kubeconfig=args.kubeconfig,
-        qps=args.qps,
-        burst=burst(args),
-        metrics_address=args.metrics_address,
+        kubeconfig=shared.kubeconfig,
+        qps=shared.qps,
+        burst=shared.burst,
+        metrics_address=shared.metrics_address,
+        health_address=shared.health_address,
         leader_election=args.leader_election,
         leader_election_namespace=args.leader_election_namespace,
-        leader_election_id=args.leader_election_id,
-        lease_duration=args.lease_duration,
-        renew_deadline=args.renew_deadline,
-        retry_period=args.retry_period,
-        discovery_interval=args.discovery_interval,
-        cache_flush_interval=args.cache_flush_interval,
+        leader_election_id=args.leader_election_id or "metashard",
+        lease_duration=_or(args.lease_duration, 15.0),
+        renew_deadline=_or(args.renew_deadline, 10.0),
+        retry_period=_or(args.retry_period, 2.0),
+        discovery_interval=_or(args.discovery_interval, 30.0),
+        cache_flush_interval=_or(args.cache_flush_interval, 1800.0),
         heartbeat_interval=args.heartbeat_interval,
         worker_timeout=args.worker_timeout,
-        log_format=args.log_format,
-        log_level=args.log_level,
+        log_format=shared.log_format,
+        log_level=shared.log_level,
+        metrics_peers=tuple(peers),
+        notices=shared.notices,
     )
 
 
-def from_args(argv: Sequence[str]) -> CoordinatorSettings:
-    parser = argparse.ArgumentParser(prog="metashard coordinator")
-    add_arguments(parser)
-    args = parser.parse_args(list(argv))
+def validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Cross-flag checks (exit 2 through ``parser.error``)."""
     if args.worker_timeout < 3 * args.heartbeat_interval:
         parser.error("--worker-timeout must be at least 3 x --heartbeat-interval")
+
+
+def from_args(argv: Sequence[str]) -> CoordinatorSettings:
+    parser = Parser(prog="metashard coordinator")
+    add_arguments(parser)
+    args = parser.parse_args(list(argv))
+    validate(parser, args)
     return from_namespace(args)
