@@ -13,7 +13,8 @@ operator scrapes one endpoint. The coordinator reads each worker's exposition (t
 - ``<up_name>{label=<id>}`` is 1 for each worker whose exposition was read and 0 for one that
   did not answer, so a missing worker is visible rather than silently absent.
 - ``*_created`` samples of counters, histograms and summaries are dropped everywhere
-  (``without_created``): they double the series count and nothing here reads them.
+  (``without_created``, and in what the workers send): they double the series count and
+  nothing here reads them.
 """
 
 from __future__ import annotations
@@ -47,9 +48,12 @@ def _parse(text: str | None) -> list[Metric] | None:
     if text is None:
         return None
     try:
-        return list(text_string_to_metric_families(text))
+        families = list(text_string_to_metric_families(text))
     except ValueError:
         return None
+    # Text format 0.0.4 has no _created samples: they arrive as gauges of their own.
+    bases = {f.name for f in families if f.type in _CREATED_TYPES}
+    return [f for f in families if not (f.name.endswith("_created") and f.name[:-8] in bases)]
 
 
 def _relabel(sample: Sample, label: str, value: str) -> Sample:

@@ -8,8 +8,8 @@
 - ``GET /healthz`` and ``GET /readyz`` on the health-probe address
   (``--health-probe-bind-address``, Metacontroller's default ``:8081``): ``/healthz`` is 200
   ``ok`` while the event loop answers (liveness); ``/readyz`` is 200 ``ok`` when ``ready()``
-  says so, else 503 with the reason it gives. When both addresses are the same, one server
-  answers all three paths.
+  says so, else 503 with the reason it gives. When both addresses are the same (even
+  ``host:0``), one server answers all three paths.
 - Addresses take Metacontroller's forms: ``:9999`` (all interfaces), ``host:port`` (port
   0-65535; 0 picks a free port, ``metrics_port``/``health_port`` tell), ``0`` or empty to
   disable; and ``unix:PATH``, a Unix socket (what ``metashard run`` gives its workers; the

@@ -17,3 +17,27 @@ def test_identity_and_endpoint_from_flags_or_environment() -> None:
 def test_missing_or_bad_values_are_refused(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         from_args(argv, {})
+
+
+def test_metacontroller_flags_reach_the_worker_settings() -> None:
+    s = from_args(
+        [
+            "--coordinator=tcp://c:7070",
+            "--workers=5",
+            "--zap-devel",
+            "--health-probe-bind-address=:8081",
+            "--discovery-interval=20s",
+        ],
+        {},
+    )
+    assert (s.concurrency, s.log_level, s.log_format) == (5, "debug", "console")
+    assert s.health_address == ":8081" and s.metrics_address == ":9999"
+    assert s.notices == (
+        "--discovery-interval has no effect on a worker (the coordinator acts on it)",
+    )
+
+
+@pytest.mark.parametrize("endpoint", ["c:7070", "tcp://c", "http://c:7070", "tcp://c:port"])
+def test_a_coordinator_endpoint_zeromq_cannot_connect_to_is_refused(endpoint: str) -> None:
+    with pytest.raises(SystemExit):
+        from_args(["--coordinator", endpoint], {})
