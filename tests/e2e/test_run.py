@@ -11,25 +11,15 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
 import pytest
 
-from loadtest.processes import REPO, Processes, free_port
+from loadtest.processes import REPO, Processes
 from tests.e2e.harness import eventually
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def busy_port() -> Iterator[int]:
-    """A loopback port some other program listens on."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        yield s.getsockname()[1]
 
 
 def metashard(*argv: str, env: dict[str, str] | None = None, timeout: float = 45) -> str:
@@ -99,15 +89,9 @@ def test_a_clean_exit_leaves_no_socket_file(cluster: str, tmp_path: Path) -> Non
 
 
 def test_an_unreachable_api_server_is_said_and_keeps_the_coordinator_unready(
-    tmp_path: Path,
+    tmp_path: Path, offline_kubeconfig: str
 ) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{free_port()}'}}}}]\n"
-        "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\n"
-    )
-    procs = Processes(kubeconfig=str(kubeconfig), workdir=tmp_path)
+    procs = Processes(kubeconfig=offline_kubeconfig, workdir=tmp_path)
     try:
         coordinator = procs.coordinator()
 

@@ -1,10 +1,8 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,16 +17,6 @@ def test_version_and_help() -> None:
     usage = subprocess.run([sys.executable, "-m", "manager.cli"], capture_output=True, text=True)
     assert usage.returncode == 2
     assert "usage: metashard" in usage.stdout
-
-
-def _kubeconfig(tmp_path: Path, server: str = "http://127.0.0.1:1") -> str:
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        f"clusters: [{{name: c, cluster: {{server: '{server}'}}}}]\n"
-        "contexts: [{name: c, context: {cluster: c, user: u}}]\nusers: [{name: u, user: {}}]\n"
-    )
-    return str(path)
 
 
 def _refused(argv: list[str], env: dict[str, str] | None = None) -> str:
@@ -47,23 +35,15 @@ def _refused(argv: list[str], env: dict[str, str] | None = None) -> str:
     return errors[0]
 
 
-@pytest.fixture
-def busy_port() -> Iterator[int]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        yield s.getsockname()[1]
-
-
 @pytest.mark.parametrize("command", ["coordinator", "worker --coordinator tcp://127.0.0.1:1"])
 def test_configuration_failures_are_one_line_and_exit_2(
-    command: str, tmp_path: Path, busy_port: int
+    command: str, tmp_path: Path, busy_port: int, offline_kubeconfig: str
 ) -> None:
     argv = command.split()
     ports = ["--metrics-address", "127.0.0.1:0", "--health-probe-bind-address", "0"]
     bad_yaml = tmp_path / "bad.yaml"
     bad_yaml.write_text("clusters: [unclosed\n")
-    good = _kubeconfig(tmp_path)
+    good = offline_kubeconfig
     cases = [
         (["--kubeconfig", str(tmp_path / "missing")], "no such file"),
         (["--kubeconfig", str(bad_yaml)], f"kubeconfig {bad_yaml}:"),
@@ -78,12 +58,14 @@ def test_configuration_failures_are_one_line_and_exit_2(
     assert "no cluster configuration found" in _refused([*argv, *ports], env=home)
 
 
-def test_a_coordinator_refuses_a_worker_socket_in_use(tmp_path: Path, busy_port: int) -> None:
+def test_a_coordinator_refuses_a_worker_socket_in_use(
+    busy_port: int, offline_kubeconfig: str
+) -> None:
     line = _refused(
         [
             "coordinator",
             "--kubeconfig",
-            _kubeconfig(tmp_path),
+            offline_kubeconfig,
             "--health-probe-bind-address",
             "0",
             "--metrics-address",
