@@ -41,10 +41,21 @@ class CoordinatorSettings:
     notices: tuple[str, ...] = ()
 
 
+def _endpoint(text: str) -> str:
+    """The form of a ZeroMQ endpoint to bind; whether it can be bound is checked at start
+    (``manager.preflight.check_bind``)."""
+    if not text.startswith(("tcp://", "ipc://")) or len(text) < 7:
+        raise ValueError(f"{text!r}: expected tcp://HOST:PORT or ipc://PATH")
+    return text
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The coordinator's flags (shared by ``metashard coordinator`` and ``metashard run``)."""
     p.add_argument(
-        "--bind", default="tcp://0.0.0.0:7070", help="ZeroMQ endpoint workers connect to"
+        "--bind",
+        type=typed(_endpoint),
+        default="tcp://0.0.0.0:7070",
+        help="ZeroMQ endpoint workers connect to (tcp://HOST:PORT or ipc://PATH)",
     )
     add_common(p)
     p.add_argument("--heartbeat-interval", type=typed(duration), default=1.0)

@@ -112,3 +112,8 @@ def test_metacontrollers_chart_arguments_are_accepted_by_both_roles(tmp_path: Pa
         # They parse: what fails is the kubeconfig, after them.
         assert "no such file" in _refused([*command, *chart, *missing])
     assert "unrecognized arguments: --no-such-flag" in _refused(["run", "--no-such-flag"])
+
+
+def test_run_checks_the_timings_too() -> None:
+    line = _refused(["run", "--heartbeat-interval", "1s", "--worker-timeout", "2s"])
+    assert "--worker-timeout must be at least 3 x --heartbeat-interval" in line

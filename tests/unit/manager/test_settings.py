@@ -37,7 +37,14 @@ def test_go_durations_and_flags() -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [["--discovery-interval", "soon"], ["--worker-timeout", "1s"], ["--client-go-qps", "-1"]],
+    [
+        ["--discovery-interval", "soon"],
+        ["--worker-timeout", "1s"],
+        ["--client-go-qps", "-1"],
+        ["--bind", "0.0.0.0:7070"],
+        ["--bind", "tcp://"],
+        ["--leader-election", "--bind", "http://x:1"],
+    ],
 )
 def test_bad_values_are_refused(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
