@@ -41,7 +41,7 @@ from manager.settings import (
 )
 from manager.supervisor import Supervisor, WorkerSpec, worker_id, worker_spec
 from proto import logs
-from proto.flags import DEFAULT_CONCURRENCY, Parser, log_notices, typed
+from proto.flags import DEFAULT_CONCURRENCY, Parser, log_notices, positive_int, typed
 from proto.ops import Peer, parse_address
 from proto.startup import guard
 
@@ -67,21 +67,11 @@ def _coordinator(argv: list[str]) -> int:
     log_notices(settings.notices)
 
     def start() -> int:
-        preflight.check_cluster_config(settings.kubeconfig)
-        preflight.check_endpoints(metrics=settings.metrics_address, health=settings.health_address)
-        if not settings.leader_election:
-            preflight.check_bind(settings.bind)
+        preflight.check_coordinator(settings)
         uvloop.run(_until_signalled(Coordinator(settings).run))
         return 0
 
     return guard("metashard coordinator", start, debug=settings.log_level == "debug")
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(f"must be at least 1, got {text}")
-    return value
 
 
 def _run(argv: list[str]) -> int:
@@ -90,7 +80,7 @@ def _run(argv: list[str]) -> int:
     )
     add_arguments(parser)
     parser.add_argument(
-        "--processes", type=typed(_positive), default=2, help="worker processes (default 2)"
+        "--processes", type=typed(positive_int), default=2, help="worker processes (default 2)"
     )
     parser.add_argument(
         "--reconciler", help="MODULE:CALLABLE for the workers (see metashard worker)"
@@ -115,7 +105,7 @@ def _run(argv: list[str]) -> int:
         specs = [
             worker_spec(
                 index=i,
-                endpoint=settings.bind.replace("0.0.0.0", "127.0.0.1"),
+                endpoint=_local(settings.bind),
                 metrics_socket=peer.socket if metrics else None,
                 extra=_worker_flags(settings, args),
             )
@@ -123,12 +113,7 @@ def _run(argv: list[str]) -> int:
         ]
 
         def start() -> int:
-            preflight.check_cluster_config(settings.kubeconfig)
-            preflight.check_endpoints(
-                metrics=settings.metrics_address, health=settings.health_address
-            )
-            if not settings.leader_election:
-                preflight.check_bind(settings.bind)
+            preflight.check_coordinator(settings)
             if args.reconciler:
                 preflight.check_reconciler(args.reconciler)
             uvloop.run(_until_signalled(lambda stop: _run_all(settings, specs, stop)))
@@ -137,6 +122,11 @@ def _run(argv: list[str]) -> int:
         return guard("metashard run", start, debug=settings.log_level == "debug")
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
+
+
+def _local(bind: str) -> str:
+    """Where a local worker connects to reach the endpoint the coordinator binds."""
+    return bind.replace("://0.0.0.0:", "://127.0.0.1:").replace("://*:", "://127.0.0.1:")
 
 
 def _worker_flags(settings: CoordinatorSettings, args: argparse.Namespace) -> list[str]:

@@ -12,7 +12,8 @@ one line and exit code 2 (``proto.startup``) instead of starting workers that cr
   workers`` sees it; the coordinator never imports the worker code). Whether the callable
   exists is the worker's to say: it exits 2 and ``metashard run`` stops.
 
-Each raises ``StartupError`` (or ``ConfigError``) with a message naming the flag.
+``check_coordinator`` runs the first three. Each raises ``StartupError`` (or
+``ConfigError``) with a message naming the flag.
 """
 
 from __future__ import annotations
@@ -23,9 +24,19 @@ import sys
 
 import zmq
 
+from manager.settings import CoordinatorSettings
 from proto.kube.config import load_config
 from proto.ops import check_bindable, parse_address
 from proto.startup import StartupError
+
+
+def check_coordinator(settings: CoordinatorSettings) -> None:
+    """Everything a coordinator needs before it starts (the worker socket unless it waits
+    for leadership)."""
+    check_cluster_config(settings.kubeconfig)
+    check_endpoints(metrics=settings.metrics_address, health=settings.health_address)
+    if not settings.leader_election:
+        check_bind(settings.bind)
 
 
 def check_cluster_config(kubeconfig: str | None) -> None:

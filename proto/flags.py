@@ -121,7 +121,7 @@ def _non_negative(kind: Callable[[str], float]) -> Callable[[str], float]:
     return parse
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise ValueError(f"must be at least 1, got {text}")
@@ -163,7 +163,7 @@ def add_common(p: argparse.ArgumentParser) -> None:
         "--concurrency",
         "--workers",
         dest="concurrency",
-        type=typed(_positive_int),
+        type=typed(positive_int),
         help=f"reconciles a worker process runs at once (default {DEFAULT_CONCURRENCY}); "
         "--workers is Metacontroller's name",
     )
