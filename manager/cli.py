@@ -42,7 +42,7 @@ from manager.settings import (
 from manager.supervisor import Supervisor, WorkerSpec, worker_id, worker_spec
 from proto import logs
 from proto.flags import DEFAULT_CONCURRENCY, Parser, log_notices, positive_int, typed
-from proto.ops import Peer, parse_address
+from proto.ops import Peer, UnixAddress, check_bindable, parse_address
 from proto.startup import guard
 
 Handler = Callable[[list[str]], int]
@@ -114,6 +114,8 @@ def _run(argv: list[str]) -> int:
 
         def start() -> int:
             preflight.check_coordinator(settings)
+            for peer in settings.metrics_peers:
+                check_bindable(UnixAddress(peer.socket), what="a worker's metrics socket")
             if args.reconciler:
                 preflight.check_reconciler(args.reconciler)
             uvloop.run(_until_signalled(lambda stop: _run_all(settings, specs, stop)))

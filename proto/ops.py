@@ -43,6 +43,7 @@ Readiness = Callable[[], str | None]
 PEER_TIMEOUT = 5.0  # seconds to wait for one worker's exposition
 PEER_LABEL = "worker"
 PEER_UP = "metashard_worker_scrape_up"
+UNIX_PATH_MAX = 103  # sun_path holds 104 bytes on macOS, 108 on Linux, with the final NUL
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +109,11 @@ def check_bindable(address: Address | None, *, what: str) -> None:
         folder = os.path.dirname(address.path) or "."
         if not os.path.isdir(folder):
             raise StartupError(f"{what} {address}: no such directory {folder}")
+        if len(os.fsencode(address.path)) > UNIX_PATH_MAX:
+            raise StartupError(
+                f"{what} {address}: a Unix socket path is limited to {UNIX_PATH_MAX} bytes "
+                "(use a shorter TMPDIR)"
+            )
 
 
 class OpsServer:

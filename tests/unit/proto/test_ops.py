@@ -51,6 +51,14 @@ def test_a_port_in_use_is_found_before_starting() -> None:
     check_bindable(TcpAddress("127.0.0.1", 0), what="--metrics-address")
 
 
+def test_a_unix_socket_needs_its_directory_and_a_short_path(tmp_path: Path) -> None:
+    check_bindable(UnixAddress(str(tmp_path / "m.sock")), what="m")
+    with pytest.raises(StartupError, match="no such directory"):
+        check_bindable(UnixAddress(str(tmp_path / "no" / "m.sock")), what="m")
+    with pytest.raises(StartupError, match="limited to 103 bytes"):
+        check_bindable(UnixAddress(str(tmp_path / ("x" * 120))), what="m")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
