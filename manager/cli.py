@@ -95,8 +95,7 @@ def _run(argv: list[str]) -> int:
         if args.bind is None:
             args.bind = f"ipc://{sockets}/link.sock"
         peers = [
-            Peer(worker_id(i), os.path.join(sockets, f"w{i}.metrics.sock"))
-            for i in range(args.processes)
+            Peer(worker_id(i), os.path.join(sockets, f"w{i}.sock")) for i in range(args.processes)
         ]
         metrics = parse_address(args.metrics_address) is not None
         settings = from_namespace(args, role="run", peers=peers if metrics else ())

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import os
 import socket
+import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -43,7 +44,8 @@ Readiness = Callable[[], str | None]
 PEER_TIMEOUT = 5.0  # seconds to wait for one worker's exposition
 PEER_LABEL = "worker"
 PEER_UP = "metashard_worker_scrape_up"
-UNIX_PATH_MAX = 103  # sun_path holds 104 bytes on macOS, 108 on Linux, with the final NUL
+# sun_path holds 108 bytes on Linux, 104 on macOS and the BSDs, with the final NUL.
+UNIX_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from proto.ops import (
+    UNIX_PATH_MAX,
     OpsServer,
     Peer,
     TcpAddress,
@@ -55,7 +56,7 @@ def test_a_unix_socket_needs_its_directory_and_a_short_path(tmp_path: Path) -> N
     check_bindable(UnixAddress(str(tmp_path / "m.sock")), what="m")
     with pytest.raises(StartupError, match="no such directory"):
         check_bindable(UnixAddress(str(tmp_path / "no" / "m.sock")), what="m")
-    with pytest.raises(StartupError, match="limited to 103 bytes"):
+    with pytest.raises(StartupError, match=f"limited to {UNIX_PATH_MAX} bytes"):
         check_bindable(UnixAddress(str(tmp_path / ("x" * 120))), what="m")
 
 
