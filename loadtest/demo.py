@@ -7,7 +7,7 @@ What it does, in order (Ctrl-C stops everything cleanly):
 3. serves an example sync hook on localhost: each Greeting wants ``replicas`` ConfigMaps
    carrying its message, and reports ``status.configMaps``;
 4. creates the ``greetings`` CompositeController pointing at that hook;
-5. starts ``metashard run --workers 2`` against the cluster;
+5. starts ``metashard run --processes 2`` against the cluster;
 6. creates a few Greetings, changes one, and prints their convergence (children created,
    status written) until Ctrl-C, with where to find the metrics.
 """
@@ -161,8 +161,9 @@ async def demo(kubeconfig: str, stop: asyncio.Event, log: IO[bytes]) -> None:
         client = Client(session)
         await install(client, f"http://127.0.0.1:{hook_port}/sync")
         metashard = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "manager.cli", "run", "--workers", "2"),
+            *(sys.executable, "-m", "manager.cli", "run", "--processes", "2"),
             *("--kubeconfig", kubeconfig, "--metrics-address", f"127.0.0.1:{metrics_port}"),
+            *("--health-probe-bind-address", f"127.0.0.1:{metrics_port}"),
             *("--log-format", "console"),
             cwd=REPO,
             env={**os.environ, "PYTHONPATH": str(REPO)},
@@ -172,8 +173,8 @@ async def demo(kubeconfig: str, stop: asyncio.Event, log: IO[bytes]) -> None:
         try:
             print(f"metashard: coordinator + 2 workers (pid {metashard.pid}), log in {log.name}")
             print(
-                f"metrics:   http://127.0.0.1:{metrics_port}/metrics (coordinator); "
-                f"workers on ports {metrics_port + 1} and {metrics_port + 2}"
+                f"metrics:   http://127.0.0.1:{metrics_port}/metrics "
+                "(the coordinator's and both workers')"
             )
             await converge(client, kubeconfig, stop)
         finally:

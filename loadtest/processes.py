@@ -1,9 +1,10 @@
 """Real metashard processes on this machine: coordinators and workers as subprocesses.
 
 Used by the end-to-end tests, the benchmarks and the demo. ``Processes`` starts each role
-with the same command line ``metashard coordinator`` / ``metashard worker`` runs (as
-``python -m``), a free metrics port each, logs in a work directory, and stops (SIGTERM) or
-kills (SIGKILL) them; ``Proc.metric`` reads one sample of a process's ``/metrics``.
+with the same command line ``metashard coordinator`` / ``metashard worker`` / ``metashard
+run`` runs (as ``python -m``), a free port each for metrics and probes, logs in a work
+directory, and stops (SIGTERM) or kills (SIGKILL) them; ``Proc.metric`` reads one sample
+of a process's ``/metrics``.
 ``HEARTBEAT``/``WORKER_TIMEOUT`` are short timings for tests; ``Processes(fast=False)``
 keeps the production defaults.
 """
@@ -102,6 +103,8 @@ class Processes:
                 *argv,
                 "--metrics-address",
                 f"127.0.0.1:{port}",
+                "--health-probe-bind-address",
+                f"127.0.0.1:{port}",
                 "--kubeconfig",
                 self.kubeconfig,
                 "--log-format",
@@ -135,6 +138,15 @@ class Processes:
                 argv += ["--leader-election-renew-deadline", "2s"]
                 argv += ["--leader-election-retry-period", "0.4s"]
         return self._start(name, argv + (extra or []))
+
+    def run(self, processes: int = 2, *, extra: list[str] | None = None) -> Proc:
+        """``metashard run --processes N``: a coordinator and N local workers, one process
+        tree (its metrics port serves them all)."""
+        argv = ["manager.cli", "run", "--processes", str(processes)]
+        if self.fast:
+            argv += ["--heartbeat-interval", f"{HEARTBEAT}s", "--worker-timeout"]
+            argv += [f"{WORKER_TIMEOUT}s", "--discovery-interval", "1s"]
+        return self._start("run", argv + (extra or []))
 
     def worker(
         self,

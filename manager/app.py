@@ -4,7 +4,10 @@
   ``Term`` runs for as long as it leads (``manager.election``: release on cancel, epochs from
   ``leaseTransitions``). Without it, one term runs for the life of the process, its epoch the
   start time in milliseconds (only one coordinator may run then).
-- ``/readyz`` is ready only while leading with the socket bound; ``/healthz`` always answers.
+- ``/readyz`` is ready only while leading with the socket bound and the controllers (every
+  kind of ``manager.kinds``) read once (so not while the API server is unreachable at start);
+  ``/healthz`` always answers. Both are served on ``--health-probe-bind-address``, metrics on
+  ``--metrics-address`` (``proto.ops``).
 - A term that fails (``manager.term.TermFailed``: the socket cannot be bound, a part of the
   term crashed) ends the process: the error is logged, the Lease is released (so a standby
   takes over within a retry period) and ``run()`` returns with ``failed`` saying why; the
@@ -59,7 +62,7 @@ class Coordinator:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.identity = identity or default_identity()
         self._clock = clock
-        self.ops = OpsServer(self.registry, ready=self._ready)
+        self.ops = OpsServer(self.registry, ready=self._ready, peers=settings.metrics_peers)
         self._informer_metrics = PrometheusInformerMetrics(self.registry)
         self._term_metrics = TermMetrics(self.registry)
         self._dropped_frames = dropped_frames_counter(self.registry)
@@ -78,6 +81,8 @@ class Coordinator:
             return "not leading"
         if not term.endpoint:
             return "leading, socket not bound yet"
+        if not term.controllers.loaded:
+            return "leading, controllers not read yet"
         return None
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -85,6 +90,7 @@ class Coordinator:
         settings = self.settings
         config = load_config(settings.kubeconfig)
         async with (
+            self.ops.serving(metrics=settings.metrics_address, health=settings.health_address),
             Session(config, qps=settings.qps, burst=settings.burst) as session,
             HttpClient() as http,
         ):
@@ -93,7 +99,6 @@ class Coordinator:
             self._recorder = EventRecorder(
                 self._client, component=EVENT_COMPONENT, instance=self.identity, clock=self._clock
             )
-            await self.ops.start(settings.metrics_address)
             if settings.leader_election:
                 namespace = settings.leader_election_namespace or config.namespace
                 elector = LeaderElector(
@@ -125,7 +130,6 @@ class Coordinator:
                 main.cancel()
                 await asyncio.gather(main, return_exceptions=True)
                 await self._recorder.flush()
-                await self.ops.stop()
         log.info("coordinator stopped")
 
     async def _lead(self, epoch: int) -> None:

@@ -2,15 +2,20 @@
 
 - ``metashard coordinator [flags]``: the coordinator (``manager.settings`` lists the flags).
 - ``metashard worker --coordinator ENDPOINT [flags]``: one worker (``workers.settings``).
-- ``metashard run --workers N [coordinator flags] [--concurrency C]``: the coordinator in
-  this process and N workers as child processes, over an ipc socket in a private (0700)
-  directory, removed at exit, unless ``--bind`` says otherwise; a ``tcp://`` bind without
-  ``--curve-keys`` gets ephemeral CURVE keys (``manager.supervisor``).
+- ``metashard run --processes N [coordinator flags] [--workers/--concurrency C]``: the
+  coordinator in this process and N workers as child processes (``manager.supervisor``), over
+  an ipc socket unless ``--bind`` says otherwise; one metrics endpoint for all. The link's
+  socket, the workers' metrics sockets and, for a ``tcp://`` bind without ``--curve-keys``,
+  ephemeral CURVE keys live in one private (0700) directory, removed at exit.
 - ``metashard curve-keys DIR``: write a new set of CURVE keys for the worker link.
 - ``metashard cluster [flags]``: the embedded cluster, a Kubernetes API-server emulator, with
   the Metacontroller CRDs installed (``--no-metacontroller-crds`` to leave them out).
 - ``metashard rbac [PATH...] [flags]``: the least-privilege RBAC rules for a set of controllers
   (``manager.rbac_command``).
+- Every process role takes all of Metacontroller's flags (``proto.flags``). Configuration is
+  checked before anything starts (``manager.settings``, ``manager.preflight``); a failure is
+  one line and exit code 2 (``proto.startup``), with its traceback only at ``--log-level
+  debug``. A coordinator whose term fails (``manager.app``) exits 1.
 
 Roles in other packages (the worker, the embedded cluster) run as their own processes
 (``python -m <package>``), so the coordinator never imports the worker code or the load-test
@@ -33,12 +38,14 @@ from typing import NoReturn
 
 import uvloop
 
-from manager import rbac_command
+from manager import preflight, rbac_command
 from manager.app import Coordinator
 from manager.settings import CoordinatorSettings, add_arguments, from_args, from_namespace
-from manager.supervisor import Supervisor, worker_spec
+from manager.supervisor import Supervisor, WorkerSpec, worker_id, worker_spec
 from proto import curve, logs
-from proto.ops import parse_address
+from proto.flags import DEFAULT_CONCURRENCY, Parser, log_notices, positive_int, typed
+from proto.ops import Peer, UnixAddress, check_bindable, parse_address
+from proto.startup import guard
 
 Handler = Callable[[list[str]], int]
 
@@ -59,52 +66,87 @@ async def _until_signalled(main: Callable[[asyncio.Event], Awaitable[None]]) -> 
 def _coordinator(argv: list[str]) -> int:
     settings = from_args(argv)
     logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
-    coordinator = Coordinator(settings)
-    uvloop.run(_until_signalled(coordinator.run))
-    return 1 if coordinator.failed else 0
+    log_notices(settings.notices)
+
+    def start() -> int:
+        preflight.check_coordinator(settings)
+        coordinator = Coordinator(settings)
+        uvloop.run(_until_signalled(coordinator.run))
+        return 1 if coordinator.failed else 0
+
+    return guard("metashard coordinator", start, debug=settings.log_level == "debug")
 
 
 def _run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="metashard run", description="The coordinator plus N local worker processes."
     )
     add_arguments(parser)
-    parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
-    parser.add_argument("--concurrency", type=int, default=16, help="reconciles per worker")
+    parser.add_argument(
+        "--processes", type=typed(positive_int), default=2, help="worker processes (default 2)"
+    )
     parser.add_argument(
         "--reconciler", help="MODULE:CALLABLE for the workers (see metashard worker)"
     )
     parser.add_argument(
         "--hook-max-response-bytes",
-        type=int,
+        type=typed(positive_int),
         help="largest hook answer the workers accept (see metashard worker)",
     )
     parser.set_defaults(bind=None)
     args = parser.parse_args(argv)
-    if args.workers < 1:
-        parser.error("--workers must be at least 1")
-    private = tempfile.mkdtemp(prefix="metashard-")  # 0700: only this user reaches the socket
+    # One private directory (mode 0700: only this user reaches it), removed on every exit:
+    # the worker link's ipc socket, the workers' metrics sockets, ephemeral CURVE keys.
+    private = tempfile.mkdtemp(prefix=f"metashard-{os.getpid()}-")
     try:
         if args.bind is None:
             args.bind = f"ipc://{private}/link.sock"
         elif not args.curve_keys and not args.bind.startswith(("ipc://", "inproc://")):
             args.curve_keys = str(curve.generate(Path(private) / "curve"))
+        peers = [
+            Peer(worker_id(i), os.path.join(private, f"w{i}.sock")) for i in range(args.processes)
+        ]
+        metrics = parse_address(args.metrics_address) is not None
         try:
-            settings = from_namespace(args)
+            settings = from_namespace(args, role="run", peers=peers if metrics else ())
         except ValueError as e:
             parser.error(str(e))
         logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
-        coordinator = Coordinator(settings)
-        uvloop.run(_until_signalled(lambda stop: _run_all(coordinator, settings, args, stop)))
-        return 1 if coordinator.failed else 0
+        log_notices(settings.notices)
+        specs = [
+            worker_spec(
+                index=i,
+                endpoint=_local(settings.bind),
+                metrics_socket=peer.socket if metrics else None,
+                extra=_worker_flags(settings, args),
+            )
+            for i, peer in enumerate(peers)
+        ]
+
+        def start() -> int:
+            preflight.check_coordinator(settings)
+            for peer in settings.metrics_peers:
+                check_bindable(UnixAddress(peer.socket), what="a worker's metrics socket")
+            if args.reconciler:
+                preflight.check_reconciler(args.reconciler)
+            coordinator = Coordinator(settings)
+            uvloop.run(_until_signalled(lambda stop: _run_all(coordinator, specs, stop)))
+            return 1 if coordinator.failed else 0
+
+        return guard("metashard run", start, debug=settings.log_level == "debug")
     finally:
         shutil.rmtree(private, ignore_errors=True)
 
 
+def _local(bind: str) -> str:
+    """Where a local worker connects to reach the endpoint the coordinator binds."""
+    return bind.replace("://0.0.0.0:", "://127.0.0.1:").replace("://*:", "://127.0.0.1:")
+
+
 def _worker_flags(settings: CoordinatorSettings, args: argparse.Namespace) -> list[str]:
-    flags = ["--concurrency", str(args.concurrency), "--log-format", settings.log_format]
-    flags += ["--log-level", settings.log_level, "--client-go-qps", str(settings.qps)]
-    flags += ["--client-go-burst", str(settings.burst)]
+    flags = ["--concurrency", str(args.concurrency or DEFAULT_CONCURRENCY)]
+    flags += ["--log-format", settings.log_format, "--log-level", settings.log_level]
+    flags += ["--client-go-qps", str(settings.qps), "--client-go-burst", str(settings.burst)]
     if settings.kubeconfig:
         flags += ["--kubeconfig", settings.kubeconfig]
     if args.reconciler:
@@ -116,29 +158,19 @@ def _worker_flags(settings: CoordinatorSettings, args: argparse.Namespace) -> li
     return flags
 
 
-async def _run_all(
-    coordinator: Coordinator,
-    settings: CoordinatorSettings,
-    args: argparse.Namespace,
-    stop: asyncio.Event,
-) -> None:
-    bind = parse_address(settings.metrics_address)
-    endpoint = settings.bind.replace("0.0.0.0", "127.0.0.1")
-    specs = [
-        worker_spec(
-            index=i,
-            endpoint=endpoint,
-            metrics_port=None if bind is None or bind[1] == 0 else bind[1] + 1 + i,
-            extra=_worker_flags(settings, args),
-        )
-        for i in range(args.workers)
-    ]
+async def _run_all(coordinator: Coordinator, specs: list[WorkerSpec], stop: asyncio.Event) -> None:
+    """The coordinator and the supervised workers until ``stop``, or until either fails or
+    the coordinator's term fails: then the other is stopped too and the failure raised."""
+    main = asyncio.create_task(coordinator.run(stop), name="coordinator")
     supervisor = asyncio.create_task(Supervisor(specs).run(), name="supervisor")
-    try:
-        await coordinator.run(stop)
-    finally:
-        supervisor.cancel()
-        await asyncio.gather(supervisor, return_exceptions=True)
+    await asyncio.wait({main, supervisor}, return_when=asyncio.FIRST_COMPLETED)
+    if supervisor.done():
+        stop.set()
+        await asyncio.gather(main, return_exceptions=True)
+        supervisor.result()
+    supervisor.cancel()
+    await asyncio.gather(supervisor, return_exceptions=True)
+    main.result()
 
 
 def _curve_keys(argv: list[str]) -> int:

@@ -2,8 +2,9 @@
 
 Contract:
 - Watches the controller objects of every kind in ``manager.kinds`` (CompositeControllers,
-  DecoratorControllers). A kind whose CRD is not installed is retried every
-  ``retry_interval`` (the log says why); the other kinds run meanwhile.
+  DecoratorControllers). A kind that cannot be watched is retried every ``retry_interval``;
+  the log says why (its CRD missing, the API server unreachable, or discovery failing);
+  the other kinds run meanwhile.
 - Only controllers whose labels match ``selector`` (``--target-label-selector``) are run;
   the others are left to the installation they belong to: no event, no log line but a debug
   one, no finalizer touched.
@@ -62,7 +63,7 @@ from proto.api.endpoints import object_refs
 from proto.api.selectors import Selector
 from proto.api.unsupported import unsupported
 from proto.clock import SYSTEM_CLOCK, Clock
-from proto.kube.errors import KubeError, ResourceNotFound
+from proto.kube.errors import KubeError, ResourceNotFound, TransportError
 from proto.kube.events import NORMAL, WARNING, EventRecorder
 from proto.kube.resources import Discovery, Resource
 from proto.logs import get_logger
@@ -70,6 +71,15 @@ from proto.logs import get_logger
 log = get_logger("metashard.controllers")
 
 OnChange = Callable[[dict[ControllerId, ControllerView], set[ControllerId]], Awaitable[None]]
+
+
+def _why(error: KubeError) -> str:
+    """Why a kind's controller objects cannot be watched, as far as the error tells."""
+    if isinstance(error, ResourceNotFound):
+        return "is the CRD installed?"
+    if isinstance(error, TransportError):
+        return "the API server is unreachable"
+    return "discovery failed"
 
 
 class _Transient(Exception):
@@ -116,7 +126,9 @@ class Controllers:
 
     @property
     def loaded(self) -> bool:
-        """The controller objects have been read once (their informers may still sync)."""
+        """The controller objects have been read once: every kind watched, or known to have
+        no CRD, so not while the API server cannot be reached (their informers may still
+        sync)."""
         return self._loaded.is_set()
 
     async def run(self) -> None:
@@ -124,11 +136,12 @@ class Controllers:
             self._spawn(self._references.run(self._changed.set))
         try:
             while True:
-                await self._watch_controllers()
+                answered = await self._watch_controllers()
                 for source in list(self._sources.values()):
                     await source.wait_synced()
                 await self._sync()
-                self._loaded.set()
+                if answered:
+                    self._loaded.set()
                 wait = self._backoff or self._retry_interval
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), wait)
@@ -139,15 +152,19 @@ class Controllers:
             await asyncio.gather(*self._tasks, return_exceptions=True)
             await self._release_all()
 
-    async def _watch_controllers(self) -> None:
+    async def _watch_controllers(self) -> bool:
+        """Watch the kinds not watched yet; whether the API server answered for every kind
+        (watched, or its CRD is not installed) rather than failing."""
+        answered = True
         for kind in self._kinds:
             if kind.kind.value in self._sources:
                 continue
             try:
                 resource = await self._discovery.resolve(names.API_VERSION, resource=kind.resource)
-            except (ResourceNotFound, KubeError) as e:
+            except KubeError as e:
+                answered = answered and isinstance(e, ResourceNotFound)
                 log.error(
-                    f"cannot watch {kind.kind.value}s: is the CRD installed?",
+                    f"cannot watch {kind.kind.value}s: {_why(e)}",
                     error=str(e),
                     retry_in=self._retry_interval,
                 )
@@ -155,6 +172,7 @@ class Controllers:
             informer = self._informers.acquire(resource)
             informer.add_handler(lambda *_: self._changed.set())
             self._sources[kind.kind.value] = informer
+        return answered
 
     async def _sync(self) -> None:
         wanted: dict[ControllerId, ControllerView] = {}

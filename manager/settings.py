@@ -1,5 +1,11 @@
 """The coordinator's settings: parsed once from flags (Metacontroller's names where they
-exist) and environment, then passed down.
+exist, ``proto.flags``) and environment, then passed down.
+
+``from_args`` parses ``metashard coordinator``'s flags; ``add_arguments``/``from_namespace``
+let ``metashard run`` add its own. ``from_namespace`` raises ``ValueError`` for flags that
+cannot work together (timings, an open worker socket, unusable CURVE keys); the commands turn
+it into a one-line usage error (exit 2) before anything starts. ``notices`` are the warnings
+about flags given that have no effect here; the entry point logs them.
 
 ``--target-label-selector`` (Metacontroller's flag and syntax) restricts the controllers this
 installation runs to those whose labels match. Two installations with disjoint selectors must
@@ -16,11 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from manager.election import ElectionConfig
-from proto.api.duration import parse_seconds
-from proto.api.errors import DurationError
-from proto.api.selectors import Operator, Requirement, Selector, SelectorError, parse
+from proto.api.selectors import Operator, Requirement, Selector, parse
 from proto.curve import CurveKeyError, ServerCurve, server_keys
-from proto.flags import add_common, burst
+from proto.flags import Parser, Role, add_common, common, duration, typed
+from proto.ops import Peer
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +35,7 @@ class CoordinatorSettings:
     qps: float = 0.0
     burst: int = 0
     metrics_address: str = ":9999"
+    health_address: str = ":8081"
     leader_election: bool = False
     leader_election_namespace: str | None = None
     leader_election_id: str = "metashard"
@@ -45,6 +51,9 @@ class CoordinatorSettings:
     curve_keys: str | None = None  # directory of the worker link's CURVE keys
     curve: ServerCurve | None = None  # the keys read from it at start
     target_label_selector: str = ""
+    # The local processes whose metrics the coordinator also serves (``metashard run``).
+    metrics_peers: tuple[Peer, ...] = ()
+    notices: tuple[str, ...] = ()
 
     @property
     def selector(self) -> Selector:
@@ -68,73 +77,23 @@ def default_lease_name(target_label_selector: str) -> str:
     return f"{DEFAULT_LEASE}-{digest}"
 
 
-def _selector(text: str) -> str:
-    try:
-        parse(text)
-    except SelectorError as e:
-        raise argparse.ArgumentTypeError(f"invalid label selector {text!r}: {e}") from None
+def _endpoint(text: str) -> str:
+    """The form of a ZeroMQ endpoint to bind; whether it can be bound is checked at start
+    (``manager.preflight.check_bind``)."""
+    if not text.startswith(("tcp://", "ipc://")) or len(text) < 7:
+        raise ValueError(f"{text!r}: expected tcp://HOST:PORT or ipc://PATH")
     return text
-
-
-def _duration(text: str) -> float:
-    try:
-        return parse_seconds(text)
-    except DurationError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
-def _bool(text: str) -> bool:
-    if text.lower() in ("true", "1", "yes"):
-        return True
-    if text.lower() in ("false", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The coordinator's flags (shared by ``metashard coordinator`` and ``metashard run``)."""
     p.add_argument(
-        "--bind", default="tcp://0.0.0.0:7070", help="ZeroMQ endpoint workers connect to"
+        "--bind",
+        type=typed(_endpoint),
+        default="tcp://0.0.0.0:7070",
+        help="ZeroMQ endpoint workers connect to (tcp://HOST:PORT or ipc://PATH)",
     )
     add_common(p)
-    p.add_argument("--leader-election", type=_bool, nargs="?", const=True, default=False)
-    p.add_argument(
-        "--leader-election-namespace",
-        help="namespace of the Lease (default: this pod's, or the kubeconfig context's)",
-    )
-    p.add_argument(
-        "--leader-election-id",
-        help="name of the Lease (default: metashard, or metashard-<hash> with a "
-        "--target-label-selector)",
-    )
-    p.add_argument(
-        "--target-label-selector",
-        type=_selector,
-        default="",
-        help="run only the CompositeControllers and DecoratorControllers whose labels match "
-        "(label selector syntax, as kubectl -l)",
-    )
-    p.add_argument(
-        "--leader-election-lease-duration", dest="lease_duration", type=_duration, default=15.0
-    )
-    p.add_argument(
-        "--leader-election-renew-deadline", dest="renew_deadline", type=_duration, default=10.0
-    )
-    p.add_argument(
-        "--leader-election-retry-period", dest="retry_period", type=_duration, default=2.0
-    )
-    p.add_argument(
-        "--discovery-interval",
-        type=_duration,
-        default=30.0,
-        help="how often unresolved controllers are retried (Go duration)",
-    )
-    p.add_argument(
-        "--cache-flush-interval",
-        type=_duration,
-        default=1800.0,
-        help="every parent is reconciled again this often, at low priority (Go duration)",
-    )
     p.add_argument(
         "--curve-keys",
         metavar="DIR",
@@ -146,10 +105,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow an unauthenticated worker socket on a non-loopback address",
     )
-    p.add_argument("--heartbeat-interval", type=_duration, default=1.0)
+    p.add_argument("--heartbeat-interval", type=typed(duration), default=1.0)
     p.add_argument(
         "--worker-timeout",
-        type=_duration,
+        type=typed(duration),
         default=5.0,
         help="a worker silent this long loses its slots",
     )
@@ -180,50 +139,69 @@ def link_security(args: argparse.Namespace) -> ServerCurve | None:
     return None
 
 
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+def _election_timings(args: argparse.Namespace) -> tuple[float, float, float]:
+    """Lease duration, renew deadline and retry period (Metacontroller's defaults)."""
+    return (
+        _or(args.lease_duration, 15.0),
+        _or(args.renew_deadline, 10.0),
+        _or(args.retry_period, 2.0),
+    )
+
+
 def check_timings(args: argparse.Namespace) -> None:
     """``ValueError`` for timings that cannot work together (checked before anything starts,
     by every command that runs a coordinator)."""
     if args.worker_timeout < 3 * args.heartbeat_interval:
         raise ValueError("--worker-timeout must be at least 3 x --heartbeat-interval")
     if args.leader_election:
+        lease, renew, retry = _election_timings(args)
         ElectionConfig(
-            identity="check",
-            lease_duration=args.lease_duration,
-            renew_deadline=args.renew_deadline,
-            retry_period=args.retry_period,
+            identity="check", lease_duration=lease, renew_deadline=renew, retry_period=retry
         )
 
 
-def from_namespace(args: argparse.Namespace) -> CoordinatorSettings:
+def from_namespace(
+    args: argparse.Namespace, *, role: Role = "coordinator", peers: Sequence[Peer] = ()
+) -> CoordinatorSettings:
     """The settings of parsed flags; ``ValueError`` when they cannot work (say why)."""
     check_timings(args)
+    shared = common(args, role=role)
+    lease, renew, retry = _election_timings(args)
     return CoordinatorSettings(
         bind=args.bind,
-        kubeconfig=args.kubeconfig,
-        qps=args.qps,
-        burst=burst(args),
-        metrics_address=args.metrics_address,
+        kubeconfig=shared.kubeconfig,
+        qps=shared.qps,
+        burst=shared.burst,
+        metrics_address=shared.metrics_address,
+        health_address=shared.health_address,
         leader_election=args.leader_election,
         leader_election_namespace=args.leader_election_namespace,
         leader_election_id=args.leader_election_id
         or default_lease_name(args.target_label_selector),
-        lease_duration=args.lease_duration,
-        renew_deadline=args.renew_deadline,
-        retry_period=args.retry_period,
-        discovery_interval=args.discovery_interval,
-        cache_flush_interval=args.cache_flush_interval,
+        lease_duration=lease,
+        renew_deadline=renew,
+        retry_period=retry,
+        discovery_interval=_or(args.discovery_interval, 30.0),
+        cache_flush_interval=_or(args.cache_flush_interval, 1800.0),
         heartbeat_interval=args.heartbeat_interval,
         worker_timeout=args.worker_timeout,
-        log_format=args.log_format,
-        log_level=args.log_level,
+        log_format=shared.log_format,
+        log_level=shared.log_level,
         curve_keys=args.curve_keys,
         curve=link_security(args),
         target_label_selector=args.target_label_selector,
+        metrics_peers=tuple(peers),
+        notices=shared.notices,
     )
 
 
 def from_args(argv: Sequence[str]) -> CoordinatorSettings:
-    parser = argparse.ArgumentParser(prog="metashard coordinator")
+    """``metashard coordinator``'s settings; exits 2 with one line on bad input."""
+    parser = Parser(prog="metashard coordinator")
     add_arguments(parser)
     args = parser.parse_args(list(argv))
     try:

@@ -1,11 +1,14 @@
 """``metashard run``: the coordinator in this process plus N worker processes on this machine.
 
-- Workers are started as ``python -m workers`` with ids ``<host>-w<i>`` (stable across
-  restarts, so a restarted worker gets its slots back), the coordinator's endpoint and the
-  shared flags. A worker that exits on its own is restarted after a backoff (1 s doubling to
-  30 s, reset after a minute of uptime).
-- Metrics: the coordinator serves ``--metrics-address`` (default :9999); worker i serves the
-  next port up (10000 + i by default), or nothing when metrics are disabled.
+- Workers are started as ``python -m workers`` with ids ``<host>-w<i>`` (``worker_id``;
+  stable across restarts, so a restarted worker gets its slots back), the coordinator's
+  endpoint and the shared flags. A worker that exits on its own is restarted after a backoff
+  (1 s doubling to 30 s, reset after a minute of uptime), except one that exits with
+  ``EXIT_CONFIG`` (2): it cannot start for a configuration reason (it printed the line saying
+  which), so ``run`` raises ``WorkerStartupError`` and the whole ``metashard run`` stops.
+- Metrics: each worker serves ``/metrics`` on a Unix socket of its own (no port, no probe
+  endpoint); the coordinator reads them and serves all on its ``--metrics-address``
+  (``proto.ops``).
 - Stopping sends SIGTERM to every worker (they finish running reconciles and say BYE), waits
   up to ``stop_timeout`` and kills what is left.
 """
@@ -22,8 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from proto.logs import get_logger
+from proto.startup import EXIT_CONFIG, StartupError
 
 log = get_logger("metashard.supervisor")
+
+
+class WorkerStartupError(StartupError):
+    """A worker exited with ``EXIT_CONFIG``: restarting it would only loop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,14 +40,20 @@ class WorkerSpec:
     argv: tuple[str, ...]
 
 
+def worker_id(index: int) -> str:
+    return f"{socket.gethostname()}-w{index}"
+
+
 def worker_spec(
-    *, index: int, endpoint: str, metrics_port: int | None, extra: Sequence[str]
+    *, index: int, endpoint: str, metrics_socket: str | None, extra: Sequence[str]
 ) -> WorkerSpec:
-    """The command line of worker ``index`` (``python -m workers ...``)."""
-    worker_id = f"{socket.gethostname()}-w{index}"
-    metrics = f"127.0.0.1:{metrics_port}" if metrics_port is not None else "0"
-    argv = (sys.executable, "-m", "workers", "--coordinator", endpoint, "--id", worker_id)
-    return WorkerSpec(worker_id, (*argv, "--metrics-address", metrics, *extra))
+    """The command line of worker ``index`` (``python -m workers ...``): metrics on the Unix
+    socket ``metrics_socket`` (None: none), no probe endpoint."""
+    wid = worker_id(index)
+    metrics = f"unix:{metrics_socket}" if metrics_socket is not None else "0"
+    argv = (sys.executable, "-m", "workers", "--coordinator", endpoint, "--id", wid)
+    ops = ("--metrics-address", metrics, "--health-probe-bind-address", "0")
+    return WorkerSpec(wid, (*argv, *ops, *extra))
 
 
 class Supervisor:
@@ -50,7 +64,8 @@ class Supervisor:
         self._stopping = False
 
     async def run(self) -> None:
-        """Keep every worker running until cancelled; then stop them all."""
+        """Keep every worker running until cancelled, or until one cannot start
+        (``WorkerStartupError``); then stop them all."""
         try:
             await asyncio.gather(*(self._keep(spec) for spec in self._specs))
         finally:
@@ -67,6 +82,10 @@ class Supervisor:
             code = await proc.wait()
             if self._stopping:
                 return
+            if code == EXIT_CONFIG:
+                raise WorkerStartupError(
+                    f"worker {spec.worker_id} cannot start (exit code {code}; its error is above)"
+                )
             if time.monotonic() - started > 60:
                 backoff = 1.0
             log.warning(

@@ -1,37 +1,336 @@
-"""Command-line flags every metashard process takes (Metacontroller's names where they exist).
+"""Command-line flags every metashard process takes: all of Metacontroller v4.17's, plus ours.
 
-``add_common(parser)`` adds ``--kubeconfig``, ``--client-go-qps``, ``--client-go-burst``,
-``--metrics-address``, ``--log-format`` and ``--log-level``; ``burst(args)`` is the burst to
-use (twice the QPS when a QPS is given without a burst, as client-go users expect).
+Contract:
+- ``add_common(parser)`` adds every Metacontroller flag and metashard's shared ones, so that
+  one argument list works for ``metashard coordinator``, ``metashard worker`` and ``metashard
+  run`` alike (a Helm chart passes the same to both roles). Go's forms are accepted:
+  ``--flag=value``, ``--flag value``, and for booleans ``--flag``/``--flag=true|false``;
+  durations are Go durations (``20s``, ``30m``).
+- ``common(args, role=...)`` resolves them into ``Common``: logging (``--log-level`` and
+  ``--log-format`` win over ``--zap-log-level``, ``--zap-encoder`` and ``--zap-devel``), the
+  API rate limit, the endpoints, and ``notices``: one warning line per flag given that has no
+  effect in this role (or at all yet), for the entry point to log once logging is set up.
+- Values that can never work fail at parse time with argparse's exit code 2: an address that
+  is not ``[HOST]:PORT`` (port 0-65535), ``0`` or ``unix:PATH``; an unknown level or
+  encoder; a ``--target-label-selector`` that is not a label selector;
+  ``--apply-strategy server-side-apply`` (not supported yet); a resource lock other
+  than ``leases``; negative rates.
+- ``Parser`` reports a bad flag as one line (``<prog>: error: ...``), not a usage dump.
+
+The mapping (Metacontroller's meaning -> metashard's behaviour) is tabled in the README.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, NoReturn
+
+from proto.api.duration import parse_seconds
+from proto.api.errors import DurationError
+from proto.api.selectors import SelectorError
+from proto.api.selectors import parse as parse_selector
+from proto.logs import get_logger, parse_level
+from proto.ops import parse_address
+
+Role = Literal["coordinator", "worker", "run"]
+
+DEFAULT_METRICS_ADDRESS = ":9999"  # Metacontroller's --metrics-address
+DEFAULT_HEALTH_ADDRESS = ":8081"  # Metacontroller's --health-probe-bind-address
+DEFAULT_CONCURRENCY = 16
+
+# zap's level names as controller-runtime's --zap-log-level takes them (pkg/log/zap/flags.go).
+_ZAP_LEVELS = {"debug": "debug", "info": "info", "error": "error"}
+_ZAP_STACK_LEVELS = ("info", "error", "panic")
+_ZAP_TIME_ENCODINGS = ("epoch", "millis", "nano", "iso8601", "rfc3339", "rfc3339nano")
+_ISO_TIME_ENCODINGS = ("iso8601", "rfc3339", "rfc3339nano")
+APPLY_STRATEGIES = ("dynamic-apply", "server-side-apply")
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def typed(fn: Callable[[str], object]) -> Callable[[str], object]:
+    """Turn a ``ValueError`` of ``fn`` into argparse's error for the flag."""
+
+    def parse(text: str) -> object:
+        try:
+            return fn(text)
+        except (ValueError, DurationError) as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    parse.__name__ = getattr(fn, "__name__", "value")
+    return parse
+
+
+def go_bool(text: str) -> bool:
+    """Go's ``strconv.ParseBool``."""
+    if text in ("1", "t", "T", "true", "TRUE", "True"):
+        return True
+    if text in ("0", "f", "F", "false", "FALSE", "False"):
+        return False
+    raise ValueError(f"expected true or false, got {text!r}")
+
+
+def zap_level(text: str) -> str:
+    """``--zap-log-level`` -> our level: ``debug``/``info``/``error``, or an integer > 0
+    (zap's custom verbosity -N, which is at or below debug: our ``debug``)."""
+    if text.lower() in _ZAP_LEVELS:
+        return _ZAP_LEVELS[text.lower()]
+    if text.lstrip("+").isdigit() and int(text) > 0:
+        return "debug"
+    raise ValueError(f"invalid log level {text!r}: expected debug, info, error or an integer > 0")
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in allowed:
+            raise ValueError(f"{text!r} is not one of {', '.join(allowed)}")
+        return text
+
+    return parse
+
+
+def _address(text: str) -> str:
+    parse_address(text)
+    return text
+
+
+def label_selector(text: str) -> str:
+    """A label selector in kubectl's ``-l`` syntax, kept as given."""
+    try:
+        parse_selector(text)
+    except SelectorError as e:
+        raise ValueError(f"invalid label selector {text!r}: {e}") from None
+    return text
+
+
+def _apply_strategy(text: str) -> str:
+    _choice(*APPLY_STRATEGIES)(text)
+    if text == "server-side-apply":
+        raise ValueError("server-side-apply is not supported yet; use dynamic-apply")
+    return text
+
+
+def _resource_lock(text: str) -> str:
+    if text != "leases":
+        raise ValueError(f"{text!r}: only leases is supported (as in current client-go)")
+    return text
+
+
+def _non_negative(kind: Callable[[str], float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        value = kind(text)
+        if value < 0:
+            raise ValueError(f"must not be negative, got {text}")
+        return value
+
+    return parse
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"must be at least 1, got {text}")
+    return value
+
+
+def duration(text: str) -> float:
+    """A Go duration (``"30s"``) in seconds."""
+    return parse_seconds(text)
 
 
 def add_common(p: argparse.ArgumentParser) -> None:
+    """Every flag all three commands accept (see the module docstring)."""
     p.add_argument(
         "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)"
     )
     p.add_argument(
         "--client-go-qps",
         dest="qps",
-        type=float,
+        type=typed(_non_negative(float)),
         default=0.0,
         help="API requests per second of this process; 0 = no client-side limit (default)",
     )
-    p.add_argument("--client-go-burst", dest="burst", type=int, default=0, help="API burst")
+    p.add_argument("--client-go-burst", dest="burst", type=typed(_non_negative(int)), default=0)
     p.add_argument(
         "--metrics-address",
-        default=":9999",
-        help="serve /metrics, /healthz and /readyz here (default :9999); 0 disables",
+        type=typed(_address),
+        default=DEFAULT_METRICS_ADDRESS,
+        help="serve /metrics here (default :9999, as Metacontroller); 0 disables",
     )
-    p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
-    p.add_argument("--log-level", default="info")
+    p.add_argument(
+        "--health-probe-bind-address",
+        dest="health_address",
+        type=typed(_address),
+        default=DEFAULT_HEALTH_ADDRESS,
+        help="serve /healthz and /readyz here (default :8081, as Metacontroller); 0 disables",
+    )
+    p.add_argument(
+        "--concurrency",
+        "--workers",
+        dest="concurrency",
+        type=typed(positive_int),
+        help=f"reconciles a worker process runs at once (default {DEFAULT_CONCURRENCY}); "
+        "--workers is Metacontroller's name",
+    )
+    p.add_argument(
+        "--discovery-interval",
+        type=typed(duration),
+        help="how often unresolved controllers are retried (Go duration, default 30s)",
+    )
+    p.add_argument(
+        "--cache-flush-interval",
+        type=typed(duration),
+        help="every parent is reconciled again this often, at low priority (default 30m)",
+    )
+    p.add_argument(
+        "--target-label-selector",
+        type=typed(label_selector),
+        default="",
+        help="run only the CompositeControllers and DecoratorControllers whose labels match "
+        "(label selector syntax, as kubectl -l)",
+    )
+    _add_leader_election(p)
+    _add_logging(p)
+    p.add_argument("--pprof-address", help="accepted for Metacontroller; no effect (no pprof)")
+    p.add_argument("--events-qps", type=typed(_non_negative(float)), help="no effect yet")
+    p.add_argument("--events-burst", type=typed(_non_negative(int)), help="no effect yet")
+    p.add_argument(
+        "--apply-strategy",
+        type=typed(_apply_strategy),
+        default="dynamic-apply",
+        help="dynamic-apply (the only one supported yet)",
+    )
+    p.add_argument("--apply-strategy-ssa-field-manager", help="no effect yet")
 
 
-def burst(args: argparse.Namespace) -> int:
-    if args.qps < 0 or args.burst < 0:
-        raise SystemExit("--client-go-qps and --client-go-burst must not be negative")
-    return int(args.burst or (args.qps * 2 if args.qps else 0))
+def _add_leader_election(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--leader-election", type=typed(go_bool), nargs="?", const=True, default=False)
+    p.add_argument(
+        "--leader-election-resource-lock", type=typed(_resource_lock), help="leases (only)"
+    )
+    p.add_argument(
+        "--leader-election-namespace",
+        help="namespace of the Lease (default: this pod's, or the kubeconfig context's)",
+    )
+    p.add_argument(
+        "--leader-election-id",
+        help="name of the Lease (default: metashard, or metashard-<hash> with a "
+        "--target-label-selector)",
+    )
+    for name, dest, default in (
+        ("lease-duration", "lease_duration", "15s"),
+        ("renew-deadline", "renew_deadline", "10s"),
+        ("retry-period", "retry_period", "2s"),
+    ):
+        p.add_argument(
+            f"--leader-election-{name}", dest=dest, type=typed(duration), help=f"default {default}"
+        )
+
+
+def _add_logging(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--log-format", type=typed(_choice("auto", "json", "console")))
+    p.add_argument("--log-level", type=typed(parse_level), help="debug, info, warning, error")
+    p.add_argument("--zap-log-level", type=typed(zap_level), help="debug, info, error or N > 0")
+    p.add_argument("--zap-encoder", type=typed(_choice("json", "console")))
+    p.add_argument("--zap-devel", type=typed(go_bool), nargs="?", const=True, default=False)
+    p.add_argument("--zap-stacktrace-level", type=typed(_choice(*_ZAP_STACK_LEVELS)))
+    p.add_argument("--zap-time-encoding", type=typed(_choice(*_ZAP_TIME_ENCODINGS)))
+
+
+@dataclass(frozen=True, slots=True)
+class Common:
+    """What the shared flags resolve to, for one role."""
+
+    kubeconfig: str | None
+    qps: float
+    burst: int
+    metrics_address: str
+    health_address: str
+    log_format: str
+    log_level: str
+    concurrency: int
+    notices: tuple[str, ...]
+
+
+_COORDINATOR_ONLY = (
+    "target_label_selector",
+    "discovery_interval",
+    "cache_flush_interval",
+    "leader_election",
+    "leader_election_resource_lock",
+    "leader_election_namespace",
+    "leader_election_id",
+    "lease_duration",
+    "renew_deadline",
+    "retry_period",
+)
+
+
+def _flag(dest: str) -> str:
+    return {
+        "lease_duration": "--leader-election-lease-duration",
+        "renew_deadline": "--leader-election-renew-deadline",
+        "retry_period": "--leader-election-retry-period",
+        "concurrency": "--workers/--concurrency",
+    }.get(dest, "--" + dest.replace("_", "-"))
+
+
+def _notices(args: argparse.Namespace, role: Role) -> list[str]:
+    out: list[str] = []
+    if role == "worker":
+        out += [
+            f"{_flag(d)} has no effect on a worker (the coordinator acts on it)"
+            for d in _COORDINATOR_ONLY
+            if getattr(args, d) not in (None, False, "")
+        ]
+    if role == "coordinator" and args.concurrency is not None:
+        out.append(f"{_flag('concurrency')} has no effect on a coordinator (workers reconcile)")
+    if args.pprof_address not in (None, "", "0"):
+        out.append("--pprof-address has no effect: metashard serves no pprof (a Go profiler)")
+    for flag in ("events_qps", "events_burst"):
+        if getattr(args, flag) is not None:
+            out.append(
+                f"{_flag(flag)} has no effect yet: repeats of one event within 10 s are "
+                "dropped and later ones aggregated instead"
+            )
+    if args.zap_stacktrace_level is not None:
+        out.append("--zap-stacktrace-level has no effect: tracebacks go with errors only")
+    if args.zap_time_encoding not in (None, *_ISO_TIME_ENCODINGS):
+        out.append("--zap-time-encoding has no effect: timestamps are ISO 8601 (UTC)")
+    if args.apply_strategy_ssa_field_manager is not None:
+        out.append(
+            "--apply-strategy-ssa-field-manager has no effect: server-side apply is not "
+            "supported yet"
+        )
+    return out
+
+
+def common(args: argparse.Namespace, *, role: Role) -> Common:
+    """Resolve the shared flags of ``add_common`` for ``role``."""
+    fmt = args.log_format or args.zap_encoder or ("console" if args.zap_devel else "auto")
+    level = args.log_level or args.zap_log_level or ("debug" if args.zap_devel else "info")
+    return Common(
+        kubeconfig=args.kubeconfig,
+        qps=args.qps,
+        burst=int(args.burst or (args.qps * 2 if args.qps else 0)),
+        metrics_address=args.metrics_address,
+        health_address=args.health_address,
+        log_format=fmt,
+        log_level=level,
+        concurrency=args.concurrency or DEFAULT_CONCURRENCY,
+        notices=tuple(_notices(args, role)),
+    )
+
+
+def log_notices(notices: tuple[str, ...]) -> None:
+    """Log each notice of ``common`` as a warning (after ``logs.configure``)."""
+    log = get_logger("metashard.flags")
+    for notice in notices:
+        log.warning(notice)

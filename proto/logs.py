@@ -40,6 +40,19 @@ _LEVELS = {
     "error": logging.ERROR,
     "critical": logging.CRITICAL,
 }
+_ALIASES = {"warn": "warning"}
+
+
+def parse_level(name: str) -> str:
+    """The canonical name of a log level (``debug`` ... ``critical``; ``warn`` too).
+
+    Raises ``ValueError`` naming the accepted levels.
+    """
+    level = name.lower()
+    level = _ALIASES.get(level, level)
+    if level not in _LEVELS:
+        raise ValueError(f"unknown log level {name!r}; expected one of {sorted(_LEVELS)}")
+    return level
 
 
 class _CurrentStderr:
@@ -76,11 +89,7 @@ def configure(*, fmt: Format = "auto", level: str = "info") -> None:
 
     Raises ``ValueError`` for an unknown level name.
     """
-    try:
-        numeric = _LEVELS[level.lower()]
-    except KeyError:
-        expected = sorted(_LEVELS)
-        raise ValueError(f"unknown log level {level!r}; expected one of {expected}") from None
+    numeric = _LEVELS[parse_level(level)]
     if fmt == "auto":
         fmt = "console" if sys.stderr.isatty() else "json"
 

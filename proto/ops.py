@@ -1,65 +1,215 @@
-"""The operations endpoint every metashard process serves: metrics and probes.
+"""The operations endpoints every metashard process serves: metrics and probes.
 
-- ``GET /metrics``: the process's Prometheus registry in the text exposition format.
-- ``GET /healthz``: 200 ``ok`` while the process's event loop answers (liveness).
-- ``GET /readyz``: 200 ``ok`` when ``ready()`` says so, else 503 with the reason it gives
-  (the coordinator is ready only while leading with its socket bound).
-- ``address`` takes Metacontroller's flag forms: ``:9999`` (all interfaces), ``host:port``;
-  ``0`` (or empty) disables the endpoint. Port 0 picks a free port; ``OpsServer.port`` tells.
+- ``GET /metrics`` on the metrics address (``--metrics-address``, Metacontroller's default
+  ``:9999``): the process's Prometheus registry in the text exposition format, without
+  ``*_created`` series. With ``peers`` (the workers of ``metashard run``), their expositions
+  are read over their Unix sockets and merged in, each labelled ``worker=<id>``
+  (``proto.exposition``).
+- ``GET /healthz`` and ``GET /readyz`` on the health-probe address
+  (``--health-probe-bind-address``, Metacontroller's default ``:8081``): ``/healthz`` is 200
+  ``ok`` while the event loop answers (liveness); ``/readyz`` is 200 ``ok`` when ``ready()``
+  says so, else 503 with the reason it gives. When both addresses are the same (even
+  ``host:0``), one server answers all three paths.
+- Addresses take Metacontroller's forms: ``:9999`` (all interfaces), ``host:port`` (port
+  0-65535; 0 picks a free port, ``metrics_port``/``health_port`` tell), ``0`` or empty to
+  disable; and ``unix:PATH``, a Unix socket (what ``metashard run`` gives its workers; the
+  file is removed when the server stops).
+- A server that cannot bind raises ``StartupError`` naming the address and the reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import contextlib
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass
 
+import aiohttp
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.metrics_core import Metric
+
+from proto.exposition import merge, without_created
+from proto.logs import get_logger
+from proto.startup import StartupError
+
+log = get_logger("metashard.ops")
 
 Readiness = Callable[[], str | None]
 """Returns None when ready, else a short reason why not."""
 
+PEER_TIMEOUT = 5.0  # seconds to wait for one worker's exposition
+PEER_LABEL = "worker"
+PEER_UP = "metashard_worker_scrape_up"
+# sun_path holds 108 bytes on Linux, 104 on macOS and the BSDs, with the final NUL.
+UNIX_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
 
-def parse_address(address: str) -> tuple[str, int] | None:
-    """``":9999"`` -> ("0.0.0.0", 9999); ``"0"``/``""`` -> None. Raises ``ValueError``."""
+
+@dataclass(frozen=True, slots=True)
+class TcpAddress:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class UnixAddress:
+    path: str
+
+    def __str__(self) -> str:
+        return f"unix:{self.path}"
+
+
+Address = TcpAddress | UnixAddress
+
+
+@dataclass(frozen=True, slots=True)
+class Peer:
+    """A local process whose metrics this one serves too: its label value and Unix socket."""
+
+    name: str
+    socket: str
+
+
+def parse_address(address: str) -> Address | None:
+    """``":9999"`` -> all interfaces, port 9999; ``"0"``/``""`` -> None (disabled).
+
+    Raises ``ValueError`` for anything else than ``[HOST]:PORT`` (port 0-65535) or
+    ``unix:PATH``.
+    """
     if address in ("", "0"):
         return None
+    if address.startswith("unix:"):
+        if not address[5:]:
+            raise ValueError(f"address {address!r}: expected unix:PATH")
+        return UnixAddress(address[5:])
     host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"address {address!r}: expected [HOST]:PORT, or 0 to disable")
-    return (host.strip("[]") or "0.0.0.0", int(port))
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(
+            f"address {address!r}: expected [HOST]:PORT with a port from 0 to 65535, "
+            "or 0 to disable"
+        )
+    return TcpAddress(host.strip("[]") or "0.0.0.0", int(port))
+
+
+def check_bindable(address: Address | None, *, what: str) -> None:
+    """Bind and release ``address`` now, so that a port in use fails before anything starts.
+
+    Raises ``StartupError`` naming ``what`` (e.g. ``--metrics-address``) and the reason.
+    """
+    if isinstance(address, TcpAddress):
+        try:
+            socket.create_server((address.host, address.port)).close()
+        except OSError as e:
+            raise StartupError(f"{what} {address}: cannot listen: {e.strerror or e}") from e
+    elif isinstance(address, UnixAddress):
+        folder = os.path.dirname(address.path) or "."
+        if not os.path.isdir(folder):
+            raise StartupError(f"{what} {address}: no such directory {folder}")
+        if len(os.fsencode(address.path)) > UNIX_PATH_MAX:
+            raise StartupError(
+                f"{what} {address}: a Unix socket path is limited to {UNIX_PATH_MAX} bytes "
+                "(use a shorter TMPDIR)"
+            )
 
 
 class OpsServer:
-    def __init__(self, registry: CollectorRegistry, *, ready: Readiness) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        *,
+        ready: Readiness,
+        peers: Sequence[Peer] = (),
+    ) -> None:
         self._registry = registry
         self._ready = ready
-        self._runner: web.AppRunner | None = None
-        self.port = 0
+        self._peers = tuple(peers)
+        self._runners: list[web.AppRunner] = []
+        self._unix_paths: list[str] = []
+        self.metrics_port = 0
+        self.health_port = 0
 
-    async def start(self, address: str) -> None:
-        bind = parse_address(address)
-        if bind is None:
-            return
+    @contextlib.asynccontextmanager
+    async def serving(self, *, metrics: str, health: str) -> AsyncIterator[OpsServer]:
+        """Serve while the block runs (``start`` on entry, ``stop`` on exit)."""
+        await self.start(metrics=metrics, health=health)
+        try:
+            yield self
+        finally:
+            await self.stop()
+
+    async def start(self, *, metrics: str, health: str) -> None:
+        """Bind the endpoints (``ValueError`` for a malformed address, ``StartupError`` for
+        one that cannot be bound)."""
+        routes: dict[Address, list[tuple[str, Callable[[web.Request], object]]]] = {}
+        metrics_at, health_at = parse_address(metrics), parse_address(health)
+        if metrics_at is not None:
+            routes.setdefault(metrics_at, []).append(("/metrics", self._metrics))
+        if health_at is not None:
+            routes.setdefault(health_at, [])
+            routes[health_at] += [("/healthz", self._healthz), ("/readyz", self._readyz)]
+        try:
+            for address, paths in routes.items():
+                port = await self._serve(address, paths)
+                if address == metrics_at:
+                    self.metrics_port = port
+                if address == health_at:
+                    self.health_port = port
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _serve(
+        self, address: Address, paths: Iterable[tuple[str, Callable[[web.Request], object]]]
+    ) -> int:
         app = web.Application()
-        app.router.add_get("/metrics", self._metrics)
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/readyz", self._readyz)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, bind[0], bind[1])
-        await site.start()
-        sockets = self._runner.addresses
-        self.port = sockets[0][1] if sockets else bind[1]
+        for path, handler in paths:
+            app.router.add_get(path, handler)  # type: ignore[arg-type]
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        self._runners.append(runner)
+        site: web.BaseSite
+        if isinstance(address, UnixAddress):
+            site = web.UnixSite(runner, address.path)
+        else:
+            site = web.TCPSite(runner, address.host, address.port)
+        try:
+            await site.start()
+        except OSError as e:
+            raise StartupError(f"cannot listen on {address}: {e.strerror or e}") from e
+        if isinstance(address, UnixAddress):
+            self._unix_paths.append(address.path)
+            return 0
+        sockets = runner.addresses
+        return int(sockets[-1][1]) if sockets else address.port
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        for runner in self._runners:
+            await runner.cleanup()
+        self._runners.clear()
+        for path in self._unix_paths:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        self._unix_paths.clear()
 
     async def _metrics(self, _: web.Request) -> web.Response:
-        return web.Response(
-            body=generate_latest(self._registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
-        )
+        families: Iterable[Metric] = self._registry.collect()
+        if self._peers:
+            texts = await asyncio.gather(*(_scrape(peer) for peer in self._peers))
+            families = merge(
+                families,
+                {peer.name: text for peer, text in zip(self._peers, texts, strict=True)},
+                label=PEER_LABEL,
+                up_name=PEER_UP,
+                up_help="1 if the worker's metrics were read for this scrape, 0 if not.",
+            )
+        body = generate_latest(_Families(without_created(families)))
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def _healthz(self, _: web.Request) -> web.Response:
         return web.Response(text="ok")
@@ -69,3 +219,30 @@ class OpsServer:
         if reason is None:
             return web.Response(text="ok")
         return web.Response(status=503, text=reason)
+
+
+class _Families:
+    """What ``generate_latest`` needs: an object whose ``collect()`` yields families."""
+
+    def __init__(self, families: Iterable[Metric]) -> None:
+        self._families = families
+
+    def collect(self) -> Iterable[Metric]:
+        return self._families
+
+
+async def _scrape(peer: Peer) -> str | None:
+    """``peer``'s exposition, or None (logged at debug) when it cannot be read."""
+    try:
+        async with (
+            aiohttp.ClientSession(
+                connector=aiohttp.UnixConnector(path=peer.socket),
+                timeout=aiohttp.ClientTimeout(total=PEER_TIMEOUT),
+            ) as http,
+            http.get("http://localhost/metrics") as resp,
+        ):
+            resp.raise_for_status()
+            return await resp.text()
+    except (aiohttp.ClientError, OSError, TimeoutError) as e:
+        log.debug("worker metrics not read", worker=peer.name, error=str(e))
+        return None

@@ -1,4 +1,9 @@
-"""``python -m workers`` / ``metashard worker``: run one worker process until SIGTERM/SIGINT."""
+"""``python -m workers`` / ``metashard worker``: run one worker process until SIGTERM/SIGINT.
+
+A worker that cannot start for a configuration reason (bad flags, no usable kubeconfig, a
+reconciler that cannot be loaded, an endpoint it cannot serve) prints one line and exits 2
+(``proto.startup``); ``metashard run`` then stops instead of restarting it.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,9 @@ import sys
 import uvloop
 
 from proto import logs
-from workers.settings import from_args
+from proto.flags import log_notices
+from proto.startup import StartupError, guard
+from workers.settings import WorkerSettings, from_args
 from workers.worker import Worker
 
 
@@ -21,16 +28,20 @@ async def _main(worker: Worker) -> None:
     await worker.run(stop)
 
 
+def _start(settings: WorkerSettings) -> int:
+    try:
+        worker = Worker(settings)
+    except ValueError as e:  # the --reconciler cannot be loaded
+        raise StartupError(str(e)) from e
+    uvloop.run(_main(worker))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     settings = from_args(sys.argv[1:] if argv is None else argv)
     logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
-    try:
-        worker = Worker(settings)
-    except ValueError as e:
-        logs.get_logger().error("cannot start", error=str(e))
-        return 2
-    uvloop.run(_main(worker))
-    return 0
+    log_notices(settings.notices)
+    return guard("metashard worker", lambda: _start(settings), debug=settings.log_level == "debug")
 
 
 if __name__ == "__main__":

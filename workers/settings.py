@@ -1,16 +1,24 @@
-"""The worker process's settings: parsed once from flags and environment, then passed down."""
+"""The worker process's settings: parsed once from flags and environment, then passed down.
+
+A worker takes every flag of ``proto.flags`` (so one argument list serves both roles); those
+that only the coordinator acts on are reported in ``notices``, which the entry point logs.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from proto.curve import ClientCurve, CurveKeyError, client_keys
-from proto.flags import add_common, burst
+from proto.flags import Parser, add_common, common, positive_int, typed
 from proto.hooks.client import DEFAULT_MAX_RESPONSE_BYTES
+
+# What ZeroMQ can connect to: tcp://HOST:PORT or ipc://PATH.
+_ENDPOINT = re.compile(r"^(tcp://(\[[^\]]+\]|[^:/\s]+):\d{1,5}|ipc://\S+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,17 +30,17 @@ class WorkerSettings:
     qps: float = 0.0  # client-side API rate limit; 0 = none (rely on API priority and fairness)
     burst: int = 0
     metrics_address: str = ":9999"
+    health_address: str = ":8081"
     reconciler: str | None = None  # MODULE:CALLABLE replacing the built-in reconcilers
     hook_max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # a longer hook answer fails
     log_format: str = "auto"
     log_level: str = "info"
     curve: ClientCurve | None = None  # the worker link's CURVE keys (--curve-keys)
+    notices: tuple[str, ...] = ()
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="metashard worker", description="Run one metashard worker process."
-    )
+    p = Parser(prog="metashard worker", description="Run one metashard worker process.")
     p.add_argument(
         "--coordinator",
         help="coordinator endpoint, e.g. tcp://metashard-coordinator:7070 "
@@ -40,9 +48,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--id", dest="worker_id", help="stable worker id (default: $POD_NAME, else the host name)"
-    )
-    p.add_argument(
-        "--concurrency", type=int, default=16, help="reconciles run at once (default 16)"
     )
     add_common(p)
     p.add_argument(
@@ -52,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--hook-max-response-bytes",
-        type=int,
+        type=typed(positive_int),
         default=DEFAULT_MAX_RESPONSE_BYTES,
         help="largest hook answer accepted, in bytes; a longer one fails the sync "
         f"(default {DEFAULT_MAX_RESPONSE_BYTES}, 3 MiB: Kubernetes' request size limit)",
@@ -65,34 +70,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> WorkerSettings:
-    """Parse flags (and the environment fallbacks); exits with a usage error on bad input."""
+    """Parse flags (and the environment fallbacks); exits 2 with one line on bad input."""
     env = os.environ if environ is None else environ
     parser = build_parser()
     args = parser.parse_args(list(argv))
     coordinator = args.coordinator or env.get("METASHARD_COORDINATOR")
     if not coordinator:
         parser.error("--coordinator (or METASHARD_COORDINATOR) is required")
-    if args.concurrency < 1:
-        parser.error("--concurrency must be at least 1")
+    if not _ENDPOINT.match(coordinator):
+        parser.error(f"--coordinator {coordinator!r}: expected tcp://HOST:PORT or ipc://PATH")
     curve = None
     if args.curve_keys:
         try:
             curve = client_keys(args.curve_keys)
         except CurveKeyError as e:
             parser.error(f"--curve-keys: {e}")
-    if args.hook_max_response_bytes < 1:
-        parser.error("--hook-max-response-bytes must be at least 1")
+    shared = common(args, role="worker")
     return WorkerSettings(
         worker_id=args.worker_id or env.get("POD_NAME") or socket.gethostname(),
         coordinator=coordinator,
-        concurrency=args.concurrency,
-        kubeconfig=args.kubeconfig,
-        qps=args.qps,
-        burst=burst(args),
-        metrics_address=args.metrics_address,
+        concurrency=shared.concurrency,
+        kubeconfig=shared.kubeconfig,
+        qps=shared.qps,
+        burst=shared.burst,
+        metrics_address=shared.metrics_address,
+        health_address=shared.health_address,
         reconciler=args.reconciler,
         hook_max_response_bytes=args.hook_max_response_bytes,
-        log_format=args.log_format,
-        log_level=args.log_level,
+        log_format=shared.log_format,
+        log_level=shared.log_level,
         curve=curve,
+        notices=shared.notices,
     )

@@ -69,6 +69,7 @@ class Worker:
         config = load_config(settings.kubeconfig)
         hook_metrics = PrometheusHookMetrics(self.registry)
         async with (
+            self.ops.serving(metrics=settings.metrics_address, health=settings.health_address),
             Session(config, qps=settings.qps, burst=settings.burst) as session,
             HttpClient() as http,
         ):
@@ -116,7 +117,6 @@ class Worker:
             )
             membership.work = runner
             self.membership = membership
-            await self.ops.start(settings.metrics_address)
             log.info(
                 "worker started", coordinator=settings.coordinator, concurrency=settings.concurrency
             )
@@ -135,7 +135,6 @@ class Worker:
                 await runner.close()
                 await events.flush()
                 link.close()
-                await self.ops.stop()
         log.info("worker stopped")
 
     async def _tick_metrics(self, runner: Runner) -> None:

@@ -37,13 +37,15 @@ WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
 
 def _metashard_cmd(workers: int, metrics_port: int) -> str:
     return (
-        f"{{python}} -m manager.cli run --workers {workers} --kubeconfig {{kubeconfig}} "
-        f"--metrics-address 127.0.0.1:{metrics_port} --log-format json --log-level warning"
+        f"{{python}} -m manager.cli run --processes {workers} --kubeconfig {{kubeconfig}} "
+        f"--metrics-address 127.0.0.1:{metrics_port} --health-probe-bind-address 0 "
+        "--log-format json --log-level warning"
     )
 
 
 class Scraper:
-    """Polls the workers' /metrics while a run lasts; keeps each worker's last sample."""
+    """Polls /metrics while a run lasts (the coordinator's serves every worker's too);
+    keeps each port's last sample."""
 
     def __init__(self, ports: list[int]) -> None:
         self._ports = ports
@@ -149,7 +151,7 @@ def main(quick: bool) -> None:
                 for w in (1, 2):
                     flags = ["--label", f"metashard-{w}w", "--controller-cmd"]
                     port = free_port()
-                    with Scraper([port + 1 + i for i in range(w)]) as scraper:
+                    with Scraper([port]) as scraper:
                         _harness(
                             [
                                 "controller",

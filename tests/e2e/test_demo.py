@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
@@ -31,6 +33,11 @@ def test_the_demo_converges_and_stops_on_ctrl_c() -> None:
             if "all converged" in line or time.monotonic() > deadline:
                 break
         assert any("all converged" in line for line in output), "".join(output)
+        metrics = _metrics_of("".join(output))
+        # One endpoint: the workers' workqueues are there, labelled with the worker id.
+        assert re.search(r'^workqueue_adds_total\{.*worker="[^"]+-w0"', metrics, re.M), metrics
+        assert re.search(r'^workqueue_adds_total\{.*worker="[^"]+-w1"', metrics, re.M), metrics
+        assert "_created" not in metrics
         demo.send_signal(signal.SIGINT)
         rest = demo.stdout.read()  # the same reader: lines it buffered already are kept
         output.append(rest)
@@ -42,3 +49,12 @@ def test_the_demo_converges_and_stops_on_ctrl_c() -> None:
     text = "".join(output)
     assert "hello          4          4       4  yes" in text  # the change converged too
     assert "metrics:" in text and "kubectl get greetings" in text
+
+
+def _metrics_of(output: str) -> str:
+    """What the metrics URL the demo printed serves."""
+    url = re.search(r"metrics:\s+(http://\S+/metrics)", output)
+    assert url is not None, output
+    with urllib.request.urlopen(url.group(1), timeout=10) as resp:
+        text: str = resp.read().decode()
+    return text

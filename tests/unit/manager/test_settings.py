@@ -43,7 +43,14 @@ def test_go_durations_and_flags() -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [["--discovery-interval", "soon"], ["--worker-timeout", "1s"], ["--client-go-qps", "-1"]],
+    [
+        ["--discovery-interval", "soon"],
+        ["--worker-timeout", "1s"],
+        ["--client-go-qps", "-1"],
+        ["--bind", "0.0.0.0:7070"],
+        ["--bind", "tcp://"],
+        ["--leader-election", "--bind", "http://x:1"],
+    ],
 )
 def test_bad_values_are_refused(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
@@ -96,3 +103,27 @@ def test_target_label_selector_is_validated_and_names_its_own_lease() -> None:
     assert named.leader_election_id == "mine"
     with pytest.raises(SystemExit):
         parse("--target-label-selector", "shard in (a")
+
+
+def test_metacontroller_flags_reach_the_coordinator_settings() -> None:
+    s = from_args(
+        [
+            "--insecure-worker-link",
+            "--zap-log-level=4",
+            "--zap-encoder=json",
+            "--health-probe-bind-address=:8081",
+            "--metrics-address=:9999",
+            "--leader-election",
+            "--leader-election-id=metacontroller",
+            "--leader-election-resource-lock=leases",
+            "--discovery-interval=20s",
+            "--workers=5",
+        ]
+    )
+    assert (s.log_level, s.log_format) == ("debug", "json")
+    assert (s.metrics_address, s.health_address) == (":9999", ":8081")
+    assert s.leader_election and s.leader_election_id == "metacontroller"
+    assert s.discovery_interval == 20.0
+    assert s.notices == (
+        "--workers/--concurrency has no effect on a coordinator (workers reconcile)",
+    )

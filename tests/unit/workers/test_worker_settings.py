@@ -27,3 +27,36 @@ def test_the_hook_answer_limit_defaults_to_3_mib_and_must_be_positive() -> None:
     )
     with pytest.raises(SystemExit):
         from_args([*base, "--hook-max-response-bytes", "0"], {})
+
+
+def test_metacontroller_flags_reach_the_worker_settings() -> None:
+    s = from_args(
+        [
+            "--coordinator=tcp://c:7070",
+            "--workers=5",
+            "--zap-devel",
+            "--health-probe-bind-address=:8081",
+            "--discovery-interval=20s",
+        ],
+        {},
+    )
+    assert (s.concurrency, s.log_level, s.log_format) == (5, "debug", "console")
+    assert s.health_address == ":8081" and s.metrics_address == ":9999"
+    assert s.notices == (
+        "--discovery-interval has no effect on a worker (the coordinator acts on it)",
+    )
+
+
+@pytest.mark.parametrize("endpoint", ["c:7070", "tcp://c", "http://c:7070", "tcp://c:port"])
+def test_a_coordinator_endpoint_zeromq_cannot_connect_to_is_refused(endpoint: str) -> None:
+    with pytest.raises(SystemExit):
+        from_args(["--coordinator", endpoint], {})
+
+
+def test_target_label_selector_is_accepted_and_said_to_be_the_coordinators() -> None:
+    s = from_args(["--coordinator=tcp://c:7070", "--target-label-selector=shard=a"], {})
+    assert s.notices == (
+        "--target-label-selector has no effect on a worker (the coordinator acts on it)",
+    )
+    with pytest.raises(SystemExit):
+        from_args(["--coordinator=tcp://c:7070", "--target-label-selector=shard in (a"], {})

@@ -1,0 +1,149 @@
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from proto.flags import Parser, Role, add_common, common, zap_level
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = Parser(prog="t")
+    add_common(p)
+    return p.parse_args(argv)
+
+
+# Every flag of Metacontroller v4.17 (pkg/cmd/metacontroller/main.go, controller-runtime's zap
+# flags and --kubeconfig) in the forms its manifests and chart use.
+METACONTROLLER_FLAGS = [
+    ["--discovery-interval=20s"],
+    ["--cache-flush-interval", "30m"],
+    ["--metrics-address=:9999"],
+    ["--health-probe-bind-address=:8081"],
+    ["--pprof-address=0"],
+    ["--client-go-qps=5"],
+    ["--client-go-burst=10"],
+    ["--workers=5"],
+    ["--events-qps=0.0033"],
+    ["--events-burst=25"],
+    ["--leader-election"],
+    ["--leader-election=false"],
+    ["--leader-election-resource-lock=leases"],
+    ["--leader-election-namespace=metacontroller"],
+    ["--leader-election-id=metacontroller"],
+    ["--apply-strategy=dynamic-apply"],
+    ["--apply-strategy-ssa-field-manager=metacontroller"],
+    ["--kubeconfig=/etc/kube/config"],
+    ["--zap-log-level=4"],
+    ["--zap-log-level=debug"],
+    ["--zap-devel"],
+    ["--zap-devel=false"],
+    ["--zap-encoder=console"],
+    ["--zap-stacktrace-level=error"],
+    ["--zap-time-encoding=rfc3339"],
+    ["--target-label-selector=shard in (a,b),!canary"],
+]
+
+
+@pytest.mark.parametrize("argv", METACONTROLLER_FLAGS, ids=lambda a: a[0])
+@pytest.mark.parametrize("role", ["coordinator", "worker", "run"])
+def test_every_metacontroller_flag_parses_in_every_role(argv: list[str], role: Role) -> None:
+    common(parse(argv), role=role)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--no-such-flag"],
+        ["--target-label-selector=shard in (a"],
+        ["--apply-strategy=server-side-apply"],
+        ["--apply-strategy=patch"],
+        ["--leader-election-resource-lock=configmaps"],
+        ["--zap-log-level=0"],
+        ["--zap-log-level=trace"],
+        ["--zap-encoder=text"],
+        ["--metrics-address=:99999"],
+        ["--health-probe-bind-address=8081"],
+        ["--workers=0"],
+        ["--client-go-qps=-1"],
+        ["--discovery-interval=soon"],
+        ["--log-level=loud"],
+    ],
+)
+def test_bad_or_unknown_flags_fail_with_one_line(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        parse(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("t: error: "), err
+
+
+@pytest.mark.parametrize(
+    ("text", "level"),
+    [("debug", "debug"), ("INFO", "info"), ("error", "error"), ("1", "debug"), ("4", "debug")],
+)
+def test_zap_levels_map_to_ours(text: str, level: str) -> None:
+    assert zap_level(text) == level
+
+
+@pytest.mark.parametrize(
+    ("argv", "fmt", "level"),
+    [
+        ([], "auto", "info"),
+        (["--zap-devel"], "console", "debug"),
+        (["--zap-devel", "--zap-encoder=json", "--zap-log-level=info"], "json", "info"),
+        (["--zap-log-level=4", "--log-level=warn"], "auto", "warning"),
+        (["--zap-encoder=json", "--log-format=console"], "console", "info"),
+    ],
+)
+def test_our_logging_flags_win_over_zap_and_zap_devel_sets_defaults(
+    argv: list[str], fmt: str, level: str
+) -> None:
+    resolved = common(parse(argv), role="worker")
+    assert (resolved.log_format, resolved.log_level) == (fmt, level)
+
+
+def test_defaults_follow_metacontroller_where_it_has_them() -> None:
+    resolved = common(parse([]), role="worker")
+    assert (resolved.metrics_address, resolved.health_address) == (":9999", ":8081")
+    assert (resolved.qps, resolved.burst, resolved.concurrency) == (0, 0, 16)
+    assert resolved.notices == ()
+    assert common(parse(["--workers=5"]), role="run").concurrency == 5
+    assert common(parse(["--client-go-qps=5"]), role="run").burst == 10
+
+
+@pytest.mark.parametrize(
+    ("argv", "role", "says"),
+    [
+        (["--discovery-interval=20s"], "worker", "--discovery-interval has no effect on a worker"),
+        (["--leader-election"], "worker", "--leader-election has no effect on a worker"),
+        (["--workers=5"], "coordinator", "--workers/--concurrency has no effect on a coord"),
+        (["--pprof-address=:6060"], "run", "--pprof-address has no effect"),
+        (["--events-qps=1"], "coordinator", "--events-qps has no effect yet"),
+        (["--events-burst=1"], "worker", "--events-burst has no effect yet"),
+        (["--zap-stacktrace-level=info"], "run", "--zap-stacktrace-level has no effect"),
+        (["--zap-time-encoding=epoch"], "run", "--zap-time-encoding has no effect"),
+        (
+            ["--apply-strategy-ssa-field-manager=x"],
+            "worker",
+            "--apply-strategy-ssa-field-manager has",
+        ),
+    ],
+)
+def test_a_flag_without_effect_is_reported(argv: list[str], role: Role, says: str) -> None:
+    notices = common(parse(argv), role=role).notices
+    assert len(notices) == 1 and notices[0].startswith(says), notices
+
+
+@pytest.mark.parametrize(
+    ("argv", "role"),
+    [
+        (["--discovery-interval=20s", "--leader-election"], "coordinator"),
+        (["--workers=5"], "worker"),
+        (["--pprof-address=0", "--zap-time-encoding=iso8601"], "run"),
+    ],
+)
+def test_a_flag_with_effect_is_not_reported(argv: list[str], role: Role) -> None:
+    assert common(parse(argv), role=role).notices == ()
