@@ -15,7 +15,7 @@ from manager.store import Cached, Store
 from proto.api.controllers import HookName
 from proto.api.endpoints import decode_connections
 from proto.api.selectors import parse
-from proto.kube.errors import NotFound, ResourceNotFound, ServerError
+from proto.kube.errors import KubeError, NotFound, ResourceNotFound, ServerError, TransportError
 from proto.kube.resources import Resource
 
 DCS = Resource(
@@ -270,3 +270,69 @@ async def test_decorator_hook_connections_are_resolved_reported_once_and_refresh
     resolved = decode_connections(second.definition.connections)[HookName.SYNC.value]
     assert resolved.error is None and resolved.authorization == "Bearer s3cret"
     assert len([e for e in world.recorder.events if e[1] == "CreateError"]) == 1
+
+
+class KindDiscovery(Discovery):
+    """Discovery that fails for the controller kinds as ``failures`` says."""
+
+    def __init__(self, failures: dict[str, KubeError]) -> None:
+        self.failures = failures
+
+    async def resolve(self, api_version: str, *, resource: str) -> Resource:
+        if resource in self.failures:
+            raise self.failures[resource]
+        return await super().resolve(api_version, resource=resource)
+
+
+@pytest.mark.parametrize(
+    ("failures", "read", "says"),
+    [
+        ({}, True, []),
+        (
+            {DCS.name: ResourceNotFound("no decoratorcontrollers")},
+            True,
+            ["cannot watch DecoratorControllers: is the CRD installed?"],
+        ),
+        (
+            {DCS.name: TransportError("refused"), CCS.name: TransportError("refused")},
+            False,
+            [
+                f"cannot watch {k}Controllers: the API server is unreachable"
+                for k in ("Composite", "Decorator")
+            ],
+        ),
+        (
+            {CCS.name: ServerError(503, {"message": "busy"})},
+            False,
+            ["cannot watch CompositeControllers: discovery failed"],
+        ),
+    ],
+)
+@pytest.mark.asyncio
+async def test_controllers_count_as_read_only_when_every_kind_answered(
+    failures: dict[str, KubeError],
+    read: bool,
+    says: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A missing CRD is an answer (that kind has no controllers); an unreachable or failing
+    API server is not: ``/readyz`` stays unready. The log says which, per kind."""
+    logged: list[str] = []
+
+    class Log:
+        def error(self, event: str, **_: Any) -> None:
+            logged.append(event)
+
+        def __getattr__(self, level: str) -> Any:
+            return lambda *_, **__: None
+
+    monkeypatch.setattr("manager.controllers.log", Log())
+    world = World()
+    world.controllers._discovery = KindDiscovery(failures)  # type: ignore[assignment]
+    world.controllers._retry_interval = 0.01
+    task = asyncio.create_task(world.controllers.run())
+    await asyncio.sleep(0.05)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert world.controllers.loaded is read
+    assert sorted(set(logged)) == sorted(says)
