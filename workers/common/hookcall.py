@@ -2,8 +2,9 @@
 
 - ``Hooks`` and ``Events`` are the seams to the webhook client and the event recorder
   (``proto.hooks.client.HookClient`` and ``proto.kube.events.EventRecorder`` conform).
-- ``HookCaller.call(name, body, decode=..., failed=...)`` POSTs ``body`` to the controller's
-  hook ``name`` and decodes the answer with ``decode(answer, mode)``. A hook answering 429
+- ``HookCaller.call(name, body, request=..., decode=..., failed=...)`` POSTs ``body`` to the
+  controller's hook ``name`` and decodes the answer with ``decode(answer, mode)``; the time
+  the hook took is added to ``request.hook_seconds``. A hook answering 429
   raises ``RequeueAfter`` with its ``Retry-After`` delay (not a failure); any other hook
   error (transport, timeout, status) or a malformed answer raises ``SyncFailure`` with the
   message ``<failed>: <error>``.
@@ -14,6 +15,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
@@ -25,7 +27,7 @@ from proto.kube.resources import Resource, split_api_version
 from proto.logs import get_logger
 from proto.wire import ResourceInfo
 from workers.common.sync_errors import SyncFailure
-from workers.reconciler import RequeueAfter
+from workers.reconciler import ReconcileRequest, RequeueAfter
 
 log = get_logger("metashard.hooks")
 
@@ -89,12 +91,17 @@ class HookCaller:
         name: HookName,
         body: bytes,
         *,
+        request: ReconcileRequest,
         decode: Callable[[bytes, ResponseMode], D],
         failed: str,
     ) -> D:
         hook = self._defined[name]
+        started = time.perf_counter()
         try:
-            answer = await self._hooks.call(self._endpoints[name], body)
+            try:
+                answer = await self._hooks.call(self._endpoints[name], body)
+            finally:
+                request.hook_seconds += time.perf_counter() - started
             response = decode(answer, hook.response_mode)
         except HookRetryAfter as err:
             raise RequeueAfter(err.delay, str(err)) from None
