@@ -160,6 +160,12 @@ class Term:
         self.endpoint = self.link.bind(self.settings.bind)
         started = self._clock.now()
         log.info("leading", epoch=self.epoch, endpoint=self.endpoint)
+        if self.settings.grace > 0:
+            log.info(
+                f"waiting {self.settings.grace:g} s for workers of a previous term to fence "
+                "before the first assignment",
+                epoch=self.epoch,
+            )
         tasks = [
             asyncio.create_task(self.controllers.run(), name="controllers"),
             asyncio.create_task(self._receive(), name="receive"),
