@@ -6,6 +6,9 @@
   this process and N workers as child processes, over a local ipc socket unless ``--bind``
   says otherwise (``manager.supervisor``).
 - ``metashard cluster [flags]``: the embedded cluster, a Kubernetes API-server emulator.
+- ``metashard dev [PATH...]``: the embedded cluster (or ``--kubeconfig``), the manifests
+  applied, ``metashard run``, and one line per reconcile that wrote something
+  (``loadtest.dev``).
 
 Roles in other packages (the worker, the embedded cluster) run as their own processes
 (``python -m <package>``), so the coordinator never imports the worker code or the load-test
@@ -118,6 +121,10 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
     "cluster": (
         "run the embedded cluster (a Kubernetes API-server emulator)",
         lambda argv: _exec_module("loadtest.apiserver", argv),
+    ),
+    "dev": (
+        "try controllers: a cluster, your manifests, metashard, one line per reconcile",
+        lambda argv: _exec_module("loadtest.dev", argv),
     ),
 }
 
