@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint unit bench demo clean
+.PHONY: test lint unit bench demo docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ test: lint
 
 demo: $(STAMP)
 	$(PY) -m loadtest.demo
+
+# docs/configuration.md from the commands' own flag definitions (a test checks it is current).
+docs: $(STAMP)
+	$(PY) -m loadtest.configdoc
 
 BENCH_STAMP := $(VENV)/.installed-bench
 

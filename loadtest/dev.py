@@ -88,7 +88,7 @@ def render(record: dict[str, Any]) -> str | None:
     return None
 
 
-def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="metashard dev",
         description="Start a cluster (or use one), apply manifests, run metashard, and print "
@@ -103,6 +103,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--log", help="metashard's JSON log file (default: a new file in the temporary directory)"
     )
+    return parser
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("--workers must be at least 1")

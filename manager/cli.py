@@ -58,7 +58,8 @@ def _coordinator(argv: list[str]) -> int:
     return 0
 
 
-def _run(argv: list[str]) -> int:
+def run_parser() -> argparse.ArgumentParser:
+    """The parser of ``metashard run``: the coordinator's flags and the local workers'."""
     parser = argparse.ArgumentParser(
         prog="metashard run", description="The coordinator plus N local worker processes."
     )
@@ -69,6 +70,11 @@ def _run(argv: list[str]) -> int:
         "--reconciler", help="MODULE:CALLABLE for the workers (see metashard worker)"
     )
     parser.set_defaults(bind=None)
+    return parser
+
+
+def _run(argv: list[str]) -> int:
+    parser = run_parser()
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("--workers must be at least 1")

@@ -93,7 +93,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--bind", default="tcp://0.0.0.0:7070", help="ZeroMQ endpoint workers connect to"
     )
     add_common(p)
-    p.add_argument("--leader-election", type=_bool, nargs="?", const=True, default=False)
+    p.add_argument(
+        "--leader-election",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=False,
+        help="hold a Lease; only the holder runs (several replicas may run)",
+    )
     p.add_argument(
         "--leader-election-namespace",
         help="namespace of the Lease (default: this pod's, or the kubeconfig context's)",
@@ -111,13 +118,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(label selector syntax, as kubectl -l)",
     )
     p.add_argument(
-        "--leader-election-lease-duration", dest="lease_duration", type=_duration, default=15.0
+        "--leader-election-lease-duration",
+        dest="lease_duration",
+        type=_duration,
+        default=15.0,
+        help="how long a Lease not renewed stays taken (Go duration)",
     )
     p.add_argument(
-        "--leader-election-renew-deadline", dest="renew_deadline", type=_duration, default=10.0
+        "--leader-election-renew-deadline",
+        dest="renew_deadline",
+        type=_duration,
+        default=10.0,
+        help="the leader gives up leading when it could not renew for this long (Go duration)",
     )
     p.add_argument(
-        "--leader-election-retry-period", dest="retry_period", type=_duration, default=2.0
+        "--leader-election-retry-period",
+        dest="retry_period",
+        type=_duration,
+        default=2.0,
+        help="how often the Lease is renewed or tried (Go duration)",
     )
     p.add_argument(
         "--discovery-interval",
@@ -131,7 +150,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=1800.0,
         help="every parent is reconciled again this often, at low priority (Go duration)",
     )
-    p.add_argument("--heartbeat-interval", type=_duration, default=1.0)
+    p.add_argument(
+        "--heartbeat-interval",
+        type=_duration,
+        default=1.0,
+        help="how often the coordinator and workers exchange heartbeats (Go duration)",
+    )
     p.add_argument(
         "--worker-timeout",
         type=_duration,
@@ -164,9 +188,15 @@ def from_namespace(args: argparse.Namespace) -> CoordinatorSettings:
     )
 
 
-def from_args(argv: Sequence[str]) -> CoordinatorSettings:
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``metashard coordinator``."""
     parser = argparse.ArgumentParser(prog="metashard coordinator")
     add_arguments(parser)
+    return parser
+
+
+def from_args(argv: Sequence[str]) -> CoordinatorSettings:
+    parser = build_parser()
     args = parser.parse_args(list(argv))
     if args.worker_timeout < 3 * args.heartbeat_interval:
         parser.error("--worker-timeout must be at least 3 x --heartbeat-interval")

@@ -27,8 +27,13 @@ def add_common(p: argparse.ArgumentParser) -> None:
         default=":9999",
         help="serve /metrics, /healthz and /readyz here (default :9999); 0 disables",
     )
-    p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto")
-    p.add_argument("--log-level", default="info")
+    p.add_argument(
+        "--log-format",
+        choices=("auto", "json", "console"),
+        default="auto",
+        help="json: one object per line; console: readable; auto: console on a terminal",
+    )
+    p.add_argument("--log-level", default="info", help="debug, info, warning or error")
 
 
 def burst(args: argparse.Namespace) -> int:
