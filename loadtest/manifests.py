@@ -50,7 +50,7 @@ def _objects(doc: Any, source: Path) -> list[dict[str, Any]]:
         return []
     if not isinstance(doc, dict):
         raise ManifestError(f"{source}: a document is not an object")
-    if doc.get("kind") == "List" or str(doc.get("kind", "")).endswith("List"):
+    if str(doc.get("kind", "")).endswith("List") and "items" in doc:  # List, ConfigMapList...
         return [o for item in doc.get("items") or () for o in _objects(item, source)]
     meta = doc.get("metadata")
     if not doc.get("apiVersion") or not doc.get("kind") or not isinstance(meta, dict):
