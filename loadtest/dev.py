@@ -114,9 +114,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-async def prepare(kubeconfig: str, paths: Sequence[str], namespace: str) -> list[str]:
-    """Install the Metacontroller CRDs where missing, then apply ``paths``."""
-    objects = manifests.load(paths)  # read everything before touching the cluster
+async def prepare(kubeconfig: str, objects: Sequence[dict[str, Any]], namespace: str) -> list[str]:
+    """Install the Metacontroller CRDs where missing, then apply ``objects``."""
     async with Session(load_config(kubeconfig), qps=0) as session:
         client = Client(session)
         await crds.install(client, load_crds())
@@ -143,9 +142,11 @@ async def stream(
             print(shown, file=out, flush=True)
 
 
-async def run(args: argparse.Namespace, kubeconfig: str, log: IO[bytes]) -> int:
+async def run(
+    args: argparse.Namespace, objects: Sequence[dict[str, Any]], kubeconfig: str, log: IO[bytes]
+) -> int:
     """Apply, run ``metashard run`` and stream its reconciles until a signal or its exit."""
-    for line in await prepare(kubeconfig, args.paths, args.namespace):
+    for line in await prepare(kubeconfig, objects, args.namespace):
         print(line, flush=True)
     metrics = free_port()
     proc = await asyncio.create_subprocess_exec(
@@ -182,6 +183,11 @@ async def run(args: argparse.Namespace, kubeconfig: str, log: IO[bytes]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
+    try:
+        objects = manifests.load(args.paths)  # every file read before anything starts
+    except manifests.ManifestError as err:
+        print(f"metashard dev: {err}", file=sys.stderr)
+        return 2
     if args.log:
         log_path = Path(args.log)
     else:
@@ -198,10 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"export KUBECONFIG={kubeconfig}", flush=True)
         print(f"metashard's log: {log_path}", flush=True)
         with log_path.open("ab") as log:
-            code = asyncio.run(run(args, kubeconfig, log))
-    except manifests.ManifestError as err:
-        print(f"metashard dev: {err}", file=sys.stderr)
-        code = 2
+            code = asyncio.run(run(args, objects, kubeconfig, log))
     except errors.KubeError as err:
         print(f"metashard dev: the cluster refused: {err}", file=sys.stderr)
         code = 1

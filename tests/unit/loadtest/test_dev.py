@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from loadtest.dev import render
+from loadtest.dev import main, render
 
 T = "2026-01-02T03:04:05.678Z"
 
@@ -60,3 +61,14 @@ T = "2026-01-02T03:04:05.678Z"
 )
 def test_render(record: dict[str, Any], line: str | None) -> None:
     assert render(record) == line
+
+
+def test_unreadable_manifests_stop_it_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: ConfigMap\n")
+    assert main([str(bad)]) == 2
+    out = capsys.readouterr()
+    assert f"metashard dev: {bad}: an object without apiVersion" in out.err
+    assert "starting the embedded cluster" not in out.out
