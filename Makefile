@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint unit bench demo chaos clean image crds
+.PHONY: test lint unit bench demo docs chaos clean image crds
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ chaos: $(STAMP)
 
 demo: $(STAMP)
 	$(PY) -m loadtest.demo
+
+# docs/configuration.md from the commands' own flag definitions (a test checks it is current).
+docs: $(STAMP)
+	$(PY) -m loadtest.configdoc
 
 BENCH_STAMP := $(VENV)/.installed-bench
 

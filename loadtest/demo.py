@@ -10,6 +10,9 @@ What it does, in order (Ctrl-C stops everything cleanly):
 5. starts ``metashard run --processes 2`` against the cluster;
 6. creates a few Greetings, changes one, and prints their convergence (children created,
    status written) until Ctrl-C, with where to find the metrics.
+
+metashard's log goes to ``metashard.log`` in a directory of its own under the temporary
+directory; it is kept when the demo stops, and its path is printed at the start and the end.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ import contextlib
 import os
 import signal
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import IO, Any
 
 from aiohttp import web
@@ -230,13 +235,15 @@ async def _main(kubeconfig: str, log: IO[bytes]) -> None:
 def main() -> int:
     print("starting the embedded cluster...")
     cluster = ClusterProcess().start()
+    # Not in the cluster's directory: that one is removed when the cluster stops.
+    log_path = Path(tempfile.mkdtemp(prefix="metashard-demo-")) / "metashard.log"
     try:
         print(f"cluster:   {cluster.url} (kubeconfig {cluster.kubeconfig})")
-        with open(cluster.kubeconfig.parent / "metashard.log", "ab") as log:
+        with log_path.open("ab") as log:
             asyncio.run(_main(str(cluster.kubeconfig), log))
     finally:
         cluster.stop()
-    print("stopped.")
+        print(f"stopped. metashard's log is kept in {log_path}")
     return 0
 
 

@@ -16,6 +16,9 @@
   checked before anything starts (``manager.settings``, ``manager.preflight``); a failure is
   one line and exit code 2 (``proto.startup``), with its traceback only at ``--log-level
   debug``. A coordinator whose term fails (``manager.app``) exits 1.
+- ``metashard dev [PATH...]``: the embedded cluster (or ``--kubeconfig``), the manifests
+  applied, ``metashard run``, and one line per reconcile that wrote something
+  (``loadtest.dev``).
 
 Roles in other packages (the worker, the embedded cluster) run as their own processes
 (``python -m <package>``), so the coordinator never imports the worker code or the load-test
@@ -77,7 +80,8 @@ def _coordinator(argv: list[str]) -> int:
     return guard("metashard coordinator", start, debug=settings.log_level == "debug")
 
 
-def _run(argv: list[str]) -> int:
+def run_parser() -> Parser:
+    """The parser of ``metashard run``: the coordinator's flags and the local workers'."""
     parser = Parser(
         prog="metashard run", description="The coordinator plus N local worker processes."
     )
@@ -94,6 +98,11 @@ def _run(argv: list[str]) -> int:
         help="largest hook answer the workers accept (see metashard worker)",
     )
     parser.set_defaults(bind=None)
+    return parser
+
+
+def _run(argv: list[str]) -> int:
+    parser = run_parser()
     args = parser.parse_args(argv)
     # One private directory (mode 0700: only this user reaches it), removed on every exit:
     # the worker link's ipc socket, the workers' metrics sockets, ephemeral CURVE keys.
@@ -173,7 +182,8 @@ async def _run_all(coordinator: Coordinator, specs: list[WorkerSpec], stop: asyn
     main.result()
 
 
-def _curve_keys(argv: list[str]) -> int:
+def curve_keys_parser() -> argparse.ArgumentParser:
+    """The parser of ``metashard curve-keys``."""
     parser = argparse.ArgumentParser(
         prog="metashard curve-keys",
         description="Write new CURVE keys for the worker link: server.secret, server.public, "
@@ -181,6 +191,11 @@ def _curve_keys(argv: list[str]) -> int:
         "worker.public, the workers worker.secret and server.public.",
     )
     parser.add_argument("directory", help="where to write them (created if missing)")
+    return parser
+
+
+def _curve_keys(argv: list[str]) -> int:
+    parser = curve_keys_parser()
     args = parser.parse_args(argv)
     target = Path(args.directory)
     if any((target / name).exists() for name in ("server.secret", "worker.secret")):
@@ -199,6 +214,10 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
         lambda argv: _exec_module("loadtest.apiserver", ["--metacontroller-crds", *argv]),
     ),
     "rbac": ("print the least-privilege RBAC rules the controllers need", rbac_command.main),
+    "dev": (
+        "try controllers: a cluster, your manifests, metashard, one line per reconcile",
+        lambda argv: _exec_module("loadtest.dev", argv),
+    ),
 }
 
 

@@ -26,6 +26,9 @@ Contract:
   one controller never restarts an informer another one uses.
 - When a running controller object is deleted, its finalizer is removed from the parents
   that still carry it (``manager.finalizers``), before its informers are released.
+- Each controller that starts is logged (``controller started``), and again once the informers
+  of its parents and children have all synced (``controller informers synced``, with the
+  seconds it took): its parents are pushed to workers from then on.
 - ``on_change(views, added)`` is called after every change with the full set of valid
   controllers and the ids of those that started (or changed) in this change.
 - Hook connections, for every kind: the Secrets and ConfigMaps a controller's webhooks (or its
@@ -224,6 +227,8 @@ class Controllers:
             if i not in present and i[0] in self._sources
         ]
         await self._use(wanted)
+        for ident in added:
+            self._spawn(self._report_synced(wanted[ident]))
         old, self.views = self.views, wanted
         for ident in removed:
             log.info("controller stopped", controller=old[ident].name, kind=ident[0])
@@ -231,6 +236,21 @@ class Controllers:
             if held and self._writer is not None:
                 self._spawn(finalizers.remove(self._writer, held, view.finalizer))
         await self._on_change(wanted, added)
+
+    async def _report_synced(self, view: ControllerView) -> None:
+        """Log once every informer ``view`` uses has synced (it may be stopped first)."""
+        started = self._clock.now()
+        for resource in (*view.parents, *view.children):
+            informer = self._informers.get(resource)
+            if informer is None:
+                return  # released meanwhile: the controller is gone or changed
+            await informer.wait_synced()
+        log.info(
+            "controller informers synced",
+            controller=view.name,
+            kind=view.definition.kind.value,
+            seconds=round(self._clock.now() - started, 3),
+        )
 
     def _store(self, resource: Resource) -> Any:
         informer = self._informers.get(resource)

@@ -15,7 +15,8 @@ Contract:
   snapshot over the frame limit is answered with NACK(TOO_LARGE) instead.
 - ``tick()`` expires silent workers, moves slots, and sends heartbeats. Nothing is assigned
   before the caches are ready (``ready()``) and ``grace`` has passed since the term began
-  (workers of a previous term have fenced by then); ``assigning`` is set from then on.
+  (workers of a previous term have fenced by then; a positive ``grace`` is logged when the
+  wait begins); ``assigning`` is set from then on.
 - ``goodbye()`` sends BYE to every member, so they stop at once when the term ends.
 """
 
@@ -173,6 +174,12 @@ class WorkerSessions:
         next_heartbeat = started
         membership = self._membership
         interval = membership.timing.heartbeat_interval
+        if self._grace > 0:
+            log.info(
+                f"waiting {self._grace:g} s for workers of a previous term to fence "
+                "before the first assignment",
+                epoch=self._epoch,
+            )
         while True:
             now = self._clock.now()
             if membership.start_at == math.inf and now - started >= self._grace and self._ready():

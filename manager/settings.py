@@ -105,7 +105,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow an unauthenticated worker socket on a non-loopback address",
     )
-    p.add_argument("--heartbeat-interval", type=typed(duration), default=1.0)
+    p.add_argument(
+        "--heartbeat-interval",
+        type=typed(duration),
+        default=1.0,
+        help="how often the coordinator and workers exchange heartbeats (Go duration)",
+    )
     p.add_argument(
         "--worker-timeout",
         type=typed(duration),
@@ -199,10 +204,16 @@ def from_namespace(
     )
 
 
-def from_args(argv: Sequence[str]) -> CoordinatorSettings:
-    """``metashard coordinator``'s settings; exits 2 with one line on bad input."""
+def build_parser() -> Parser:
+    """The parser of ``metashard coordinator``."""
     parser = Parser(prog="metashard coordinator")
     add_arguments(parser)
+    return parser
+
+
+def from_args(argv: Sequence[str]) -> CoordinatorSettings:
+    """``metashard coordinator``'s settings; exits 2 with one line on bad input."""
+    parser = build_parser()
     args = parser.parse_args(list(argv))
     try:
         return from_namespace(args)

@@ -157,7 +157,13 @@ def add_common(p: argparse.ArgumentParser) -> None:
         default=0.0,
         help="API requests per second of this process; 0 = no client-side limit (default)",
     )
-    p.add_argument("--client-go-burst", dest="burst", type=typed(_non_negative(int)), default=0)
+    p.add_argument(
+        "--client-go-burst",
+        dest="burst",
+        type=typed(_non_negative(int)),
+        default=0,
+        help="API burst; 0 = twice --client-go-qps (default)",
+    )
     p.add_argument(
         "--metrics-address",
         type=typed(_address),
@@ -211,7 +217,14 @@ def add_common(p: argparse.ArgumentParser) -> None:
 
 
 def _add_leader_election(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--leader-election", type=typed(go_bool), nargs="?", const=True, default=False)
+    p.add_argument(
+        "--leader-election",
+        type=typed(go_bool),
+        nargs="?",
+        const=True,
+        default=False,
+        help="hold a Lease; only the holder runs (several replicas may run)",
+    )
     p.add_argument(
         "--leader-election-resource-lock", type=typed(_resource_lock), help="leases (only)"
     )
@@ -224,18 +237,30 @@ def _add_leader_election(p: argparse.ArgumentParser) -> None:
         help="name of the Lease (default: metashard, or metashard-<hash> with a "
         "--target-label-selector)",
     )
-    for name, dest, default in (
-        ("lease-duration", "lease_duration", "15s"),
-        ("renew-deadline", "renew_deadline", "10s"),
-        ("retry-period", "retry_period", "2s"),
+    for name, dest, default, what in (
+        ("lease-duration", "lease_duration", "15s", "how long a Lease not renewed stays taken"),
+        (
+            "renew-deadline",
+            "renew_deadline",
+            "10s",
+            "the leader gives up leading when it could not renew for this long",
+        ),
+        ("retry-period", "retry_period", "2s", "how often the Lease is renewed or tried"),
     ):
         p.add_argument(
-            f"--leader-election-{name}", dest=dest, type=typed(duration), help=f"default {default}"
+            f"--leader-election-{name}",
+            dest=dest,
+            type=typed(duration),
+            help=f"{what} (Go duration, default {default})",
         )
 
 
 def _add_logging(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--log-format", type=typed(_choice("auto", "json", "console")))
+    p.add_argument(
+        "--log-format",
+        type=typed(_choice("auto", "json", "console")),
+        help="json: one object per line; console: readable; auto (default): console on a terminal",
+    )
     p.add_argument("--log-level", type=typed(parse_level), help="debug, info, warning, error")
     p.add_argument("--zap-log-level", type=typed(zap_level), help="debug, info, error or N > 0")
     p.add_argument("--zap-encoder", type=typed(_choice("json", "console")))

@@ -9,7 +9,9 @@
   without counting a failure (a hook answering 429), anything else to be retried with
   per-key exponential backoff and counted as an error.
 - Every successful write is reported through ``ReconcileRequest.wrote`` so the next snapshot
-  of the same key is taken only once the coordinator's cache reflects it (read-your-writes).
+  of the same key is taken only once the coordinator's cache reflects it (read-your-writes);
+  the request also keeps a readable line per write (``written``) and the time spent in hooks
+  (``hook_seconds``), which the runner logs once per reconcile that wrote something.
 - A ``ReconcilerFactory`` builds one reconciler per controller definition; the runtime calls
   it again whenever that definition changes.
 """
@@ -40,19 +42,36 @@ class Outcome:
 
 @dataclass(slots=True)
 class ReconcileRequest:
-    """One reconcile: the key, the snapshot fetched for it, and a log of the writes made."""
+    """One reconcile: the key, the snapshot fetched for it, and a log of the writes made.
+
+    ``writes``: the highest resourceVersion written per group-resource (the read-your-writes
+    barrier); ``written``: one line per write, ``"<action> <group-resource> <namespace/name>"``;
+    ``hook_seconds``: the time spent waiting for hook answers.
+    """
 
     key: ParentKey
     snapshot: Snapshot
     writes: dict[str, int] = field(default_factory=dict)
+    written: list[str] = field(default_factory=list)
+    hook_seconds: float = 0.0
 
-    def wrote(self, group_resource: str, obj: Mapping[str, Any]) -> None:
-        """Record a successful write of ``obj`` (the API server's answer) to ``group_resource``."""
+    def wrote(self, group_resource: str, obj: Mapping[str, Any], *, action: str = "update") -> None:
+        """Record a successful ``action`` on ``obj`` (the API server's answer) in
+        ``group_resource``."""
+        self.written.append(f"{action} {group_resource} {_name_of(obj)}")
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         if isinstance(rv, str) and rv.isdigit():
             version = int(rv)
             if version > self.writes.get(group_resource, -1):
                 self.writes[group_resource] = version
+
+
+def _name_of(obj: Mapping[str, Any]) -> str:
+    """``namespace/name`` or ``name`` of an object, or of a ``Status`` answer to a delete."""
+    meta = obj.get("metadata") or {}
+    name = meta.get("name") or (obj.get("details") or {}).get("name") or "?"
+    namespace = meta.get("namespace")
+    return f"{namespace}/{name}" if namespace else str(name)
 
 
 class Reconciler(Protocol):

@@ -20,6 +20,9 @@ Invariants:
   predicate to ``on_discard`` (per-key state kept outside the runner, e.g. ETag caches).
 - Read-your-writes: the resourceVersions a reconcile reports through ``wrote`` become the
   barrier of the key's next fetch; a fetch that returned satisfied it.
+- A successful reconcile that wrote something is logged at info level, once: ``reconciled``
+  with the controller, key, result, each write, the hook time and the whole reconcile's time
+  (a reconcile that found nothing to write is logged at debug level).
 """
 
 from __future__ import annotations
@@ -95,7 +98,7 @@ class Runner:
         self._on_stop = on_stop
         self._on_discard = on_discard
         self._controllers: dict[str, _Controller] = {}
-        self._running: dict[ParentKey, asyncio.Task[Outcome]] = {}
+        self._running: dict[ParentKey, asyncio.Task[tuple[Outcome, ReconcileRequest]]] = {}
         self._barriers: dict[ParentKey, dict[str, int]] = {}
 
     # --- controllers --------------------------------------------------------------------------
@@ -234,7 +237,7 @@ class Runner:
         self._metrics.set_active(name, controller.active)
         started = time.perf_counter()
         try:
-            outcome = await task
+            outcome, done = await task
         except asyncio.CancelledError:
             if not task.cancelled():
                 raise  # the consumer itself is being cancelled
@@ -270,11 +273,24 @@ class Runner:
         queue.forget(key)
         if outcome.requeue_after is not None and outcome.requeue_after > 0:
             queue.add_after(key, outcome.requeue_after)
-            self._metrics.observe(name, ReconcileResult.REQUEUE_AFTER, seconds)
+            result = ReconcileResult.REQUEUE_AFTER
         else:
-            self._metrics.observe(name, ReconcileResult.SUCCESS, seconds)
+            result = ReconcileResult.SUCCESS
+        self._metrics.observe(name, result, seconds)
+        (log.info if done.written else log.debug)(
+            "reconciled",
+            controller=name,
+            key=_fmt(key),
+            result=result.value,
+            wrote=done.written,
+            hook_seconds=round(done.hook_seconds, 4),
+            seconds=round(seconds, 4),
+        )
 
-    async def _reconcile(self, reconciler: Reconciler, key: ParentKey) -> Outcome:
+    async def _reconcile(
+        self, reconciler: Reconciler, key: ParentKey
+    ) -> tuple[Outcome, ReconcileRequest]:
+        """Fetch the snapshot and run the reconciler: its outcome and what it recorded."""
         barrier = self._barriers.pop(key, {})
         try:
             snapshot = await self._fetch(key, {r: str(v) for r, v in barrier.items()})
@@ -284,7 +300,7 @@ class Runner:
             raise
         request = ReconcileRequest(key, snapshot)
         try:
-            return await reconciler.reconcile(request)
+            return await reconciler.reconcile(request), request
         finally:
             if request.writes:
                 self._barriers[key] = request.writes

@@ -21,7 +21,8 @@ from proto.api.crds import load_crds
 from proto.logs import configure, get_logger
 
 
-def parse(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``metashard cluster`` (``python -m loadtest.apiserver``)."""
     parser = argparse.ArgumentParser(prog="python -m loadtest.apiserver", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free port)")
@@ -59,8 +60,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         default=defaults.compaction_interval,
         help="seconds between compactions of the resourceVersion history",
     )
-    parser.add_argument("--log-level", default="warning")
-    return parser.parse_args(argv)
+    parser.add_argument("--log-level", default="warning", help="debug, info, warning or error")
+    return parser
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def banner(cluster: EmbeddedCluster, *, crds: bool) -> str:

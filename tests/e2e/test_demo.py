@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -49,6 +51,10 @@ def test_the_demo_converges_and_stops_on_ctrl_c() -> None:
     text = "".join(output)
     assert "hello          4          4       4  yes" in text  # the change converged too
     assert "metrics:" in text and "kubectl get greetings" in text
+    kept = Path(rest.rsplit("metashard's log is kept in ", 1)[1].split()[0])
+    log = kept.read_text()
+    assert "controller informers synced" in log and "reconciled" in log
+    shutil.rmtree(kept.parent)
 
 
 def _metrics_of(output: str) -> str:

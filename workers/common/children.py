@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from proto.api.controllers import UpdateMethod
 from proto.api.hooks import DesiredChild
@@ -131,7 +131,12 @@ def plan(
 
 # --- the writes ---------------------------------------------------------------------------
 
-Wrote = Callable[[str, Mapping[str, Any]], None]
+
+class Wrote(Protocol):
+    """``ReconcileRequest.wrote`` conforms."""
+
+    def __call__(self, group_resource: str, obj: Mapping[str, Any], *, action: str = ...) -> None:
+        """Record a successful write."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,5 +203,5 @@ class ChildWriter:
         except errors.KubeError as err:
             return f"can't {action.value} {write.describe()}: {err}"
         log.debug("child written", child=write.describe(), action=action.value)
-        wrote(target.group_resource, answer)
+        wrote(target.group_resource, answer, action=action.value)
         return None

@@ -2,9 +2,10 @@
 
 - ``Hooks`` and ``Events`` are the seams to the webhook client and the event recorder
   (``proto.hooks.client.HookClient`` and ``proto.kube.events.EventRecorder`` conform).
-- ``HookCaller.call(name, body, decode=..., failed=..., cache_key=...)`` POSTs ``body`` to the
-  controller's hook ``name`` and decodes the answer with ``decode(answer, mode)``. The hook's
-  TLS material and credentials come resolved in the definition (``ControllerDef.connections``,
+- ``HookCaller.call(name, body, request=..., decode=..., failed=..., cache_key=...)`` POSTs
+  ``body`` to the controller's hook ``name`` and decodes the answer with ``decode(answer,
+  mode)``; the time the hook took is added to ``request.hook_seconds``. The hook's TLS
+  material and credentials come resolved in the definition (``ControllerDef.connections``,
   given as ``connections``); ``cache_key`` (the parent's key) lets the hook's ETag cache serve
   a 304. A hook answering 429
   raises ``RequeueAfter`` with its ``Retry-After`` delay (not a failure); any other hook
@@ -17,6 +18,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Protocol, TypeVar
 
@@ -29,7 +31,7 @@ from proto.kube.resources import Resource, split_api_version
 from proto.logs import get_logger
 from proto.wire import ResourceInfo
 from workers.common.sync_errors import SyncFailure
-from workers.reconciler import RequeueAfter
+from workers.reconciler import ReconcileRequest, RequeueAfter
 
 log = get_logger("metashard.hooks")
 
@@ -106,13 +108,18 @@ class HookCaller:
         name: HookName,
         body: bytes,
         *,
+        request: ReconcileRequest,
         decode: Callable[[bytes, ResponseMode], D],
         failed: str,
         cache_key: Hashable | None = None,
     ) -> D:
         hook = self._defined[name]
+        started = time.perf_counter()
         try:
-            answer = await self._hooks.call(self._endpoints[name], body, cache_key=cache_key)
+            try:
+                answer = await self._hooks.call(self._endpoints[name], body, cache_key=cache_key)
+            finally:
+                request.hook_seconds += time.perf_counter() - started
             response = decode(answer, hook.response_mode)
         except HookRetryAfter as err:
             raise RequeueAfter(err.delay, str(err)) from None

@@ -67,7 +67,7 @@ async def set_finalizers(
         raise StaleSnapshot(f"can't sync finalizer for {what}: {err}") from None
     except errors.KubeError as err:
         raise SyncFailure(f"can't sync finalizer for {what}: {err}") from None
-    request.wrote(target.group_resource, answer)
+    request.wrote(target.group_resource, answer, action="patch finalizers of")
     return answer
 
 
@@ -136,5 +136,5 @@ async def guarded_patch(
         problems.append(f"can't {what}: {err}")
         return None
     log.info(what, controller=controller)
-    request.wrote(target.group_resource, answer)
+    request.wrote(target.group_resource, answer, action="patch")
     return answer

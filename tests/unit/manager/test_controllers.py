@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 import pytest
+import structlog
 
 from manager.controllers import Controllers
 from manager.hookrefs import HookReferences
@@ -336,3 +337,28 @@ async def test_controllers_count_as_read_only_when_every_kind_answered(
     await asyncio.gather(task, return_exceptions=True)
     assert world.controllers.loaded is read
     assert sorted(set(logged)) == sorted(says)
+
+
+@pytest.mark.asyncio
+async def test_a_started_controller_is_logged_and_again_when_its_informers_synced() -> None:
+    world = World()
+    synced = asyncio.Event()
+
+    async def wait_synced() -> None:
+        await synced.wait()
+
+    world.put(decorator("a"))
+    with structlog.testing.capture_logs() as logs:
+        await world.controllers._watch_controllers()
+        world.informers.acquire(SERVICES).wait_synced = wait_synced  # type: ignore[method-assign]
+        await world.controllers._sync()
+        await asyncio.sleep(0)
+        events = [e["event"] for e in logs]
+        assert "controller started" in events
+        assert "controller informers synced" not in events  # the Services are not listed yet
+        synced.set()
+        await asyncio.gather(*world.controllers._tasks)
+    done = [e for e in logs if e["event"] == "controller informers synced"]
+    assert [(e["controller"], e["kind"], e["log_level"]) for e in done] == [
+        ("dc", "DecoratorController", "info")
+    ]

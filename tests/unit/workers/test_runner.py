@@ -4,6 +4,7 @@ import asyncio
 from collections.abc import Mapping
 
 import pytest
+import structlog
 from prometheus_client import CollectorRegistry
 
 from proto.wire import ControllerDef, ControllerKind, ParentKey, Snapshot
@@ -230,3 +231,39 @@ async def test_discarded_keys_are_reported_to_on_discard() -> None:
     await r.drain(lambda k: k.name in "bc")  # a slot revoked
     assert seen == [["a"], ["b", "c"]]
     await r.close()
+
+
+@pytest.mark.asyncio
+async def test_a_reconcile_that_wrote_is_logged_once_at_info() -> None:
+    script = Script()
+    script.actions = {"a": [{"configmaps": "41"}, Outcome()]}
+    r = runner(script)
+    r.set_controllers((definition(),))
+    with structlog.testing.capture_logs() as logs:
+        r.enqueue(key("a"), Priority.LIVE)
+        await settle()
+        r.enqueue(key("a"), Priority.LIVE)  # writes nothing the second time
+        await settle()
+    await r.close()
+    done = [e for e in logs if e["event"] == "reconciled"]
+    assert [e["log_level"] for e in done] == ["info", "debug"]
+    assert done[0]["controller"] == "CompositeController-cc"
+    assert done[0]["key"] == "ns/a"
+    assert done[0]["result"] == "success"
+    assert done[0]["wrote"] == ["update configmaps ?"]
+    assert done[1]["wrote"] == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "action", "line"),
+    [
+        ({"metadata": {"name": "x", "namespace": "ns"}}, "create", "create configmaps ns/x"),
+        ({"metadata": {"name": "node-1"}}, "patch", "patch configmaps node-1"),
+        ({"kind": "Status", "details": {"name": "gone"}}, "delete", "delete configmaps gone"),
+    ],
+)
+def test_each_write_is_one_readable_line(answer: dict[str, object], action: str, line: str) -> None:
+    request = ReconcileRequest(key("a"), Snapshot(1, 1, key("a"), b"{}", {}, (), {}))
+    request.wrote("configmaps", answer, action=action)
+    assert request.written == [line]
+    assert request.writes == {}  # no resourceVersion: no barrier

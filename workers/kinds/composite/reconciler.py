@@ -316,6 +316,7 @@ class CompositeReconciler:
         return await self._hooks.call(
             name,
             body,
+            request=request,
             decode=lambda answer, mode: decode_sync_response(answer, mode=mode),
             failed=f"{name.value} hook failed for {self._describe(parent)}",
             cache_key=request.key,
@@ -359,4 +360,4 @@ class CompositeReconciler:
             return
         except errors.KubeError as err:
             raise SyncFailure(f"can't update status for {self._describe(parent)}: {err}") from None
-        request.wrote(self._parent_target.group_resource, answer)
+        request.wrote(self._parent_target.group_resource, answer, action="update status of")

@@ -282,6 +282,7 @@ class DecoratorReconciler:
         return await self._hooks.call(
             name,
             body,
+            request=request,
             decode=lambda answer, mode: decode_decorator_response(answer, mode=mode),
             failed=f"{name.value} hook failed for {describe(kind, obj)}",
             cache_key=request.key,
@@ -329,7 +330,7 @@ class DecoratorReconciler:
                     name=meta["name"],
                     subresource="status",
                 )
-                request.wrote(target.group_resource, answer)
+                request.wrote(target.group_resource, answer, action="update status of")
                 obj = answer
                 version = (answer.get("metadata") or {}).get("resourceVersion")
             if labels or annotations:
@@ -341,7 +342,7 @@ class DecoratorReconciler:
                 answer = await self._writer.patch(
                     resource, meta["name"], {"metadata": patch}, namespace=namespace
                 )
-                request.wrote(target.group_resource, answer)
+                request.wrote(target.group_resource, answer, action="patch metadata of")
                 obj = answer
         except (errors.NotFound, errors.Conflict) as err:
             log.debug("object not updated", object=describe(resource.kind, obj), reason=err.reason)

@@ -147,10 +147,11 @@ def test_children_match_by_type_namespace_and_name() -> None:
 
 class Recorder:
     def __init__(self) -> None:
-        self.wrote: list[tuple[str, str]] = []
+        self.wrote: list[tuple[str, str, str]] = []
 
-    def __call__(self, group_resource: str, answer: Any) -> None:
-        self.wrote.append((group_resource, answer.get("metadata", {}).get("name", answer["kind"])))
+    def __call__(self, group_resource: str, answer: Any, *, action: str = "update") -> None:
+        name = answer.get("metadata", {}).get("name", answer["kind"])
+        self.wrote.append((action, group_resource, name))
 
 
 async def existing(cluster: MemoryCluster, name: str) -> dict[str, Any]:
@@ -178,9 +179,9 @@ async def test_writes_are_made_and_reported() -> None:
     assert cluster.get(CONFIGMAPS, "ns", "new") is not None
     assert cluster.get(CONFIGMAPS, "ns", "upd")["data"] == {"x": "1"}  # type: ignore[index]
     assert sorted(recorder.wrote) == [
-        ("configmaps", "Status"),
-        ("configmaps", "new"),
-        ("configmaps", "upd"),
+        ("create", "configmaps", "new"),
+        ("delete", "configmaps", "Status"),
+        ("update", "configmaps", "upd"),
     ]
 
 

@@ -1,0 +1,203 @@
+"""The examples in ``examples/`` work as their READMEs say, run by real metashard processes.
+
+Each test applies an example's CRD and controller (``crd.yaml``, ``controller.yaml``) with
+the hook URL's port replaced by a free one, starts its hook as ``python3 hook.py PORT``,
+applies ``parent.yaml`` in a fresh namespace and checks what the README promises. One
+coordinator and two workers serve the module (the ``stack`` fixture). Nothing depends on the
+embedded cluster: given ``METASHARD_E2E_KUBECONFIG`` the same tests run on a real cluster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from loadtest import manifests
+from loadtest.processes import REPO, free_port
+from proto.kube import errors
+from proto.kube.client import Client
+from proto.kube.resources import Resource
+from tests.e2e.harness import Processes, eventually
+
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
+
+EXAMPLES = REPO / "examples"
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
+LOCAL_HOOK = re.compile(r"http://127\.0\.0\.1:\d+/")
+
+
+def with_port(objects: list[dict[str, Any]], port: int) -> list[dict[str, Any]]:
+    """``objects`` with every local hook URL pointing at ``port``."""
+    text = LOCAL_HOOK.sub(f"http://127.0.0.1:{port}/", json.dumps(objects))
+    return list(json.loads(text))
+
+
+@contextlib.contextmanager
+def hook_process(example: str, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """``python3 examples/<example>/hook.py PORT``, once it accepts connections."""
+    proc = subprocess.Popen(
+        [sys.executable, str(EXAMPLES / example / "hook.py"), str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                _, stderr = proc.communicate(timeout=10)
+                raise AssertionError(f"the {example} hook did not start: {stderr.decode()}")
+            time.sleep(0.05)
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+Run = Callable[[str], Awaitable[list[dict[str, Any]]]]
+
+
+@pytest_asyncio.fixture
+async def run_example(kube: Client, namespace: str, stack: Processes) -> AsyncIterator[Run]:
+    """``await run_example(name)``: the example's controller and hook running, its parent
+    objects applied in ``namespace``; returns the parent objects. Cleans up after the test."""
+    started: list[contextlib.ExitStack] = []
+    controllers: list[dict[str, Any]] = []
+
+    async def run(example: str) -> list[dict[str, Any]]:
+        port = free_port()
+        exits = contextlib.ExitStack()
+        started.append(exits)
+        exits.enter_context(hook_process(example, port))
+        directory = EXAMPLES / example
+        setup = manifests.load(
+            p for p in (directory / "crd.yaml", directory / "controller.yaml") if p.exists()
+        )
+        setup = with_port(setup, port)
+        controllers.extend(o for o in setup if o["kind"].endswith("Controller"))
+        await manifests.apply(kube, setup, namespace=namespace)
+        parents = manifests.load([directory / "parent.yaml"])
+        await manifests.apply(kube, parents, namespace=namespace)
+        return parents
+
+    yield run
+    for controller in controllers:
+        resource = await kube.resource(controller["apiVersion"], kind=controller["kind"])
+        with contextlib.suppress(errors.NotFound):
+            await kube.delete(resource, controller["metadata"]["name"])
+    for exits in started:
+        exits.close()
+
+
+async def get(kube: Client, resource: Resource, name: str, namespace: str | None) -> Any:
+    try:
+        return await kube.get(resource, name, namespace=namespace)
+    except errors.NotFound:
+        return None
+
+
+async def test_hello_world(kube: Client, namespace: str, run_example: Run) -> None:
+    await run_example("hello-world")
+    hellos = await kube.resource("examples.metashard.io/v1", resource="helloworlds")
+
+    async def greeted(text: str) -> bool:
+        cm = await get(kube, CONFIGMAPS, "hello-greeting", namespace)
+        parent = await get(kube, hellos, "hello", namespace)
+        return (
+            cm is not None
+            and cm["data"] == {"greeting": text}
+            and (parent.get("status") or {}).get("greeting") == text
+        )
+
+    await eventually(lambda: greeted("Hello, world!"), message="no greeting")
+    await kube.patch(hellos, "hello", {"spec": {"who": "metashard"}}, namespace=namespace)
+    await eventually(lambda: greeted("Hello, metashard!"), message="greeting not updated")
+
+
+async def test_finalizer(kube: Client, namespace: str, run_example: Run) -> None:
+    await run_example("finalizer")
+    reservations = await kube.resource("examples.metashard.io/v1", resource="reservations")
+
+    async def ticketed() -> bool:
+        parent = await get(kube, reservations, "table-for-two", namespace)
+        cm = await get(kube, CONFIGMAPS, "table-for-two-ticket", namespace)
+        return cm is not None and "metacontroller.io/compositecontroller-reservations" in (
+            parent["metadata"].get("finalizers") or ()
+        )
+
+    await eventually(ticketed, message="no ticket or no finalizer")
+    await kube.delete(reservations, "table-for-two", namespace=namespace)
+
+    async def released() -> bool:
+        parent = await get(kube, reservations, "table-for-two", namespace)
+        cm = await get(kube, CONFIGMAPS, "table-for-two-ticket", namespace)
+        return parent is None and cm is None
+
+    await eventually(released, message="the reservation was not finalized")
+
+
+async def test_related_resources(kube: Client, namespace: str, run_example: Run) -> None:
+    await run_example("related")
+
+    async def mirrored(data: dict[str, str]) -> bool:
+        copy = await get(kube, CONFIGMAPS, "settings-copy-mirror", namespace)
+        return copy is not None and copy.get("data") == data
+
+    await eventually(lambda: mirrored({"colour": "blue"}), message="no copy")
+    # A change of the related source alone syncs the Mirror again.
+    await kube.patch(CONFIGMAPS, "settings", {"data": {"colour": "green"}}, namespace=namespace)
+    await eventually(lambda: mirrored({"colour": "green"}), message="the copy did not follow")
+
+
+async def test_decorator(kube: Client, namespace: str, run_example: Run) -> None:
+    await run_example("decorator")
+
+    async def digested() -> bool:
+        cm = await get(kube, CONFIGMAPS, "app-config", namespace)
+        want = hashlib.sha256(json.dumps(cm["data"], sort_keys=True).encode()).hexdigest()
+        annotations = cm["metadata"].get("annotations") or {}
+        return annotations.get("examples.metashard.io/sha256") == want
+
+    await eventually(digested, message="no digest annotation")
+    await kube.patch(CONFIGMAPS, "app-config", {"data": {"mode": "safe"}}, namespace=namespace)
+    await eventually(digested, message="the digest did not follow the data")
+
+
+async def test_cluster_scoped_parent(kube: Client, run_example: Run) -> None:
+    await run_example("cluster-parent")
+    teams = await kube.resource("examples.metashard.io/v1", resource="teams")
+    try:
+
+        async def provisioned() -> bool:
+            cm = await get(kube, CONFIGMAPS, "members", "team-platform")
+            team = await get(kube, teams, "platform", None)
+            status = team.get("status") or {}
+            return (
+                cm is not None
+                and cm["data"] == {"members": "ada,grace"}
+                and status
+                == {
+                    "namespace": "team-platform",
+                    "members": 2,
+                    "observedGeneration": team["metadata"]["generation"],
+                }
+            )
+
+        await eventually(provisioned, message="the team's namespace and ConfigMap are missing")
+    finally:
+        with contextlib.suppress(errors.NotFound):
+            await kube.delete(teams, "platform")
