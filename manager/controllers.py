@@ -3,7 +3,8 @@
 Contract:
 - Watches the controller objects of every kind in ``manager.kinds`` (CompositeControllers,
   DecoratorControllers). A kind that cannot be watched is retried every ``retry_interval``;
-  the log says why (its CRD missing, the API server unreachable, or discovery failing);
+  the log says why (its CRD missing, the API server unreachable, discovery timing out
+  or failing);
   the other kinds run meanwhile.
 - Only controllers whose labels match ``selector`` (``--target-label-selector``) are run;
   the others are left to the installation they belong to: no event, no log line but a debug
@@ -76,12 +77,14 @@ log = get_logger("metashard.controllers")
 OnChange = Callable[[dict[ControllerId, ControllerView], set[ControllerId]], Awaitable[None]]
 
 
-def _why(error: KubeError) -> str:
+def _why(error: KubeError | TimeoutError) -> str:
     """Why a kind's controller objects cannot be watched, as far as the error tells."""
     if isinstance(error, ResourceNotFound):
         return "is the CRD installed?"
     if isinstance(error, TransportError):
         return "the API server is unreachable"
+    if isinstance(error, TimeoutError):
+        return "discovery timed out"
     return "discovery failed"
 
 
@@ -164,11 +167,13 @@ class Controllers:
                 continue
             try:
                 resource = await self._discovery.resolve(names.API_VERSION, resource=kind.resource)
-            except KubeError as e:
+            except (KubeError, TimeoutError) as e:
+                # A missing CRD is an answer; anything else (a timeout too) is tried again
+                # after the retry interval, without ending the loop.
                 answered = answered and isinstance(e, ResourceNotFound)
                 log.error(
                     f"cannot watch {kind.kind.value}s: {_why(e)}",
-                    error=str(e),
+                    error=str(e) or type(e).__name__,
                     retry_in=self._retry_interval,
                 )
                 continue

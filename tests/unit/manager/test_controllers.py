@@ -276,7 +276,7 @@ async def test_decorator_hook_connections_are_resolved_reported_once_and_refresh
 class KindDiscovery(Discovery):
     """Discovery that fails for the controller kinds as ``failures`` says."""
 
-    def __init__(self, failures: dict[str, KubeError]) -> None:
+    def __init__(self, failures: dict[str, KubeError | TimeoutError]) -> None:
         self.failures = failures
 
     async def resolve(self, api_version: str, *, resource: str) -> Resource:
@@ -307,11 +307,16 @@ class KindDiscovery(Discovery):
             False,
             ["cannot watch CompositeControllers: discovery failed"],
         ),
+        (
+            {DCS.name: TimeoutError()},
+            False,
+            ["cannot watch DecoratorControllers: discovery timed out"],
+        ),
     ],
 )
 @pytest.mark.asyncio
 async def test_controllers_count_as_read_only_when_every_kind_answered(
-    failures: dict[str, KubeError],
+    failures: dict[str, KubeError | TimeoutError],
     read: bool,
     says: list[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -362,3 +367,26 @@ async def test_a_started_controller_is_logged_and_again_when_its_informers_synce
     assert [(e["controller"], e["kind"], e["log_level"]) for e in done] == [
         ("dc", "DecoratorController", "info")
     ]
+
+
+@pytest.mark.asyncio
+async def test_a_discovery_timeout_is_retried_and_does_not_end_the_loop() -> None:
+    """A kind whose discovery times out is watched once discovery answers again."""
+    world = World()
+    world.put(decorator("a"))
+    discovery = KindDiscovery({DCS.name: TimeoutError()})
+    world.controllers._discovery = discovery  # type: ignore[assignment]
+    world.controllers._retry_interval = 0.01
+    task = asyncio.create_task(world.controllers.run())
+    await asyncio.sleep(0.05)
+    assert not task.done() and not world.controllers.loaded
+    assert world.controllers.views == {}
+    discovery.failures.clear()
+    for _ in range(100):
+        if world.controllers.loaded:
+            break
+        await asyncio.sleep(0.01)
+    assert not task.done() and world.controllers.loaded
+    assert ("DecoratorController", "dc") in world.controllers.views
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
