@@ -1,0 +1,85 @@
+"""``WorkerSessions.tick``: the first assignment waits for the grace and the caches, and says so."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+import pytest
+import structlog
+
+from manager.membership import Membership
+from manager.sessions import WorkerSessions
+from manager.term_metrics import TermMetrics
+from proto.clock import FakeClock
+
+
+class Dispatch:
+    """Takes what the sessions send; nothing here is delivered."""
+
+    def send(self, target: Any, msg: Any) -> None:
+        pass
+
+    def emit(self, out: Any) -> None:
+        pass
+
+
+def sessions(grace: float, clock: FakeClock, ready: list[bool]) -> WorkerSessions:
+    membership = Membership(
+        epoch=7, coordinator_id="c", keys_of=lambda _: (), controllers=tuple, start_at=math.inf
+    )
+    return WorkerSessions(
+        epoch=7,
+        link=None,  # type: ignore[arg-type]  # tick() never uses the link
+        membership=membership,
+        dispatch=Dispatch(),  # type: ignore[arg-type]
+        snapshots=None,  # type: ignore[arg-type]  # nor the snapshot server
+        ready=lambda: ready[0],
+        grace=grace,
+        metrics=TermMetrics(None),
+        clock=clock,
+    )
+
+
+async def step(clock: FakeClock, seconds: float) -> None:
+    for _ in range(round(seconds / 0.1)):
+        clock.advance(0.1)
+        await asyncio.sleep(0)
+
+
+@pytest.mark.asyncio
+async def test_the_grace_is_logged_once_and_assigning_waits_for_it_and_the_caches() -> None:
+    clock, ready = FakeClock(), [False]
+    s = sessions(4.0, clock, ready)
+    with structlog.testing.capture_logs() as logs:
+        task = asyncio.create_task(s.tick())
+        await step(clock, 3.9)
+        ready[0] = True
+        await step(clock, 0.1)
+        assert not s.assigning.is_set()  # 3.9 s: the grace has not passed
+        await step(clock, 0.3)
+        assert s.assigning.is_set()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    events = [e["event"] for e in logs]
+    waiting = "waiting 4 s for workers of a previous term to fence before the first assignment"
+    assert events.count(waiting) == 1
+    assert events.index(waiting) < events.index("assigning slots")
+    assert next(e for e in logs if e["event"] == waiting)["epoch"] == 7
+
+
+@pytest.mark.asyncio
+async def test_no_grace_no_waiting_line_but_the_caches_still_gate() -> None:
+    clock, ready = FakeClock(), [False]
+    s = sessions(0.0, clock, ready)
+    with structlog.testing.capture_logs() as logs:
+        task = asyncio.create_task(s.tick())
+        await step(clock, 1.0)
+        assert not s.assigning.is_set()
+        ready[0] = True
+        await step(clock, 0.2)
+        assert s.assigning.is_set()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert not [e for e in logs if str(e["event"]).startswith("waiting")]
