@@ -41,7 +41,7 @@ from manager.link import RouterLink, SendResult
 from manager.membership import Membership, Timing
 from manager.related import Related
 from manager.routing import Router
-from manager.snapshots import parent_of, snapshot_of
+from manager.snapshots import parent_of, revisions_of, snapshot_of
 from manager.store import Store
 from manager.term_metrics import TermMetrics
 from manager.views import ControllerId, ControllerView, group_resource
@@ -441,7 +441,8 @@ class Term:
             related = self.related.related_of
         raw, children, objects = snapshot_of(view, msg.key, stores=self._store, related=related)
         self._metrics.fetch("snapshot")
-        snapshot = Snapshot(self.epoch, msg.request_id, msg.key, raw, children, (), objects)
+        revisions = revisions_of(view, msg.key, stores=self._store)
+        snapshot = Snapshot(self.epoch, msg.request_id, msg.key, raw, children, revisions, objects)
         self._outbox.put_nowait((worker, snapshot))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
