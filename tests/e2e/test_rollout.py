@@ -1,0 +1,231 @@
+"""Rolling updates end to end: a StatefulSet-like CompositeController rolls its Pods.
+
+The module runs its own embedded cluster with the fake kubelet on (Pods turn Running and
+Ready as soon as they exist), one coordinator and two workers. The controller's hook returns
+Pods ``web-<i>`` highest ordinal first, each running ``spec.image``; the Pod child type uses
+``RollingRecreate`` gated by a ``Ready=True`` status check. With ``METASHARD_E2E_KUBECONFIG``
+the same tests run on a real cluster (its kubelet then decides when Pods are Ready).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from loadtest.apiserver.background import ClusterProcess
+from loadtest.crds import install, simple_crd
+from proto.api.crds import load_crds
+from proto.kube import errors
+from proto.kube.client import Client
+from proto.kube.config import load_config
+from proto.kube.resources import Resource
+from proto.kube.session import Session
+from tests.e2e.conftest import KUBECONFIG_ENV
+from tests.e2e.harness import Processes, eventually
+from tests.e2e.hookserver import HookServer
+
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
+
+THINGS = Resource(
+    "e2e.metashard.io", "v1", "things", "Thing", namespaced=True, subresources=("status",)
+)
+PODS = Resource("", "v1", "pods", "Pod", namespaced=True, subresources=("status",))
+REVISIONS = Resource(
+    "metacontroller.k8s.io", "v1alpha1", "controllerrevisions", "ControllerRevision", True
+)
+CCS = Resource(
+    "metacontroller.k8s.io", "v1alpha1", "compositecontrollers", "CompositeController", False
+)
+SELECTED_BY = "e2e.metashard.io/controller"
+HASH = "controller-revision-hash"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """This module's own cluster, with the fake kubelet (or the real one)."""
+    real = os.environ.get(KUBECONFIG_ENV)
+    process = None if real else ClusterProcess(kubelet=True).start()
+    kubeconfig = real or str(process.kubeconfig)  # type: ignore[union-attr]
+
+    async def setup() -> None:
+        async with Session(load_config(kubeconfig), qps=0) as session:
+            await install(Client(session), [*load_crds(), simple_crd("e2e.metashard.io", "Thing")])
+
+    try:
+        asyncio.run(setup())
+        yield kubeconfig
+    finally:
+        if process is not None:
+            process.stop()
+
+
+def statefulset(hook: str, request: dict[str, Any]) -> dict[str, Any]:
+    parent = request["parent"]
+    spec = parent["spec"]
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"web-{i}", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "web", "image": spec["image"]}]},
+        }
+        for i in reversed(range(int(spec["replicas"])))
+    ]
+    return {"status": {"replicas": len(pods)}, "children": pods}
+
+
+@pytest_asyncio.fixture
+async def controller(kube: Client, hooks: HookServer, stack: Processes) -> AsyncIterator[str]:
+    name = f"e2e-{secrets.token_hex(3)}"
+    hooks.program(name, statefulset)
+    await kube.create(
+        CCS,
+        {
+            "apiVersion": "metacontroller.k8s.io/v1alpha1",
+            "kind": "CompositeController",
+            "metadata": {
+                "name": name,
+                "annotations": {"metashard.io/revision-history-limit": "1"},
+            },
+            "spec": {
+                "generateSelector": True,
+                "parentResource": {
+                    "apiVersion": "e2e.metashard.io/v1",
+                    "resource": "things",
+                    "labelSelector": {"matchLabels": {SELECTED_BY: name}},
+                },
+                "childResources": [
+                    {
+                        "apiVersion": "v1",
+                        "resource": "pods",
+                        "updateStrategy": {
+                            "method": "RollingRecreate",
+                            "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]},
+                        },
+                    }
+                ],
+                "hooks": {"sync": {"webhook": {"url": hooks.url(name, "sync")}}},
+            },
+        },
+    )
+    yield name
+    with contextlib.suppress(errors.NotFound):
+        await kube.delete(CCS, name)
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+async def pods(kube: Client, namespace: str) -> dict[str, dict[str, Any]]:
+    listed = await kube.list(PODS, namespace=namespace)
+    return {p["metadata"]["name"]: p for p in listed.items}
+
+
+def image(pod: dict[str, Any]) -> str:
+    return str(pod["spec"]["containers"][0]["image"])
+
+
+async def updated(kube: Client, namespace: str) -> dict[str, Any] | None:
+    parent = await kube.get(THINGS, "set", namespace=namespace)
+    conditions = (parent.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == "Updated"), None)
+
+
+async def rolled(kube: Client, namespace: str, want: str, replicas: int = 3) -> bool:
+    found = await pods(kube, namespace)
+    condition = await updated(kube, namespace)
+    return (
+        len(found) == replicas
+        and all(image(p) == want and _ready(p) for p in found.values())
+        and condition is not None
+        and condition["reason"] == "OnLatestRevision"
+    )
+
+
+async def roll_to(kube: Client, namespace: str, want: str) -> list[str]:
+    """Change the image and follow the rollout through a watch, event by event: never more
+    than one Pod missing or not Ready at once. Returns the Pods in the order they were
+    deleted."""
+    listed = await kube.list(PODS, namespace=namespace)
+    state = {p["metadata"]["name"]: _ready(p) for p in listed.items}
+    deleted: list[str] = []
+    worst = 0
+
+    async def follow() -> None:
+        nonlocal worst
+        async for event in kube.watch(
+            PODS, namespace=namespace, resource_version=listed.resource_version
+        ):
+            name = event.object.get("metadata", {}).get("name")
+            if event.type == "DELETED":
+                state.pop(name, None)
+                deleted.append(name)
+            elif event.type in ("ADDED", "MODIFIED"):
+                state[name] = _ready(event.object)
+            worst = max(worst, 3 - sum(state.values()))
+
+    watching = asyncio.ensure_future(follow())
+    try:
+        await kube.patch(THINGS, "set", {"spec": {"image": want}}, namespace=namespace)
+        await eventually(
+            lambda: rolled(kube, namespace, want), within=60, message=f"no rollout to {want}"
+        )
+        await asyncio.sleep(0.2)  # let the watch catch up
+    finally:
+        watching.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watching
+    assert worst == 1, f"{worst} pods unavailable at once"
+    return deleted
+
+
+async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
+    kube: Client, namespace: str, controller: str
+) -> None:
+    await kube.create(
+        THINGS,
+        {
+            "apiVersion": "e2e.metashard.io/v1",
+            "kind": "Thing",
+            "metadata": {
+                "name": "set",
+                "namespace": namespace,
+                "labels": {SELECTED_BY: controller},
+            },
+            "spec": {"replicas": 3, "image": "nginx:1"},
+        },
+    )
+    await eventually(lambda: rolled(kube, namespace, "nginx:1"), within=60, message="no pods")
+    first = (await kube.list(REVISIONS, namespace=namespace)).items
+    assert len(first) == 1
+    assert first[0]["children"] == [
+        {"apiGroup": "", "kind": "Pod", "names": ["web-2", "web-1", "web-0"]}
+    ]
+    one = first[0]["metadata"]["name"].rsplit("-", 1)[1]
+    assert {p["metadata"]["labels"][HASH] for p in (await pods(kube, namespace)).values()} == {one}
+
+    assert await roll_to(kube, namespace, "nginx:2") == ["web-2", "web-1", "web-0"]
+    listed = (await kube.list(REVISIONS, namespace=namespace)).items
+    by_image = {r["parentPatch"]["spec"]["image"]: r for r in listed}
+    assert set(by_image) == {"nginx:1", "nginx:2"}  # the old one is history now
+    assert "children" not in by_image["nginx:1"]
+    two = by_image["nginx:2"]["metadata"]["name"].rsplit("-", 1)[1]
+    assert {p["metadata"]["labels"][HASH] for p in (await pods(kube, namespace)).values()} == {two}
+
+    await roll_to(kube, namespace, "nginx:3")
+    listed = (await kube.list(REVISIONS, namespace=namespace)).items
+    # A history limit of 1: the revision of nginx:1 is pruned.
+    assert sorted(r["parentPatch"]["spec"]["image"] for r in listed) == ["nginx:2", "nginx:3"]
+    assert sorted(r["metadata"]["annotations"]["metashard.io/revision"] for r in listed) == [
+        "2",
+        "3",
+    ]
