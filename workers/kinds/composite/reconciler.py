@@ -46,7 +46,8 @@ Differences from Metacontroller, on purpose:
   write: it no longer exists.
 - With a ``RollingRecreate`` or ``RollingInPlace`` child type, step 5 is
   ``workers.kinds.composite.rolling``: ControllerRevisions are claimed and written, the hook
-  is called once per live revision, and children move to the latest revision one at a time
+  is called per revision (the latest, and each older one owning children), and children
+  move to the latest revision one at a time
   (``workers.kinds.composite.rollout``). A parent being deleted without a finalize hook gets
   a plain sync, as in Metacontroller. A child whose only difference is its
   ``controller-revision-hash`` label is updated in place, never recreated.

@@ -29,6 +29,11 @@
 
 The history limit (childless revisions kept for ``rollout history``/``undo``) is the
 controller's ``metashard.io/revision-history-limit`` annotation, default 5.
+
+Not supported yet, and said so: cluster-scoped parents (each sync fails with a SyncError
+naming it: ControllerRevisions are namespaced; Metacontroller cannot create them either),
+and the customize hook once per revision (older revisions get the live parent's related
+objects; a warning is logged when the controller is loaded).
 """
 
 from __future__ import annotations
@@ -143,6 +148,12 @@ class Rollouts:
                 strategy.method, strategy.status_checks
             )
         self._warned_condition = False
+        if spec.hooks.customize is not None:
+            log.warning(
+                "older revisions are synced with the related objects of the live parent: the "
+                "customize hook is not called once per revision as Metacontroller does",
+                controller=spec.name,
+            )
 
     def _rolling(self, type_key: TypeKey) -> bool:
         strategy = self._strategies.get((group_of(type_key.api_version), type_key.kind))
@@ -159,6 +170,11 @@ class Rollouts:
         call: CallHook,
     ) -> Synced:
         what = describe(self._parent.kind, parent)
+        if not self._parent.namespaced:
+            raise SyncFailure(
+                f"can't roll out children of {what}: rolling updates of cluster-scoped parents "
+                "are not supported yet (ControllerRevisions live in the parent's namespace)"
+            )
         owner = ControllerRef(
             self._parent.api_version, self._parent.kind, parent["metadata"]["name"], claimant.uid
         )

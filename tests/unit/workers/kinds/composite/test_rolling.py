@@ -6,13 +6,16 @@ first, ``data.image = spec.image``; a ``Ready`` status check gates each move.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import orjson
 import pytest
 
 from proto.kube import errors
+from proto.wire import ParentKey
 from tests.unit.workers.composite_world import CONFIGMAPS, NS, THINGS, World, definition
+from workers.common.sync_errors import SyncFailure
 from workers.kinds.composite.reconciler import CompositeReconciler
 from workers.kinds.composite.revisions import (
     REVISION_HASH_LABEL,
@@ -21,6 +24,7 @@ from workers.kinds.composite.revisions import (
     revision_name,
 )
 from workers.kinds.composite.rolling import REVISIONS
+from workers.reconciler import ReconcileRequest
 
 pytestmark = pytest.mark.asyncio
 
@@ -315,3 +319,30 @@ async def test_a_failed_revision_write_touches_no_child() -> None:
     with pytest.raises(Exception, match="ControllerRevisions"):
         await world.sync()
     assert child_writes(world) == []
+
+
+async def test_a_cluster_scoped_parent_fails_loudly() -> None:
+    world = rolling_world()
+    cluster_things = dataclasses.replace(THINGS, namespaced=False)
+    info = definition(world.cc)
+    parent_info = dataclasses.replace(info.resources[0], namespaced=False)
+    reconciler = CompositeReconciler(
+        dataclasses.replace(info, resources=(parent_info, *info.resources[1:])),
+        writer=world.cluster,
+        hooks=world.hooks,
+        events=world.events,
+    )
+    await world.cluster.create(
+        cluster_things,
+        {
+            "apiVersion": "e2e.metashard.io/v1",
+            "kind": "Thing",
+            "metadata": {"name": "c"},
+            "spec": {"replicas": 1, "image": "v1"},
+        },
+    )
+    key = ParentKey("CompositeController", "cc", "things.e2e.metashard.io", "", "c")
+    request = ReconcileRequest(key, world.cluster.snapshot(key, cluster_things, [CONFIGMAPS]))
+    with pytest.raises(SyncFailure, match="cluster-scoped parents are not supported yet"):
+        await reconciler.reconcile(request)
+    assert world.cluster.of(CONFIGMAPS) == []
