@@ -65,6 +65,7 @@ from proto.api.errors import HookResponseError
 from proto.api.hooks import ChildType, DesiredChild, SyncResponse, decode_sync_response
 from proto.api.hooks import desired_children as check_children
 from proto.api.objectmap import TypeKey
+from proto.api.revisions import REVISION_HASH_LABEL
 from proto.api.selectors import Selector, SelectorError, from_label_selector, from_match_labels
 from proto.kube import errors
 from proto.logs import get_logger
@@ -78,7 +79,6 @@ from workers.common.patches import describe, guarded_patch, set_finalizers, sync
 from workers.common.sync_errors import SyncFailure
 from workers.common.writer import Writer
 from workers.kinds.composite import rolling
-from workers.kinds.composite.revisions import REVISION_HASH_LABEL
 from workers.reconciler import Outcome, ReconcileRequest
 
 log = get_logger("metashard.composite")

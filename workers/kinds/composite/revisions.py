@@ -8,49 +8,25 @@
   spurious rollout. A ``collision_count`` above zero (metashard's own, as DaemonSets and
   StatefulSets do) appends its decimal digits to the hashed bytes, for a name that an object
   this parent cannot claim already holds; zero gives Metacontroller's name exactly.
-- ``make_patch`` / ``apply_patch``: Metacontroller's ``makePatch`` and ``applyPatch`` over
-  ``revisionHistory.fieldPaths`` (dotted paths, default ``["spec"]``): the patch holds the
-  parent's subtree at each path that exists; applying it overwrites those subtrees of a copy.
-- ``Revision``: one revision as the rollout planner reads it (name, parent patch, claimed
-  children, history number); ``Revision.decode`` reads a live object, ``new_revision_object``
-  builds the object Metacontroller creates, ``revision_object`` the object to write back.
-- ``revision_hash``: the ``controller-revision-hash`` label value of a revision's children:
-  its name's 40 hex digits, so an existing revision keeps its own hash whatever the patch.
-- History numbers (``metashard.io/revision``, metashard's own annotation, additive to the
-  Metacontroller schema): a revision that becomes the latest gets one more than the highest
-  number of the parent's revisions; ``rollout history`` and the history limit order by it.
+- ``revision_labels``, ``new_revision_object`` (the object Metacontroller creates) and
+  ``revision_object`` (a live one with new children or history number, or ``None`` when
+  unchanged). The schema itself (``Revision``, patches, hash, history numbers) is
+  ``proto.api.revisions``.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
 from proto.api import gojson, names
+from proto.api.revisions import REVISION_NUMBER_ANNOTATION, ChildNames, Revision
 from workers.apply import ControllerRef, deep_equal
 
-__all__ = [
-    "REVISION_HASH_LABEL",
-    "REVISION_NUMBER_ANNOTATION",
-    "ChildNames",
-    "Revision",
-    "apply_patch",
-    "make_patch",
-    "new_revision_object",
-    "revision_hash",
-    "revision_labels",
-    "revision_name",
-    "revision_object",
-]
-
-REVISION_HASH_LABEL = "controller-revision-hash"
-"""On every child of a rolling child type: the hash of the revision the child belongs to."""
-REVISION_NUMBER_ANNOTATION = "metashard.io/revision"
-"""On ControllerRevisions: the history number (see the module docstring)."""
+__all__ = ["new_revision_object", "revision_labels", "revision_name", "revision_object"]
 
 _MAX_NAME = 253
 _HASH_AND_DASH = 41
@@ -72,113 +48,6 @@ def revision_name(
     return f"{prefix.decode(errors='ignore')}-{digest.hexdigest()}"
 
 
-def revision_hash(name: str) -> str:
-    """The ``controller-revision-hash`` value of the revision called ``name``."""
-    return name.rsplit("-", 1)[-1]
-
-
-def make_patch(parent: Mapping[str, Any], field_paths: Sequence[str]) -> dict[str, Any]:
-    """The subtrees of ``parent`` at ``field_paths`` (absent paths are left out)."""
-    patch: dict[str, Any] = {}
-    for path in field_paths:
-        parts = path.split(".")
-        found, value = _get(parent, parts)
-        if found:
-            patch = _set(patch, parts, value)
-    return patch
-
-
-def apply_patch(
-    parent: Mapping[str, Any], patch: Mapping[str, Any], field_paths: Sequence[str]
-) -> dict[str, Any]:
-    """A copy of ``parent`` with ``patch``'s subtrees at ``field_paths`` written over it."""
-    result = dict(parent)
-    for path in field_paths:
-        parts = path.split(".")
-        found, value = _get(patch, parts)
-        if found:
-            result = _set(result, parts, value)
-    return result
-
-
-def _get(obj: Mapping[str, Any], parts: Sequence[str]) -> tuple[bool, Any]:
-    current: Any = obj
-    for part in parts:
-        if not isinstance(current, Mapping) or part not in current:
-            return False, None
-        current = current[part]
-    return True, current
-
-
-def _set(obj: Mapping[str, Any], parts: Sequence[str], value: Any) -> dict[str, Any]:
-    """A copy of ``obj`` with ``value`` at ``parts`` (copy on write; non-objects replaced)."""
-    head, rest = parts[0], parts[1:]
-    if not rest:
-        return {**obj, head: value}
-    inner = obj.get(head)
-    return {**obj, head: _set(inner if isinstance(inner, Mapping) else {}, rest, value)}
-
-
-ChildNames = tuple[tuple[str, str, tuple[str, ...]], ...]
-"""``children`` of a revision: ``(apiGroup, kind, names)`` in stored order."""
-
-
-@dataclass(frozen=True, slots=True)
-class Revision:
-    """One ControllerRevision as the rollout planner reads it."""
-
-    name: str
-    patch: Mapping[str, Any]
-    children: ChildNames = ()
-    number: int = 0
-    """The history number; 0 when the object has none (written by Metacontroller)."""
-    obj: Mapping[str, Any] | None = None
-    """The live object; ``None`` for a revision not written yet."""
-
-    @classmethod
-    def decode(cls, obj: Mapping[str, Any]) -> Revision:
-        """A live ControllerRevision; ``ValueError`` when it is malformed."""
-        metadata = obj.get("metadata")
-        if not isinstance(metadata, Mapping):
-            raise ValueError("ControllerRevision has no metadata")
-        patch = obj.get("parentPatch")
-        if patch is None:
-            patch = {}
-        if not isinstance(patch, Mapping):
-            raise ValueError(
-                f"ControllerRevision {metadata.get('name')}: parentPatch is not an object"
-            )
-        children: list[tuple[str, str, tuple[str, ...]]] = []
-        for entry in obj.get("children") or ():
-            if not isinstance(entry, Mapping):
-                raise ValueError(f"ControllerRevision {metadata.get('name')}: malformed children")
-            listed = entry.get("names") or ()
-            children.append(
-                (
-                    str(entry.get("apiGroup") or ""),
-                    str(entry.get("kind") or ""),
-                    tuple(str(n) for n in listed),
-                )
-            )
-        annotations = metadata.get("annotations")
-        number = 0
-        if isinstance(annotations, Mapping):
-            text = annotations.get(REVISION_NUMBER_ANNOTATION)
-            if isinstance(text, str) and text.isdigit():
-                number = int(text)
-        return cls(str(metadata.get("name") or ""), patch, tuple(children), number, obj)
-
-    @property
-    def hash(self) -> str:
-        return revision_hash(self.name)
-
-    def child_count(self) -> int:
-        return sum(len(listed) for _, _, listed in self.children)
-
-    def owns(self, group: str, kind: str, name: str) -> bool:
-        return any(g == group and k == kind and name in n for g, k, n in self.children)
-
-
 def revision_labels(
     parent: Mapping[str, Any], *, group: str, resource: str, generate_selector: bool
 ) -> dict[str, str]:
@@ -188,8 +57,10 @@ def revision_labels(
     if generate_selector:
         labels[names.CONTROLLER_UID_LABEL] = str(parent["metadata"].get("uid") or "")
     else:
-        found, template = _get(parent, ("spec", "template", "metadata", "labels"))
-        if found and isinstance(template, Mapping):
+        template: Any = parent
+        for part in ("spec", "template", "metadata", "labels"):
+            template = template.get(part) if isinstance(template, Mapping) else None
+        if isinstance(template, Mapping):
             labels.update({str(k): str(v) for k, v in template.items() if isinstance(v, str)})
     labels[names.REVISION_API_GROUP_LABEL] = group
     labels[names.REVISION_RESOURCE_LABEL] = resource

@@ -49,6 +49,13 @@ from proto.api import names
 from proto.api.controllers import CompositeController, group_of
 from proto.api.hooks import DesiredChild, SyncResponse
 from proto.api.objectmap import TypeKey
+from proto.api.revisions import (
+    REVISION_HASH_LABEL,
+    Revision,
+    apply_patch,
+    make_patch,
+    revision_hash,
+)
 from proto.kube import errors
 from proto.kube.resources import Resource
 from proto.logs import get_logger
@@ -62,12 +69,7 @@ from workers.common.sync_errors import StaleSnapshot, SyncFailure
 from workers.common.writer import Writer
 from workers.kinds.composite import rollout
 from workers.kinds.composite.revisions import (
-    REVISION_HASH_LABEL,
-    Revision,
-    apply_patch,
-    make_patch,
     new_revision_object,
-    revision_hash,
     revision_labels,
     revision_name,
     revision_object,

@@ -47,8 +47,8 @@ from typing import Any
 
 from proto.api import names
 from proto.api.controllers import StatusCheck, UpdateMethod
+from proto.api.revisions import ChildNames, Revision
 from workers.apply import ApplyError, apply_update, deep_equal
-from workers.kinds.composite.revisions import ChildNames, Revision
 
 ChildId = tuple[str, str, str]
 """``(apiGroup, kind, relative name)``."""

@@ -10,14 +10,11 @@ from typing import Any
 import pytest
 
 from proto.api import gojson
+from proto.api.revisions import Revision, revision_hash
 from tests.jsonvalues import strict
 from workers.apply import ControllerRef
 from workers.kinds.composite.revisions import (
-    Revision,
-    apply_patch,
-    make_patch,
     new_revision_object,
-    revision_hash,
     revision_labels,
     revision_name,
     revision_object,
@@ -79,42 +76,6 @@ def test_a_collision_count_changes_the_hash_and_zero_is_metacontrollers() -> Non
     assert revision_hash(base) == base.rsplit("-", 1)[1] and len(revision_hash(base)) == 40
 
 
-@pytest.mark.parametrize(
-    ("paths", "patch"),
-    [
-        (["spec"], {"spec": {"template": {"x": 1}, "replicas": 3}}),
-        (["spec.template"], {"spec": {"template": {"x": 1}}}),
-        (
-            ["spec.template", "spec.missing", "metadata.labels"],
-            {"spec": {"template": {"x": 1}}, "metadata": {"labels": {"a": "b"}}},
-        ),
-        (["spec.replicas.deeper"], {}),
-    ],
-)
-def test_make_patch_takes_the_field_paths_that_exist(
-    paths: list[str], patch: dict[str, Any]
-) -> None:
-    parent = {
-        "metadata": {"name": "p", "labels": {"a": "b"}},
-        "spec": {"template": {"x": 1}, "replicas": 3},
-    }
-    before = strict(parent)
-    assert make_patch(parent, paths) == patch
-    assert strict(parent) == before
-
-
-def test_apply_patch_overwrites_the_paths_on_a_copy() -> None:
-    parent = {"metadata": {"name": "p"}, "spec": {"template": {"x": 2}, "replicas": 5}}
-    before = strict(parent)
-    patched = apply_patch(parent, {"spec": {"template": {"x": 1}}}, ["spec.template", "spec.gone"])
-    assert patched == {"metadata": {"name": "p"}, "spec": {"template": {"x": 1}, "replicas": 5}}
-    assert strict(parent) == before
-    assert apply_patch(parent, {"spec": {"replicas": 1}}, ["spec"]) == {
-        "metadata": {"name": "p"},
-        "spec": {"replicas": 1},
-    }
-
-
 def test_new_revision_object_is_metacontrollers_with_a_history_number() -> None:
     parent = {
         "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
@@ -174,12 +135,3 @@ def test_revision_object_writes_only_what_changed() -> None:
     }
     emptied = revision_object(Revision("r", {}, (), 0, live))
     assert emptied is not None and "children" not in emptied
-
-
-@pytest.mark.parametrize(
-    "obj",
-    [{}, {"metadata": {"name": "r"}, "parentPatch": []}, {"metadata": {}, "children": [1]}],
-)
-def test_malformed_revisions_are_value_errors(obj: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
-        Revision.decode(obj)

@@ -12,17 +12,13 @@ from typing import Any
 import orjson
 import pytest
 
+from proto.api.revisions import REVISION_HASH_LABEL, make_patch, revision_hash
 from proto.kube import errors
 from proto.wire import ParentKey
 from tests.unit.workers.composite_world import CONFIGMAPS, NS, THINGS, World, definition
 from workers.common.sync_errors import SyncFailure
 from workers.kinds.composite.reconciler import CompositeReconciler
-from workers.kinds.composite.revisions import (
-    REVISION_HASH_LABEL,
-    make_patch,
-    revision_hash,
-    revision_name,
-)
+from workers.kinds.composite.revisions import revision_name
 from workers.kinds.composite.rolling import REVISIONS
 from workers.reconciler import ReconcileRequest
 

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proto.api.controllers import StatusCheck, UpdateMethod
+from proto.api.revisions import Revision
 from workers.apply import ControllerRef, create_body
-from workers.kinds.composite.revisions import Revision
 from workers.kinds.composite.rollout import (
     Arrangement,
     Desired,
