@@ -6,6 +6,8 @@
   this process and N workers as child processes, over a local ipc socket unless ``--bind``
   says otherwise (``manager.supervisor``).
 - ``metashard cluster [flags]``: the embedded cluster, a Kubernetes API-server emulator.
+- ``metashard rollout status|history|undo RESOURCE/NAME``: a parent's rollouts
+  (``manager.rollout``).
 
 Roles in other packages (the worker, the embedded cluster) run as their own processes
 (``python -m <package>``), so the coordinator never imports the worker code or the load-test
@@ -26,6 +28,7 @@ from typing import NoReturn
 
 import uvloop
 
+from manager import rollout
 from manager.app import Coordinator
 from manager.settings import CoordinatorSettings, add_arguments, from_args, from_namespace
 from manager.supervisor import Supervisor, worker_spec
@@ -119,6 +122,7 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
         "run the embedded cluster (a Kubernetes API-server emulator)",
         lambda argv: _exec_module("loadtest.apiserver", argv),
     ),
+    "rollout": ("show and undo the rollouts of a parent (status|history|undo)", rollout.main),
 }
 
 

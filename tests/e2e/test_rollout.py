@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ import pytest_asyncio
 
 from loadtest.apiserver.background import ClusterProcess
 from loadtest.crds import install, simple_crd
+from manager import rollout
 from proto.api.crds import load_crds
 from proto.kube import errors
 from proto.kube.client import Client
@@ -151,10 +153,12 @@ async def rolled(kube: Client, namespace: str, want: str, replicas: int = 3) -> 
     )
 
 
-async def roll_to(kube: Client, namespace: str, want: str) -> list[str]:
+async def roll_to(
+    kube: Client, namespace: str, want: str, *, change: Awaitable[object] | None = None
+) -> list[str]:
     """Change the image and follow the rollout through a watch, event by event: never more
     than one Pod missing or not Ready at once. Returns the Pods in the order they were
-    deleted."""
+    deleted. ``change`` makes the change instead of a patch of the image."""
     listed = await kube.list(PODS, namespace=namespace)
     state = {p["metadata"]["name"]: _ready(p) for p in listed.items}
     deleted: list[str] = []
@@ -175,7 +179,10 @@ async def roll_to(kube: Client, namespace: str, want: str) -> list[str]:
 
     watching = asyncio.ensure_future(follow())
     try:
-        await kube.patch(THINGS, "set", {"spec": {"image": want}}, namespace=namespace)
+        if change is None:
+            await kube.patch(THINGS, "set", {"spec": {"image": want}}, namespace=namespace)
+        else:
+            await change
         await eventually(
             lambda: rolled(kube, namespace, want), within=60, message=f"no rollout to {want}"
         )
@@ -189,7 +196,7 @@ async def roll_to(kube: Client, namespace: str, want: str) -> list[str]:
 
 
 async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
-    kube: Client, namespace: str, controller: str
+    kube: Client, namespace: str, controller: str, cluster: str
 ) -> None:
     await kube.create(
         THINGS,
@@ -229,3 +236,33 @@ async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
         "2",
         "3",
     ]
+
+    # metashard rollout: history, then undo to the revision before, rolled back one at a time.
+    def cli(*argv: str) -> tuple[int, str]:
+        out = io.StringIO()
+        code = rollout.main([*argv, "things/set", "-n", namespace, "--kubeconfig", kubeconfig], out)
+        return code, out.getvalue()
+
+    kubeconfig = cluster
+    code, text = await asyncio.to_thread(cli, "history")
+    assert code == 0
+    lines = text.splitlines()
+    assert lines[0].split() == ["REVISION", "HASH", "AGE", "CHILDREN", "CHANGE"]
+    assert [line.split()[0] for line in lines[1:]] == ["2", "3"]
+    assert lines[2].split()[3:] == ["3", "spec.image"]
+    code, text = await asyncio.to_thread(cli, "status")
+    assert code == 0 and "children on the latest revision: 3 of 3" in text
+    assert "Updated: True OnLatestRevision" in text
+
+    undo = asyncio.ensure_future(asyncio.to_thread(cli, "undo"))
+    order = await roll_to(kube, namespace, "nginx:2", change=undo)
+    assert order == ["web-2", "web-1", "web-0"]
+    assert (await undo) == (0, "things/set: rolled back to revision 2\n")
+    listed = (await kube.list(REVISIONS, namespace=namespace)).items
+    numbers = {
+        r["parentPatch"]["spec"]["image"]: r["metadata"]["annotations"]["metashard.io/revision"]
+        for r in listed
+    }
+    assert numbers == {"nginx:2": "4", "nginx:3": "3"}
+    code, _ = await asyncio.to_thread(cli, "undo", "--to-revision", "9")
+    assert code == 1
