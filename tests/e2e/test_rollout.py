@@ -14,7 +14,7 @@ import contextlib
 import io
 import os
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -154,11 +154,18 @@ async def rolled(kube: Client, namespace: str, want: str, replicas: int = 3) -> 
 
 
 async def roll_to(
-    kube: Client, namespace: str, want: str, *, change: Awaitable[object] | None = None
+    kube: Client,
+    namespace: str,
+    want: str,
+    *,
+    change: Awaitable[object] | None = None,
+    replicas: int = 3,
+    on_delete: Callable[[int], None] | None = None,
 ) -> list[str]:
     """Change the image and follow the rollout through a watch, event by event: never more
     than one Pod missing or not Ready at once. Returns the Pods in the order they were
-    deleted. ``change`` makes the change instead of a patch of the image."""
+    deleted. ``change`` makes the change instead of a patch of the image; ``on_delete(n)``
+    runs on the n-th deletion."""
     listed = await kube.list(PODS, namespace=namespace)
     state = {p["metadata"]["name"]: _ready(p) for p in listed.items}
     deleted: list[str] = []
@@ -173,9 +180,11 @@ async def roll_to(
             if event.type == "DELETED":
                 state.pop(name, None)
                 deleted.append(name)
+                if on_delete is not None:
+                    on_delete(len(deleted))
             elif event.type in ("ADDED", "MODIFIED"):
                 state[name] = _ready(event.object)
-            worst = max(worst, 3 - sum(state.values()))
+            worst = max(worst, replicas - sum(state.values()))
 
     watching = asyncio.ensure_future(follow())
     try:
@@ -184,7 +193,9 @@ async def roll_to(
         else:
             await change
         await eventually(
-            lambda: rolled(kube, namespace, want), within=60, message=f"no rollout to {want}"
+            lambda: rolled(kube, namespace, want, replicas),
+            within=90,
+            message=f"no rollout to {want}",
         )
         await asyncio.sleep(0.2)  # let the watch catch up
     finally:
@@ -266,3 +277,40 @@ async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
     assert numbers == {"nginx:2": "4", "nginx:3": "3"}
     code, _ = await asyncio.to_thread(cli, "undo", "--to-revision", "9")
     assert code == 1
+
+
+async def test_a_rollout_resumes_after_a_worker_and_the_coordinator_are_killed(
+    kube: Client, namespace: str, controller: str, stack: Processes
+) -> None:
+    """The module's worker w-a is killed after the second move and the coordinator after the
+    fourth; replacements start at once. The rollout still ends with every Pod moved once,
+    highest ordinal first, never two unavailable at a time."""
+    if os.environ.get(KUBECONFIG_ENV):
+        pytest.skip("kills the module's own processes")
+    await kube.create(
+        THINGS,
+        {
+            "apiVersion": "e2e.metashard.io/v1",
+            "kind": "Thing",
+            "metadata": {
+                "name": "set",
+                "namespace": namespace,
+                "labels": {SELECTED_BY: controller},
+            },
+            "spec": {"replicas": 6, "image": "nginx:1"},
+        },
+    )
+    await eventually(lambda: rolled(kube, namespace, "nginx:1", 6), within=60, message="no pods")
+    by_name = {proc.name: proc for proc in stack.procs if proc.alive}
+
+    def disturb(count: int) -> None:
+        if count == 2:
+            stack.kill(by_name["worker-w-a"])
+            stack.worker("w-c")
+        elif count == 4:
+            stack.kill(by_name["coordinator"])
+            stack.coordinator("coordinator-2")
+
+    order = await roll_to(kube, namespace, "nginx:2", replicas=6, on_delete=disturb)
+    assert order == [f"web-{i}" for i in reversed(range(6))]
+    assert not by_name["worker-w-a"].alive and not by_name["coordinator"].alive
