@@ -342,3 +342,51 @@ async def test_a_cluster_scoped_parent_fails_loudly() -> None:
     with pytest.raises(SyncFailure, match="cluster-scoped parents are not supported yet"):
         await reconciler.reconcile(request)
     assert world.cluster.of(CONFIGMAPS) == []
+
+
+async def test_revisions_orphaned_with_their_parent_are_adopted_by_the_next_one() -> None:
+    """``kubectl delete --cascade=orphan``, then a new parent with the same selector."""
+    world = World(method="RollingRecreate", generate_selector=False)
+    world.answer = lambda request: {
+        "children": [
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "p-0", "labels": {"app": "x"}},
+                "data": {"image": request["parent"]["spec"]["template"]["image"]},
+            }
+        ]
+    }
+    spec = {
+        "selector": {"matchLabels": {"app": "x"}},
+        "template": {"metadata": {"labels": {"app": "x"}}, "image": "v1"},
+    }
+    await world.parent("p", spec=spec)
+    await world.sync("p")
+    (before,) = revisions(world)
+    del world.cluster.objects[("things", NS, "p")]
+    for key, obj in list(world.cluster.objects.items()):
+        if key[0] in ("configmaps", "controllerrevisions"):
+            world.cluster.objects[key] = {
+                **obj,
+                "metadata": {k: v for k, v in obj["metadata"].items() if k != "ownerReferences"},
+            }
+    parent = await world.parent("q", spec=spec)
+    await world.sync("q")
+    uid = parent["metadata"]["uid"]
+    assert sorted((verb, resource) for verb, resource, _, _, _ in world.writes()) == [
+        ("PATCH", "configmaps"),
+        ("PATCH", "controllerrevisions"),
+        ("PUT", "things"),
+    ]
+    (after,) = revisions(world)
+    assert after["metadata"]["name"] == before["metadata"]["name"]
+    assert after["metadata"]["ownerReferences"][0]["uid"] == uid
+    assert world.get("p-0")["metadata"]["ownerReferences"][0]["uid"] == uid  # type: ignore[index]
+    assert updated_of(world, "q")["reason"] == "OnLatestRevision"
+
+
+def updated_of(world: World, name: str) -> dict[str, Any]:
+    parent = world.cluster.get(THINGS, NS, name)
+    assert parent is not None
+    return next(c for c in parent["status"]["conditions"] if c["type"] == "Updated")
