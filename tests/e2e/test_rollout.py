@@ -206,9 +206,7 @@ async def roll_to(
     return deleted
 
 
-async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
-    kube: Client, namespace: str, controller: str, cluster: str
-) -> None:
+async def make_set(kube: Client, namespace: str, controller: str, *, replicas: int) -> None:
     await kube.create(
         THINGS,
         {
@@ -219,9 +217,15 @@ async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
                 "namespace": namespace,
                 "labels": {SELECTED_BY: controller},
             },
-            "spec": {"replicas": 3, "image": "nginx:1"},
+            "spec": {"replicas": replicas, "image": "nginx:1"},
         },
     )
+
+
+async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
+    kube: Client, namespace: str, controller: str, cluster: str
+) -> None:
+    await make_set(kube, namespace, controller, replicas=3)
     await eventually(lambda: rolled(kube, namespace, "nginx:1"), within=60, message="no pods")
     first = (await kube.list(REVISIONS, namespace=namespace)).items
     assert len(first) == 1
@@ -287,19 +291,7 @@ async def test_a_rollout_resumes_after_a_worker_and_the_coordinator_are_killed(
     highest ordinal first, never two unavailable at a time."""
     if os.environ.get(KUBECONFIG_ENV):
         pytest.skip("kills the module's own processes")
-    await kube.create(
-        THINGS,
-        {
-            "apiVersion": "e2e.metashard.io/v1",
-            "kind": "Thing",
-            "metadata": {
-                "name": "set",
-                "namespace": namespace,
-                "labels": {SELECTED_BY: controller},
-            },
-            "spec": {"replicas": 6, "image": "nginx:1"},
-        },
-    )
+    await make_set(kube, namespace, controller, replicas=6)
     await eventually(lambda: rolled(kube, namespace, "nginx:1", 6), within=60, message="no pods")
     by_name = {proc.name: proc for proc in stack.procs if proc.alive}
 

@@ -7,6 +7,7 @@ first, ``data.image = spec.image``; a ``Ready`` status check gates each move.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -259,8 +260,8 @@ async def test_history_keeps_the_limit_of_childless_revisions() -> None:
     assert kept == [("3", "v3"), ("4", "v4")]
 
 
-async def test_a_parent_whose_template_labels_miss_its_selector_keeps_rolling() -> None:
-    """Metacontroller #194: the revision is released right after it is created."""
+def selector_world(image: Callable[[dict[str, Any]], str]) -> World:
+    """A parent with ``spec.selector`` ``app=x``; one child ``p-0`` running ``image(spec)``."""
     world = World(method="RollingRecreate", generate_selector=False)
     world.answer = lambda request: {
         "children": [
@@ -268,10 +269,16 @@ async def test_a_parent_whose_template_labels_miss_its_selector_keeps_rolling() 
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
                 "metadata": {"name": "p-0", "labels": {"app": "x"}},
-                "data": {"image": request["parent"]["spec"]["image"]},
+                "data": {"image": image(request["parent"]["spec"])},
             }
         ]
     }
+    return world
+
+
+async def test_a_parent_whose_template_labels_miss_its_selector_keeps_rolling() -> None:
+    """Metacontroller #194: the revision is released right after it is created."""
+    world = selector_world(lambda spec: spec["image"])
     spec = {
         "image": "v1",
         "selector": {"matchLabels": {"app": "x"}},
@@ -346,17 +353,7 @@ async def test_a_cluster_scoped_parent_fails_loudly() -> None:
 
 async def test_revisions_orphaned_with_their_parent_are_adopted_by_the_next_one() -> None:
     """``kubectl delete --cascade=orphan``, then a new parent with the same selector."""
-    world = World(method="RollingRecreate", generate_selector=False)
-    world.answer = lambda request: {
-        "children": [
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": "p-0", "labels": {"app": "x"}},
-                "data": {"image": request["parent"]["spec"]["template"]["image"]},
-            }
-        ]
-    }
+    world = selector_world(lambda spec: spec["template"]["image"])
     spec = {
         "selector": {"matchLabels": {"app": "x"}},
         "template": {"metadata": {"labels": {"app": "x"}}, "image": "v1"},
