@@ -228,15 +228,19 @@ class Rollouts:
                 obj = _labelled(obj, revision_hash(latest_name))
             result.append(replace(by_id[item.id], object=obj))
 
+        condition = plan.condition
+        if latest_name != plan.latest.name:  # created under a collision count
+            message = str(condition["message"]).replace(plan.latest.name, latest_name)
+            condition = {**condition, "message": message}
         latest_response = answers[0][0]
-        status, replaced = rollout.with_condition(latest_response.status, plan.condition)
+        status, replaced = rollout.with_condition(latest_response.status, condition)
         if replaced and not self._warned_condition:
             self._warned_condition = True
             log.warning(
                 "the sync hook's own Updated condition is replaced by the rollout's",
                 controller=self._spec.name,
             )
-        self._announce(parent, plan.condition)
+        self._announce(parent, condition)
         resync = [
             r.resync_after_seconds
             for r, _ in answers

@@ -303,6 +303,8 @@ async def test_a_taken_revision_name_gets_a_collision_count() -> None:
     assert world.get("p-0")["metadata"]["labels"][REVISION_HASH_LABEL] == revision_hash(  # type: ignore[index]
         revision["metadata"]["name"]
     )
+    assert revision["metadata"]["name"] != _any_revision(world)
+    assert updated(world)["message"] == f"latest ControllerRevision: {revision['metadata']['name']}"
 
 
 def _any_revision(world: World) -> str:
