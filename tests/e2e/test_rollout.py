@@ -39,6 +39,9 @@ THINGS = Resource(
     "e2e.metashard.io", "v1", "things", "Thing", namespaced=True, subresources=("status",)
 )
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True, subresources=("status",))
+MEMBERS = Resource(
+    "e2e.metashard.io", "v1", "members", "Member", namespaced=True, subresources=("status",)
+)
 REVISIONS = Resource(
     "metacontroller.k8s.io", "v1alpha1", "controllerrevisions", "ControllerRevision", True
 )
@@ -58,7 +61,8 @@ def cluster() -> Iterator[str]:
 
     async def setup() -> None:
         async with Session(load_config(kubeconfig), qps=0) as session:
-            await install(Client(session), [*load_crds(), simple_crd("e2e.metashard.io", "Thing")])
+            crds = [simple_crd("e2e.metashard.io", kind) for kind in ("Thing", "Member")]
+            await install(Client(session), [*load_crds(), *crds])
 
     try:
         asyncio.run(setup())
@@ -83,43 +87,65 @@ def statefulset(hook: str, request: dict[str, Any]) -> dict[str, Any]:
     return {"status": {"replicas": len(pods)}, "children": pods}
 
 
+MakeController = Callable[..., Awaitable[str]]
+
+
 @pytest_asyncio.fixture
-async def controller(kube: Client, hooks: HookServer, stack: Processes) -> AsyncIterator[str]:
-    name = f"e2e-{secrets.token_hex(3)}"
-    hooks.program(name, statefulset)
-    await kube.create(
-        CCS,
-        {
-            "apiVersion": "metacontroller.k8s.io/v1alpha1",
-            "kind": "CompositeController",
-            "metadata": {
-                "name": name,
-                "annotations": {"metashard.io/revision-history-limit": "1"},
-            },
-            "spec": {
-                "generateSelector": True,
-                "parentResource": {
-                    "apiVersion": "e2e.metashard.io/v1",
-                    "resource": "things",
-                    "labelSelector": {"matchLabels": {SELECTED_BY: name}},
+async def make_controller(
+    kube: Client, hooks: HookServer, stack: Processes
+) -> AsyncIterator[MakeController]:
+    """``await make_controller(answer, child)``: a CompositeController for Things labelled with
+    its name, one child resource ``child`` (apiVersion, resource, updateStrategy), a history
+    limit of 1; deleted at the end."""
+    made: list[str] = []
+
+    async def make(answer: Any, child: dict[str, Any]) -> str:
+        name = f"e2e-{secrets.token_hex(3)}"
+        hooks.program(name, answer)
+        await kube.create(
+            CCS,
+            {
+                "apiVersion": "metacontroller.k8s.io/v1alpha1",
+                "kind": "CompositeController",
+                "metadata": {
+                    "name": name,
+                    "annotations": {"metashard.io/revision-history-limit": "1"},
                 },
-                "childResources": [
-                    {
-                        "apiVersion": "v1",
-                        "resource": "pods",
-                        "updateStrategy": {
-                            "method": "RollingRecreate",
-                            "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]},
-                        },
-                    }
-                ],
-                "hooks": {"sync": {"webhook": {"url": hooks.url(name, "sync")}}},
+                "spec": {
+                    "generateSelector": True,
+                    "parentResource": {
+                        "apiVersion": "e2e.metashard.io/v1",
+                        "resource": "things",
+                        "labelSelector": {"matchLabels": {SELECTED_BY: name}},
+                    },
+                    "childResources": [child],
+                    "hooks": {"sync": {"webhook": {"url": hooks.url(name, "sync")}}},
+                },
+            },
+        )
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        with contextlib.suppress(errors.NotFound):
+            await kube.delete(CCS, name)
+
+
+@pytest_asyncio.fixture
+async def controller(make_controller: MakeController) -> str:
+    """The StatefulSet-like controller: Pods, RollingRecreate behind ``Ready=True``."""
+    return await make_controller(
+        statefulset,
+        {
+            "apiVersion": "v1",
+            "resource": "pods",
+            "updateStrategy": {
+                "method": "RollingRecreate",
+                "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]},
             },
         },
     )
-    yield name
-    with contextlib.suppress(errors.NotFound):
-        await kube.delete(CCS, name)
 
 
 def _ready(pod: dict[str, Any]) -> bool:
@@ -206,7 +232,9 @@ async def roll_to(
     return deleted
 
 
-async def make_set(kube: Client, namespace: str, controller: str, *, replicas: int) -> None:
+async def make_set(
+    kube: Client, namespace: str, controller: str, *, replicas: int, image: str = "nginx:1"
+) -> None:
     await kube.create(
         THINGS,
         {
@@ -217,7 +245,7 @@ async def make_set(kube: Client, namespace: str, controller: str, *, replicas: i
                 "namespace": namespace,
                 "labels": {SELECTED_BY: controller},
             },
-            "spec": {"replicas": replicas, "image": "nginx:1"},
+            "spec": {"replicas": replicas, "image": image},
         },
     )
 
@@ -306,3 +334,81 @@ async def test_a_rollout_resumes_after_a_worker_and_the_coordinator_are_killed(
     order = await roll_to(kube, namespace, "nginx:2", replicas=6, on_delete=disturb)
     assert order == [f"web-{i}" for i in reversed(range(6))]
     assert not by_name["worker-w-a"].alive and not by_name["coordinator"].alive
+
+
+def members(hook: str, request: dict[str, Any]) -> dict[str, Any]:
+    spec = request["parent"]["spec"]
+    children = [
+        {
+            "apiVersion": "e2e.metashard.io/v1",
+            "kind": "Member",
+            "metadata": {"name": f"m-{i}"},
+            "spec": {"image": spec["image"]},
+        }
+        for i in reversed(range(int(spec["replicas"])))
+    ]
+    return {"status": {}, "children": children}
+
+
+async def test_rolling_in_place_waits_for_each_member_to_observe_its_generation(
+    kube: Client, namespace: str, make_controller: MakeController
+) -> None:
+    """The test plays the members' own controller: it reports ``observedGeneration`` only
+    when told, and the rollout updates the next member only after that."""
+    name = await make_controller(
+        members,
+        {
+            "apiVersion": "e2e.metashard.io/v1",
+            "resource": "members",
+            "updateStrategy": {"method": "RollingInPlace"},
+        },
+    )
+    await make_set(kube, namespace, name, replicas=2, image="v1")
+
+    async def member(i: int) -> dict[str, Any] | None:
+        with contextlib.suppress(errors.NotFound):
+            return await kube.get(MEMBERS, f"m-{i}", namespace=namespace)
+        return None
+
+    async def observe(i: int) -> None:
+        found = await member(i)
+        assert found is not None
+        generation = found["metadata"]["generation"]
+        await kube.replace_status(
+            MEMBERS, {**found, "status": {"observedGeneration": generation}}, namespace=namespace
+        )
+
+    async def on(i: int, want: str) -> bool:
+        found = await member(i)
+        return found is not None and found["spec"]["image"] == want
+
+    await eventually(lambda: on(0, "v1"), within=30, message="no members")
+    await eventually(lambda: on(1, "v1"), within=30, message="no members")
+    for i in (0, 1):
+        await observe(i)
+    await kube.patch(THINGS, "set", {"spec": {"image": "v2"}}, namespace=namespace)
+    await eventually(lambda: on(1, "v2"), within=30, message="m-1 not updated")
+
+    async def waiting() -> bool:
+        condition = await updated(kube, namespace)
+        return condition is not None and condition["reason"] == "RolloutWaiting"
+
+    await eventually(waiting, within=30, message="the rollout does not wait")
+    condition = await updated(kube, namespace)
+    assert condition is not None
+    assert condition["message"] == (
+        "child Member m-1 with RollingInPlace update strategy hasn't observed latest spec"
+    )
+    assert await on(0, "v1")
+    updated_m1 = await member(1)
+    assert updated_m1 is not None and updated_m1["metadata"]["generation"] == 2
+
+    await observe(1)
+    await eventually(lambda: on(0, "v2"), within=30, message="m-0 not updated")
+    await observe(0)
+
+    async def done() -> bool:
+        condition = await updated(kube, namespace)
+        return condition is not None and condition["reason"] == "OnLatestRevision"
+
+    await eventually(done, within=30, message="the rollout does not complete")
