@@ -73,6 +73,16 @@ def rules_for(*objects: Any, related: tuple[str, ...] = ()) -> list[dict[str, li
     return [rule.as_dict() for rule in cluster_role_rules(controllers, related=extra)]
 
 
+GREETINGS_PARENT = [
+    {"apiGroups": ["example.com"], "resources": ["greetings"], "verbs": ["list", "watch", "patch"]},
+    {
+        "apiGroups": ["example.com"],
+        "resources": ["greetings/finalizers", "greetings/status"],
+        "verbs": ["update"],
+    },
+]
+"""The rules of a Composite parent ``greetings.example.com``."""
+
 CASES = [
     pytest.param([], (), BASE, id="no controllers: the API and events only"),
     pytest.param(
@@ -82,16 +92,7 @@ CASES = [
             BASE[0],
             {"apiGroups": [""], "resources": ["configmaps"], "verbs": ALL_CHILD},
             BASE[1],
-            {
-                "apiGroups": ["example.com"],
-                "resources": ["greetings"],
-                "verbs": ["list", "watch", "patch"],
-            },
-            {
-                "apiGroups": ["example.com"],
-                "resources": ["greetings/finalizers", "greetings/status"],
-                "verbs": ["update"],
-            },
+            *GREETINGS_PARENT,
         ],
         id="composite: parent list/watch/patch, status and finalizers update, children all",
     ),
@@ -164,16 +165,7 @@ CASES = [
             BASE[0],
             {"apiGroups": [""], "resources": ["configmaps", "pods"], "verbs": ALL_CHILD},
             BASE[1],
-            {
-                "apiGroups": ["example.com"],
-                "resources": ["greetings"],
-                "verbs": ["list", "watch", "patch"],
-            },
-            {
-                "apiGroups": ["example.com"],
-                "resources": ["greetings/finalizers", "greetings/status"],
-                "verbs": ["update"],
-            },
+            *GREETINGS_PARENT,
         ],
         id="a rolling child type: ControllerRevisions watched, written and adopted",
     ),
