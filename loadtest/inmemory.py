@@ -79,7 +79,8 @@ class MemoryCluster:
         related: dict[str, tuple[bytes, ...]] | None = None,
     ) -> Snapshot:
         """The parent and every object of each child type in its namespace (all namespaces
-        for a cluster-scoped parent), as raw JSON; claiming sorts them out."""
+        for a cluster-scoped parent), as raw JSON; claiming sorts them out. Likewise every
+        ControllerRevision there."""
         obj = self.objects.get((parent.name, key.namespace, key.name))
         groups = {
             f"{r.kind}.{r.api_version}": tuple(
@@ -93,7 +94,13 @@ class MemoryCluster:
             key=key,
             parent=None if obj is None else orjson.dumps(obj),
             children=groups if obj is not None else {},
-            revisions=(),
+            revisions=tuple(
+                orjson.dumps(o)
+                for (plural, ns, _), o in sorted(self.objects.items())
+                if plural == "controllerrevisions"
+                and obj is not None
+                and (ns == key.namespace or not parent.namespaced)
+            ),
             related=related or {},
         )
 

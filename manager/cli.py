@@ -12,6 +12,8 @@
   the Metacontroller CRDs installed (``--no-metacontroller-crds`` to leave them out).
 - ``metashard rbac [PATH...] [flags]``: the least-privilege RBAC rules for a set of controllers
   (``manager.rbac_command``).
+- ``metashard rollout status|history|undo RESOURCE/NAME``: a parent's rollouts
+  (``manager.rollout``).
 - Every process role takes all of Metacontroller's flags (``proto.flags``). Configuration is
   checked before anything starts (``manager.settings``, ``manager.preflight``); a failure is
   one line and exit code 2 (``proto.startup``), with its traceback only at ``--log-level
@@ -41,7 +43,7 @@ from typing import NoReturn
 
 import uvloop
 
-from manager import preflight, rbac_command
+from manager import preflight, rbac_command, rollout
 from manager.app import Coordinator
 from manager.settings import CoordinatorSettings, add_arguments, from_args, from_namespace
 from manager.supervisor import Supervisor, WorkerSpec, worker_id, worker_spec
@@ -218,6 +220,7 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
         "try controllers: a cluster, your manifests, metashard, one line per reconcile",
         lambda argv: _exec_module("loadtest.dev", argv),
     ),
+    "rollout": ("show and undo the rollouts of a parent (status|history|undo)", rollout.main),
 }
 
 

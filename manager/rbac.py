@@ -27,8 +27,11 @@ What each use of a resource is granted, and why (the calls are in the modules na
   controller objects: the caller passes them (``related=``). A rule with a
   ``namespaceSelector`` also watches ``namespaces`` (pass that too).
 - **metacontroller.k8s.io**: ``compositecontrollers`` and ``decoratorcontrollers``: ``list``,
-  ``watch`` (``manager.controllers``). No ControllerRevisions: this release keeps none
-  (rolling update methods act like Recreate and InPlace, see ``workers.kinds.composite``).
+  ``watch`` (``manager.controllers``). ``controllerrevisions``, only when a
+  CompositeController has a ``RollingRecreate`` or ``RollingInPlace`` child type: ``list``,
+  ``watch`` (the coordinator's informer, ``manager.kinds.composite``); ``create``,
+  ``update``, ``delete`` (``workers.kinds.composite.rolling``); ``patch`` (adoption of
+  orphaned revisions, ``workers.common.claims``).
 - **events** (core group): ``create``, ``patch`` (``proto.kube.events``), in every namespace a
   parent lives in, and ``default`` for cluster-scoped objects.
 - **Secrets and ConfigMaps a webhook names** (``caBundle``, ``clientTLS``, ``authorization``,
@@ -63,6 +66,7 @@ DECORATOR_PARENT_VERBS = ("list", "watch", "update", "patch")
 STATUS_VERBS = ("update",)
 FINALIZERS_VERBS = ("update",)
 CHILD_VERBS = ("list", "watch", "create", "update", "patch", "delete")
+REVISION_VERBS = ("list", "watch", "create", "update", "patch", "delete")
 RELATED_VERBS = ("list", "watch")
 EVENT_VERBS = ("create", "patch")
 LEASE_VERBS = ("get", "create", "update")
@@ -143,6 +147,8 @@ class ControllerResources:
     """It has a customize hook: its related resources are known only at run time."""
     referenced: tuple[tuple[str, str], ...] = ()
     """(``secrets`` or ``configmaps``, name) its webhooks read."""
+    rolling: bool = False
+    """A CompositeController with a rolling child type: it keeps ControllerRevisions."""
 
     def __str__(self) -> str:
         return f"{self.kind} {self.name}"
@@ -186,6 +192,7 @@ def controller_resources(obj: Mapping[str, Any], resolve: Resolve) -> Controller
             children=tuple(resolved(f) for f in spec.get_objects(child_key)),
             customize=hooks is not None and hooks.get_object("customize") is not None,
             referenced=_referenced(obj),
+            rolling=kind == names.COMPOSITE_CONTROLLER and parse_composite_controller(obj).rolling,
         )
     except (InvalidControllerError, RbacError) as err:
         what = f"{kind or 'object'} {(obj.get('metadata') or {}).get('name') or '(unnamed)'}"
@@ -262,6 +269,8 @@ def cluster_role_rules(
             grants.append((parent.sub("status"), STATUS_VERBS))
             grants.append((parent.sub("finalizers"), FINALIZERS_VERBS))
         grants += [(child, CHILD_VERBS) for child in controller.children]
+    if any(controller.rolling for controller in controllers_seen):
+        grants.append((GroupResource(names.GROUP, names.CONTROLLER_REVISIONS), REVISION_VERBS))
     grants += [(resource, RELATED_VERBS) for resource in related]
     rules = _merge(grants)
     named: dict[str, set[str]] = {}

@@ -9,6 +9,8 @@ Contract:
   has seen it, or ``barrier_timeout`` has passed (then it is taken anyway and counted).
 - For controllers with a customize hook, the snapshot waits (same timeout) until the
   parent's related objects are known; if they still are not, NACK NOT_READY.
+- A snapshot carries the parent's ControllerRevisions (``manager.snapshots.revisions_of``)
+  when its controller keeps them (rolling updates), none otherwise.
 - While a snapshot waits, pushes of its key are dropped (``Dispatch.parked``): the snapshot,
   taken after them, reflects them. A snapshot whose slot changed owner meanwhile is not sent.
 - ``close()`` cancels the snapshots still waiting.
@@ -24,7 +26,7 @@ from manager.dispatch import Dispatch
 from manager.informers import Informers
 from manager.related import Related
 from manager.routing import Router
-from manager.snapshots import parent_of, snapshot_of
+from manager.snapshots import parent_of, revisions_of, snapshot_of
 from manager.store import Store
 from manager.term_metrics import TermMetrics
 from manager.views import ControllerView, group_resource
@@ -147,6 +149,7 @@ class SnapshotServer:
             related = self._related.related_of
         raw, children, objects = snapshot_of(view, msg.key, stores=self.store, related=related)
         self._metrics.fetch("snapshot")
-        snapshot = Snapshot(self._epoch, msg.request_id, msg.key, raw, children, (), objects)
+        revisions = revisions_of(view, msg.key, stores=self.store)
+        snapshot = Snapshot(self._epoch, msg.request_id, msg.key, raw, children, revisions, objects)
         self._dispatch.send(worker, snapshot)
         return None

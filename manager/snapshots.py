@@ -6,6 +6,8 @@
   when empty): what the controller kind says a parent may claim (``children_of``: for a
   CompositeController its owned children and the orphans its selector matches, for a
   DecoratorController its annotated attachments). Each object appears once; order is stable.
+- ``revisions`` (``revisions_of``) are the parent's ControllerRevisions, for a controller
+  that keeps them (``ControllerView.revisions``); they are not among ``children``.
 - ``related`` is what ``manager.related`` selected for the parent (controllers with a
   customize hook), empty otherwise.
 - Payloads are the bytes the API server sent; nothing is decoded or re-encoded here.
@@ -47,8 +49,21 @@ def snapshot_of(
         return None, {}, {}
     children: Children = {}
     for resource in view.children:
+        if resource is view.revisions:
+            continue
         store = stores(resource)
         children[group_key(resource)] = (
             () if store is None else view.children_of(parent, resource, store)
         )
     return parent.raw, children, related(view, parent) if related is not None else {}
+
+
+def revisions_of(view: ControllerView, key: ParentKey, *, stores: Stores) -> tuple[bytes, ...]:
+    """The ControllerRevisions of the parent ``key`` names (none when the controller keeps
+    none, or the parent is gone)."""
+    resource = view.revisions
+    store = stores(resource) if resource is not None else None
+    parent = parent_of(view, key, stores) if store is not None else None
+    if resource is None or store is None or parent is None:
+        return ()
+    return view.children_of(parent, resource, store)

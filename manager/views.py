@@ -8,7 +8,8 @@ from this protocol only, so they hold no kind-specific code. A view answers thre
   and ``children`` (objects owned by, or claimable by, a parent);
 - which parent keys an event maps to: ``handles`` and ``ignores_update`` for parent events,
   ``owner_key`` for an owned child, ``may_adopt`` and ``adopts`` for an orphan;
-- what a snapshot holds: ``children_of`` (the claimable children of one parent).
+- what a snapshot holds: ``children_of`` (the claimable children of one parent), and its
+  ControllerRevisions when ``revisions`` names their resource.
 
 ``definition`` is what workers receive (``proto.wire.ControllerDef``), with each hook's
 resolved TLS material and credentials (``connections``, set by ``manager.controllers`` through
@@ -188,6 +189,11 @@ class ControllerView(Protocol):
     def parents(self) -> tuple[Resource, ...]: ...
     @property
     def children(self) -> tuple[Resource, ...]: ...
+    @property
+    def revisions(self) -> Resource | None:
+        """The ControllerRevision resource when the controller keeps revisions (then also
+        one of ``children``; ``children_of`` it gives a parent's revisions)."""
+        ...
 
     def key(self, resource: Resource, namespace: str, name: str) -> ParentKey:
         """The key of parent ``namespace/name`` of ``resource`` (one of ``parents``)."""

@@ -13,6 +13,15 @@
 - The children selector is ``controller-uid=<uid>`` under ``generateSelector``, else the
   parent's ``spec.selector`` (``Selector.nothing()`` when unusable), decoded once per parent
   version (a bounded cache).
+- With a ``RollingRecreate`` or ``RollingInPlace`` child type, ControllerRevisions
+  (``metacontroller.k8s.io/v1alpha1``) are watched too: ``revisions`` is that resource, last
+  of ``children`` (so they are watched and routed like children: an owned revision maps to
+  its parent, an orphan to the parents that would adopt it), and left out of ``definition``.
+  A parent's revisions (``revisions_of``) are those it controls in its namespace, then the
+  orphans there carrying the parent type's ``metacontroller.k8s.io/apiGroup`` and
+  ``.../resource`` labels that its selector matches. Metacontroller also releases a
+  controlled revision whose labels no longer match the selector, and then fails to create it
+  again forever (#194); here a controlled revision stays claimed.
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ class CompositeView(SpecView[CompositeController]):
     resource_version: str
     parent: Resource
     children: tuple[Resource, ...]
+    revisions: Resource | None = None
     connections: bytes = field(default=b"", repr=False)
     """Each hook's resolved TLS material and credentials (``proto.api.endpoints``)."""
     _selectors: OrderedDict[tuple[str, str], Selector] = field(
@@ -74,7 +84,10 @@ class CompositeView(SpecView[CompositeController]):
             uid=self.spec.uid,
             resource_version=self.resource_version,
             object=self.raw,
-            resources=(resource_info(self.parent), *(resource_info(c) for c in self.children)),
+            resources=(
+                resource_info(self.parent),
+                *(resource_info(c) for c in self.children if c is not self.revisions),
+            ),
             connections=self.connections,
         )
 
@@ -116,9 +129,20 @@ class CompositeView(SpecView[CompositeController]):
         return True
 
     def adopts(self, parent: Cached, orphan: Cached) -> bool:
+        if names.REVISION_RESOURCE_LABEL in orphan.labels and not self._revision_type(orphan):
+            return False
         return self.children_selector(parent).matches(orphan.labels)
 
+    def _revision_type(self, revision: Cached) -> bool:
+        labels = revision.labels
+        return (
+            labels.get(names.REVISION_RESOURCE_LABEL) == self.parent.name
+            and labels.get(names.REVISION_API_GROUP_LABEL) == self.parent.group
+        )
+
     def children_of(self, parent: Cached, resource: Resource, store: Store) -> tuple[bytes, ...]:
+        if resource is self.revisions:
+            return self.revisions_of(parent, store)
         namespace = parent.namespace if self.parent.namespaced else None
         owned = store.owned_by(parent.uid)
         if namespace is not None:
@@ -126,6 +150,17 @@ class CompositeView(SpecView[CompositeController]):
         selector = self.children_selector(parent)
         orphans = [c for c in store.select(selector, namespace=namespace) if c.owner is None]
         return tuple(c.raw for c in owned) + tuple(c.raw for c in orphans)
+
+    def revisions_of(self, parent: Cached, store: Store) -> tuple[bytes, ...]:
+        """The ControllerRevisions ``parent`` claims (see the module docstring)."""
+        owned = [r for r in store.owned_by(parent.uid) if r.namespace == parent.namespace]
+        selector = self.children_selector(parent)
+        orphans = [
+            r
+            for r in store.select(selector, namespace=parent.namespace)
+            if r.owner is None and self._revision_type(r)
+        ]
+        return tuple(r.raw for r in owned) + tuple(r.raw for r in orphans)
 
     def children_selector(self, parent: Cached) -> Selector:
         """The selector that claims children for ``parent``, cached per parent version."""
@@ -168,13 +203,21 @@ class _Composite:
                 *((c.api_version, c.resource) for c in spec.children),
             ],
         )
+        revisions = None
+        if spec.rolling:
+            (revisions,) = await resolve_all(
+                discovery, [(names.API_VERSION, names.CONTROLLER_REVISIONS)]
+            )
+            children.append(revisions)
         if "status" not in parent.subresources:
             raise Unusable(
                 names.REASON_SYNC_ERROR,
                 f"parent resource {spec.parent.resource}.{parent.group or 'core'} "
                 f"{parent.version} must have the status subresource enabled",
             )
-        return CompositeView(spec, cached.raw, cached.resource_version, parent, tuple(children))
+        return CompositeView(
+            spec, cached.raw, cached.resource_version, parent, tuple(children), revisions
+        )
 
 
 KIND = _Composite()

@@ -68,6 +68,11 @@ class DecoratorView(SpecView[DecoratorController]):
     def _by_group_kind(self) -> dict[tuple[str, str], Resource]:
         return {(r.group, r.kind): r for r, _ in self._by_group_resource.values()}
 
+    @property
+    def revisions(self) -> Resource | None:
+        """Decorators keep no ControllerRevisions."""
+        return None
+
     @cached_property
     def parents(self) -> tuple[Resource, ...]:
         return tuple(r for r, _ in self._by_group_resource.values())

@@ -42,6 +42,14 @@ def _conditions(value: Any) -> bool:
     return isinstance(value, Mapping) and bool(value.get("conditions"))
 
 
+def _checks_without_rolling(value: Any) -> bool:
+    return (
+        isinstance(value, Mapping)
+        and _conditions(value.get("statusChecks"))
+        and not _rolling(value.get("method"))
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Field:
     kinds: frozenset[str]
@@ -54,21 +62,10 @@ class Field:
 FIELDS: Final[tuple[Field, ...]] = (
     Field(
         COMPOSITE,
-        "spec.childResources.*.updateStrategy.method",
-        f"{NOT_YET}: acts like Recreate or InPlace, every child is updated at once and no "
-        "ControllerRevisions are kept",
-        _rolling,
-    ),
-    Field(
-        COMPOSITE,
-        "spec.childResources.*.updateStrategy.statusChecks",
-        f"{NOT_YET}: ignored (only rolling updates use it)",
-        _conditions,
-    ),
-    Field(
-        COMPOSITE,
-        "spec.parentResource.revisionHistory",
-        f"{NOT_YET}: ignored, no ControllerRevisions are kept",
+        "spec.childResources.*.updateStrategy",
+        "statusChecks ignored: only the RollingRecreate and RollingInPlace methods use them "
+        "(as in Metacontroller)",
+        _checks_without_rolling,
     ),
     Field(
         COMPOSITE,

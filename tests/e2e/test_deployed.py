@@ -10,7 +10,8 @@ API. Only what a machine is not a cluster for is mapped: the Secret's files are 
 directory that stands for the mount path, the listen ports are free local ports, and the
 coordinator's Service name resolves to 127.0.0.1.
 
-A CompositeController must converge, the workers are scaled 3 -> 5 -> 2 as a StatefulSet
+A CompositeController (its child type rolling, so ControllerRevisions are watched and
+written too) must converge, the workers are scaled 3 -> 5 -> 2 as a StatefulSet
 would (pods added with the next ordinals, removed highest first), and the API server must
 have refused nothing the ServiceAccount asked (a missing RBAC rule fails the test). It runs
 with the chart's default ``*/*/*`` rules and with the least-privilege rules that
@@ -67,6 +68,13 @@ CCS = Resource(
     namespaced=False,
 )
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+REVISIONS = Resource(
+    "metacontroller.k8s.io",
+    "v1alpha1",
+    "controllerrevisions",
+    "ControllerRevision",
+    namespaced=True,
+)
 APPLIED_KINDS = {
     "ServiceAccount",
     "Secret",
@@ -112,7 +120,13 @@ def controller_object(name: str, hooks: HookServer) -> dict[str, Any]:
                 "resource": "things",
                 "labelSelector": {"matchLabels": {"deployed": name}},
             },
-            "childResources": [{"apiVersion": "v1", "resource": "configmaps"}],
+            "childResources": [
+                {
+                    "apiVersion": "v1",
+                    "resource": "configmaps",
+                    "updateStrategy": {"method": "RollingInPlace"},
+                }
+            ],
             "hooks": {"sync": {"webhook": {"url": hooks.url(name)}}},
         },
     }
@@ -337,6 +351,14 @@ async def test_the_chart_as_deployed_runs_a_controller_and_scales(
             )
         everything = set(parents + more + last)
         await eventually(lambda: converged(everything), within=60, message=deployment.logs)
+        revisions = await admin.list(REVISIONS, namespace=namespace)
+        owners = {
+            ref["name"]
+            for o in revisions.items
+            for ref in o["metadata"].get("ownerReferences", ())
+            if ref.get("controller")
+        }
+        assert owners == everything, deployment.logs()
         user = f"system:serviceaccount:{namespace}:{account}"
         assert denials(rbac_cluster[1], user) == [], deployment.logs()
         assert all(p.poll() is None for p in deployment.procs.values()), deployment.logs()

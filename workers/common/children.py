@@ -12,8 +12,12 @@ Metacontroller's ``ManageChildren`` does with dynamic apply:
   ``updateStrategy.method`` decides: ``OnDelete`` leaves it alone (until someone else deletes
   it), ``Recreate`` deletes it (the next sync recreates it), ``InPlace`` PUTs the merged
   object (the observed resourceVersion is the precondition).
-- ``RollingRecreate`` and ``RollingInPlace`` act like ``Recreate`` and ``InPlace``: every
-  child is updated at once, not one at a time behind ControllerRevisions.
+- ``RollingRecreate`` and ``RollingInPlace`` act like ``Recreate`` and ``InPlace`` here: the
+  rollout (``workers.kinds.composite.rolling``) has already chosen each child's desired
+  state from the revision it belongs to.
+- ``in_place_labels``: a child whose only difference is in these labels is PUT in place
+  whatever its method (``OnDelete`` excepted), so adding or changing them (the
+  ``controller-revision-hash`` label) never recreates it.
 - A child whose update cannot be computed (a malformed last-applied annotation) is an error
   for that child only; the others still proceed.
 
@@ -94,6 +98,7 @@ def plan(
     desired: Sequence[DesiredChild],
     methods: Mapping[TypeKey, UpdateMethod],
     owner: ControllerRef,
+    in_place_labels: frozenset[str] = frozenset(),
 ) -> Plan:
     unmatched: dict[TypeKey, dict[tuple[str, str], Observed]] = {
         type_key: {(child.namespace, child.name): child for child in children}
@@ -116,9 +121,9 @@ def plan(
         if not different or current.deleting:
             continue
         method = methods.get(child.type, UpdateMethod.ON_DELETE)
-        if method in _RECREATE:
+        if method in _RECREATE and not _only_labels(current.obj, child.object, in_place_labels):
             writes.append(Write(Action.RECREATE, *ident, uid=current.uid))
-        elif method in _IN_PLACE:
+        elif method in _RECREATE or method in _IN_PLACE:
             writes.append(Write(Action.UPDATE, *ident, body=merged))
     deletes = [
         Write(Action.DELETE, type_key, child.namespace, child.name, uid=child.uid)
@@ -127,6 +132,29 @@ def plan(
         if not child.deleting
     ]
     return Plan((*deletes, *writes), tuple(problems))
+
+
+def _only_labels(current: dict[str, Any], desired: dict[str, Any], keys: frozenset[str]) -> bool:
+    """Whether applying ``desired`` to ``current`` changes nothing but the labels ``keys``:
+    ``desired`` with those labels as ``current`` has them applies as a no-op."""
+    if not keys:
+        return False
+    metadata = desired.get("metadata")
+    have = current["metadata"].get("labels")
+    if not isinstance(metadata, dict) or not isinstance(have, dict | None):
+        return False
+    labels = metadata.get("labels")
+    labels = dict(labels) if isinstance(labels, dict) else {}
+    for key in keys:
+        labels.pop(key, None)
+        if have and key in have:
+            labels[key] = have[key]
+    probe = {**desired, "metadata": {**metadata, "labels": labels}}
+    try:
+        _, different = apply_update(current, probe)
+    except ApplyError:
+        return False
+    return not different
 
 
 # --- the writes ---------------------------------------------------------------------------

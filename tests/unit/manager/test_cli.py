@@ -136,3 +136,20 @@ def test_an_open_worker_socket_is_refused_before_anything_starts(tmp_path: Path)
 def test_run_checks_the_leader_election_timings_too() -> None:
     line = _refused(["run", "--leader-election", "--leader-election-renew-deadline", "20s"])
     assert "renew" in line.lower()
+
+
+def test_rollout_is_a_subcommand(tmp_path: Path) -> None:
+    listed = subprocess.run(
+        [sys.executable, "-m", "manager.cli", "--help"], capture_output=True, text=True
+    )
+    assert "rollout" in listed.stdout
+    missing = tmp_path / "missing"
+    argv = ["rollout", "status", "things/x", "--kubeconfig", str(missing)]
+    out = subprocess.run(
+        [sys.executable, "-m", "manager.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1, out.stderr
+    assert out.stderr == f"error: kubeconfig {missing}: no such file\n"

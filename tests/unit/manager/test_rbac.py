@@ -61,11 +61,27 @@ def decorator(name: str, parents: list[tuple[str, str]], *attachments: tuple[str
     }
 
 
+def rolling(obj: Any, method: str = "RollingRecreate") -> Any:
+    """``obj`` (a composite) with its first child type updated by ``method``."""
+    obj["spec"]["childResources"][0]["updateStrategy"] = {"method": method}
+    return obj
+
+
 def rules_for(*objects: Any, related: tuple[str, ...] = ()) -> list[dict[str, list[str]]]:
     controllers = [controller_resources(obj, by_api_version) for obj in objects]
     extra = [GroupResource.parse(text) for text in related]
     return [rule.as_dict() for rule in cluster_role_rules(controllers, related=extra)]
 
+
+GREETINGS_PARENT = [
+    {"apiGroups": ["example.com"], "resources": ["greetings"], "verbs": ["list", "watch", "patch"]},
+    {
+        "apiGroups": ["example.com"],
+        "resources": ["greetings/finalizers", "greetings/status"],
+        "verbs": ["update"],
+    },
+]
+"""The rules of a Composite parent ``greetings.example.com``."""
 
 CASES = [
     pytest.param([], (), BASE, id="no controllers: the API and events only"),
@@ -76,16 +92,7 @@ CASES = [
             BASE[0],
             {"apiGroups": [""], "resources": ["configmaps"], "verbs": ALL_CHILD},
             BASE[1],
-            {
-                "apiGroups": ["example.com"],
-                "resources": ["greetings"],
-                "verbs": ["list", "watch", "patch"],
-            },
-            {
-                "apiGroups": ["example.com"],
-                "resources": ["greetings/finalizers", "greetings/status"],
-                "verbs": ["update"],
-            },
+            *GREETINGS_PARENT,
         ],
         id="composite: parent list/watch/patch, status and finalizers update, children all",
     ),
@@ -143,6 +150,25 @@ CASES = [
         ],
         id="a resource in several roles gets the union; related add list/watch",
     ),
+    pytest.param(
+        [
+            rolling(composite("r", ("example.com/v1", "greetings"), ("v1", "pods"))),
+            composite("c", ("example.com/v1", "greetings"), ("v1", "configmaps")),
+        ],
+        (),
+        [
+            {
+                "apiGroups": ["metacontroller.k8s.io"],
+                "resources": ["controllerrevisions"],
+                "verbs": ALL_CHILD,
+            },
+            BASE[0],
+            {"apiGroups": [""], "resources": ["configmaps", "pods"], "verbs": ALL_CHILD},
+            BASE[1],
+            *GREETINGS_PARENT,
+        ],
+        id="a rolling child type: ControllerRevisions watched, written and adopted",
+    ),
 ]
 
 
@@ -185,6 +211,18 @@ def test_customize_hooks_are_flagged() -> None:
         composite("c", ("v1", "pods"), customize=hook), by_api_version
     ).customize
     assert not controller_resources(composite("c", ("v1", "pods")), by_api_version).customize
+
+
+@pytest.mark.parametrize(
+    ("method", "expected"),
+    [("RollingRecreate", True), ("RollingInPlace", True), ("InPlace", False), ("Recreate", False)],
+)
+def test_rolling_child_types_are_flagged(method: str, expected: bool) -> None:
+    obj = rolling(composite("c", ("v1", "pods"), ("v1", "configmaps")), method)
+    found = controller_resources(obj, by_api_version)
+    assert found.rolling is expected
+    granted = {r for rule in cluster_role_rules([found]) for r in rule.resources}
+    assert ("controllerrevisions" in granted) is expected
 
 
 SERVED = [
@@ -248,6 +286,7 @@ _resources = st.builds(GroupResource, _groups, _names)
             parents=st.lists(_resources, min_size=1, max_size=2).map(tuple),
             children=st.lists(_resources, max_size=3).map(tuple),
             customize=st.booleans(),
+            rolling=st.booleans(),
         ),
         max_size=4,
     ),
@@ -281,6 +320,8 @@ def test_rules_grant_exactly_the_union_of_what_each_use_needs(
                 (parent.group, f"{parent.resource}/{s}", "update") for s in ("status", "finalizers")
             }
         needed |= {(c.group, c.resource, v) for c in controller.children for v in CHILD_VERBS}
+    if any(controller.rolling for controller in controllers):
+        needed |= {("metacontroller.k8s.io", "controllerrevisions", v) for v in CHILD_VERBS}
     needed |= {(r.group, r.resource, v) for r in related for v in ("list", "watch")}
     assert granted == needed
     # one rule per (group, verb set): no group/verb-set pair repeats

@@ -7,7 +7,7 @@ import pytest
 
 from manager.kinds.composite import CompositeView
 from manager.routing import Router
-from manager.snapshots import snapshot_of
+from manager.snapshots import revisions_of, snapshot_of
 from manager.store import Cached, Store
 from proto.api.controllers import parse_composite_controller
 from proto.kube.resources import Resource
@@ -239,3 +239,57 @@ def test_keys_carry_the_namespace_only_for_namespaced_parents(scope: str) -> Non
         "p",
     )
     assert 0 <= slot_of(view.key(THINGS, "ns", "p")) < 1024
+
+
+REVISIONS = Resource(
+    "metacontroller.k8s.io", "v1alpha1", "controllerrevisions", "ControllerRevision", True
+)
+TYPE_LABELS = {
+    "metacontroller.k8s.io/apiGroup": "example.com",
+    "metacontroller.k8s.io/resource": "things",
+}
+
+
+def rolling_world() -> World:
+    base = controller()
+    view = CompositeView(base.spec, base.raw, "1", THINGS, (CONFIGMAPS, REVISIONS), REVISIONS)
+    w = World(view)
+    w.stores["controllerrevisions"] = Store()
+    return w
+
+
+def revision_event(w: World, obj: Cached) -> None:
+    old = w.stores["controllerrevisions"].upsert(obj)
+    w.router.handler(REVISIONS)("MODIFIED" if old else "ADDED", old, obj, False)
+
+
+def test_revisions_are_routed_to_their_parent_and_sent_apart_from_children() -> None:
+    w = rolling_world()
+    assert [r.resource for r in w.view.definition.resources] == ["things", "configmaps"]
+    w.parent(cached("p1", spec=SELECTOR))
+    w.parent(cached("p2", spec=SELECTOR))
+    other_type = {**TYPE_LABELS, "metacontroller.k8s.io/resource": "others"}
+    events = [
+        # Owned even when its labels miss the selector (Metacontroller #194).
+        (cached("r-owned", owner="p1", labels={"other": "x"}), {"p1"}),
+        (cached("r-orphan", labels={"app": "a", **TYPE_LABELS}), {"p1", "p2"}),
+        (cached("r-other-type", labels={"app": "a", **other_type}), set()),
+        (cached("r-theirs", owner="p2", labels={"app": "a", **TYPE_LABELS}), {"p2"}),
+        (cached("r-elsewhere", ns="other", labels={"app": "a", **TYPE_LABELS}), set()),
+    ]
+    for obj, parents in events:
+        w.pushed.clear()
+        revision_event(w, obj)
+        assert {k.name for k, _ in w.pushed} == parents, obj.name
+        assert len(w.pushed) == len(parents)
+
+    stores = lambda r: w.stores.get(r.name)  # noqa: E731
+    _, children, _ = snapshot_of(w.view, key("p1"), stores=stores)
+    assert list(children) == ["ConfigMap.v1"]
+    names = [
+        orjson.loads(raw)["metadata"]["name"]
+        for raw in revisions_of(w.view, key("p1"), stores=stores)
+    ]
+    assert names == ["r-owned", "r-orphan"]
+    assert revisions_of(w.view, key("gone"), stores=stores) == ()
+    assert revisions_of(controller(), key("p1"), stores=stores) == ()

@@ -71,10 +71,15 @@ def test_rolling_methods_and_status_checks_per_kind() -> None:
         {"apiVersion": "v1", "resource": "configmaps"},
         {"apiVersion": "v1", "resource": "secrets", "updateStrategy": strategy},
     ]
-    assert paths("CompositeController", composite(childResources=children)) == [
-        "spec.childResources[1].updateStrategy.method",
-        "spec.childResources[1].updateStrategy.statusChecks",
-    ]
+    # CompositeControllers roll out; their status checks count only under a rolling method.
+    assert paths("CompositeController", composite(childResources=children)) == []
+    idle = {"method": "InPlace", "statusChecks": {"conditions": [{"type": "Ready"}]}}
+    found = unsupported(
+        "CompositeController",
+        composite(childResources=[{"apiVersion": "v1", "resource": "x", "updateStrategy": idle}]),
+    )
+    assert [f.path for f in found] == ["spec.childResources[0].updateStrategy"]
+    assert "statusChecks ignored" in found[0].effect
     found = unsupported("DecoratorController", decorator(attachments=children))
     assert [f.path for f in found] == [
         "spec.attachments[1].updateStrategy.method",
@@ -89,7 +94,6 @@ def test_dead_composite_hooks_and_revision_history() -> None:
     obj = composite(hooks={"sync": HOOK, "preUpdateChild": HOOK, "postUpdateChild": HOOK})
     obj["spec"]["parentResource"]["revisionHistory"] = {"fieldPaths": ["spec"]}
     assert paths("CompositeController", obj) == [
-        "spec.parentResource.revisionHistory",
         "spec.hooks.preUpdateChild",
         "spec.hooks.postUpdateChild",
     ]

@@ -1,4 +1,5 @@
-"""The CompositeController kind on the workers: its reconciler and ControllerRevision names."""
+"""The CompositeController kind on the workers: its reconciler, rolling updates (planner and
+I/O) and the ControllerRevisions it writes."""
 
 from __future__ import annotations
 

@@ -45,9 +45,13 @@ Differences from Metacontroller, on purpose:
   from sync, removing the finalizer only to add it back on the next sync.
 - A parent that the finalizer removal let go (deleting, no finalizer left) gets no status
   write: it no longer exists.
-- ``RollingRecreate`` and ``RollingInPlace`` act like ``Recreate`` and ``InPlace``: all
-  children are updated at once, and no ControllerRevisions are kept (the coordinator warns
-  about it when it loads the controller, ``proto.api.unsupported``).
+- With a ``RollingRecreate`` or ``RollingInPlace`` child type, step 5 is
+  ``workers.kinds.composite.rolling``: ControllerRevisions are claimed and written, the hook
+  is called per revision (the latest, and each older one owning children), and children
+  move to the latest revision one at a time
+  (``workers.kinds.composite.rollout``). A parent being deleted without a finalize hook gets
+  a plain sync, as in Metacontroller. A child whose only difference is its
+  ``controller-revision-hash`` label is updated in place, never recreated.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from proto.api.errors import HookResponseError
 from proto.api.hooks import ChildType, DesiredChild, SyncResponse, decode_sync_response
 from proto.api.hooks import desired_children as check_children
 from proto.api.objectmap import TypeKey
+from proto.api.revisions import REVISION_HASH_LABEL
 from proto.api.selectors import Selector, SelectorError, from_label_selector, from_match_labels
 from proto.kube import errors
 from proto.logs import get_logger
@@ -74,9 +79,13 @@ from workers.common.observed import Observed
 from workers.common.patches import describe, guarded_patch, set_finalizers, sync_finalizer
 from workers.common.sync_errors import SyncFailure
 from workers.common.writer import Writer
+from workers.kinds.composite import rolling
 from workers.reconciler import Outcome, ReconcileRequest
 
 log = get_logger("metashard.composite")
+
+IN_PLACE_LABELS = frozenset((REVISION_HASH_LABEL,))
+"""A change of only these labels is written in place, whatever the update method."""
 
 
 class CompositeReconciler:
@@ -113,6 +122,13 @@ class CompositeReconciler:
             self._child_types.append(ChildType(info.api_version, info.kind, info.namespaced))
         self._targets = targets
         self._child_writer = children.ChildWriter(writer, targets)
+        self._rollouts = (
+            rolling.Rollouts(
+                spec, writer=writer, events=events, parent=self._parent, kinds=list(targets)
+            )
+            if spec.rolling
+            else None
+        )
         self._hooks = HookCaller(
             hooks,
             controller_type=names.COMPOSITE_CONTROLLER,
@@ -167,26 +183,33 @@ class CompositeReconciler:
         finalizing = finalizer.finalizing(
             has_finalize_hook=has_finalize, deleting=deleting, selected=selected
         )
-        response = await self._call(request, parent, raw, observed, namespace, finalizing)
-        try:
-            desired = check_children(
-                list(response.children),
-                parent_namespace=namespace,
-                parent_uid=uid,
-                child_types=self._child_types,
-                selector=selector,
-                generate_selector=spec.generate_selector,
+
+        async def answer(version: dict[str, Any], version_raw: bytes) -> rolling.Answer:
+            response = await self._call(
+                request, version, version_raw, observed, namespace, finalizing
             )
-        except HookResponseError as err:
-            raise SyncFailure(str(err)) from None
+            return response, self._check(response, namespace, uid, selector)
+
+        claimant = Claimant(uid, namespace, deleting, selector)
+        hook_status: dict[str, Any] | None
+        if self._rollouts is not None and not (deleting and not has_finalize):
+            synced = await self._rollouts.sync(
+                request, parent=parent, raw=raw, claimant=claimant, observed=observed, call=answer
+            )
+            desired, hook_status = synced.desired, synced.status
+            resync_after, finalized = synced.resync_after_seconds, synced.finalized
+        else:
+            response, desired = await answer(parent, raw)
+            hook_status, finalized = response.status, response.finalized
+            resync_after = response.resync_after_seconds
 
         gone = False
-        if finalizing and response.finalized and ours in finalizers:
+        if finalizing and finalized and ours in finalizers:
             updated = await self._set_finalizers(
                 request, parent, finalizer.updated(finalizers, ours, finalizer.Change.REMOVE)
             )
             if updated is None:
-                return Outcome(requeue_after=response.resync_after_seconds)
+                return Outcome(requeue_after=resync_after)
             parent = updated
             finalizers = finalizer.finalizers_of(parent["metadata"])
             gone = deleting and not finalizers
@@ -197,14 +220,29 @@ class CompositeReconciler:
         ):
             problems = await self._manage(request, parent, uid, observed, desired)
         if not gone:
-            await self._write_status(request, parent, response.status)
+            await self._write_status(request, parent, hook_status)
         if problems:
             raise SyncFailure(
                 f"can't reconcile children for {self._describe(parent)}: " + "; ".join(problems)
             )
-        return Outcome(requeue_after=response.resync_after_seconds)
+        return Outcome(requeue_after=resync_after)
 
     # --- steps --------------------------------------------------------------------------
+
+    def _check(
+        self, response: SyncResponse, namespace: str, uid: str, selector: Selector
+    ) -> tuple[DesiredChild, ...]:
+        try:
+            return check_children(
+                list(response.children),
+                parent_namespace=namespace,
+                parent_uid=uid,
+                child_types=self._child_types,
+                selector=selector,
+                generate_selector=self._spec.generate_selector,
+            )
+        except HookResponseError as err:
+            raise SyncFailure(str(err)) from None
 
     def _describe(self, parent: dict[str, Any]) -> str:
         return describe(self._parent.kind, parent)
@@ -335,6 +373,7 @@ class CompositeReconciler:
             desired=desired,
             methods=self._methods,
             owner=self._owner(parent, uid),
+            in_place_labels=IN_PLACE_LABELS,
         )
         problems = list(plan.errors)
         problems += await self._child_writer.run(plan.writes, request.wrote)

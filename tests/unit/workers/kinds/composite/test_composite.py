@@ -31,6 +31,7 @@ from tests.unit.workers.composite_world import (
 from workers.apply import LAST_APPLIED_ANNOTATION
 from workers.common.sync_errors import StaleSnapshot, SyncFailure
 from workers.kinds.composite.reconciler import CompositeReconciler
+from workers.kinds.composite.rolling import REVISIONS
 from workers.reconciler import Outcome, RequeueAfter
 
 pytestmark = pytest.mark.asyncio
@@ -125,21 +126,46 @@ async def test_spec_change_updates_in_place_and_rewrites_status() -> None:
     [
         ("OnDelete", []),
         ("Recreate", [("DELETE", "configmaps", "p-0")]),
-        ("RollingRecreate", [("DELETE", "configmaps", "p-0")]),
+        (
+            "RollingRecreate",
+            [
+                ("PUT", "controllerrevisions", "old"),
+                ("POST", "controllerrevisions", "new"),
+                ("DELETE", "configmaps", "p-0"),
+            ],
+        ),
         ("InPlace", [("PUT", "configmaps", "p-0")]),
-        ("RollingInPlace", [("PUT", "configmaps", "p-0")]),
+        (
+            "RollingInPlace",
+            [
+                ("PUT", "controllerrevisions", "old"),
+                ("POST", "controllerrevisions", "new"),
+                ("PUT", "configmaps", "p-0"),
+            ],
+        ),
     ],
 )
 async def test_update_strategies(method: str, expected: list[tuple[str, str, str]]) -> None:
+    """Rolling methods first write the revisions: the old one gives up its only child."""
     world = World(method=method)
     await world.parent(spec={"children": 1, "data": "one"})
     await world.sync()
+    old = [r["metadata"]["name"] for r in world.cluster.of(REVISIONS)]
     await world.cluster.patch(THINGS, "p", {"spec": {"data": "two"}}, namespace=NS)
     await world.sync()
+    new = [
+        r["metadata"]["name"]
+        for r in world.cluster.of(REVISIONS)
+        if r["metadata"]["name"] not in old
+    ]
+    rename = {"old": old[0] if old else "", "new": new[0] if new else ""}
+    expected = [(v, r, rename.get(n, n)) for v, r, n in expected]
     assert verbs(world) == [*expected, ("PUT", "things/status", "p")]
     if method.endswith("Recreate"):  # the next sync creates it again, at the new value
         await world.sync()
-        assert verbs(world) == [("POST", "configmaps", "p-0")]
+        # A rollout's Updated condition turns to OnLatestRevision.
+        status = [("PUT", "things/status", "p")] if method.startswith("Rolling") else []
+        assert verbs(world) == [("POST", "configmaps", "p-0"), *status]
         assert world.get("p-0")["data"]["value"] == "two"  # type: ignore[index]
 
 

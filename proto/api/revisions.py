@@ -1,0 +1,143 @@
+"""ControllerRevisions of CompositeController parents, as Metacontroller stores them. Pure.
+
+Read by the workers (which write them, ``workers.kinds.composite``) and by ``metashard rollout``:
+
+- ``Revision``: one revision (name, ``parentPatch``, the children it claims, history number);
+  ``Revision.decode`` reads a live object.
+- ``make_patch`` / ``apply_patch``: Metacontroller's ``makePatch`` and ``applyPatch`` over
+  ``revisionHistory.fieldPaths`` (dotted paths, default ``["spec"]``): the patch holds the
+  parent's subtree at each path that exists; applying it overwrites those subtrees of a copy.
+- ``revision_hash``: the ``controller-revision-hash`` label value of a revision's children:
+  its name's 40 hex digits, so an existing revision keeps its own hash whatever the patch.
+- History numbers (``metashard.io/revision``, metashard's own annotation, additive to the
+  Metacontroller schema): a revision that becomes the latest gets one more than the highest
+  number of the parent's revisions; the history limit and ``rollout history`` order by it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "REVISION_HASH_LABEL",
+    "REVISION_NUMBER_ANNOTATION",
+    "ChildNames",
+    "Revision",
+    "apply_patch",
+    "make_patch",
+    "revision_hash",
+]
+
+REVISION_HASH_LABEL = "controller-revision-hash"
+"""On every child of a rolling child type: the hash of the revision the child belongs to."""
+REVISION_NUMBER_ANNOTATION = "metashard.io/revision"
+"""On ControllerRevisions: the history number (see the module docstring)."""
+
+
+def revision_hash(name: str) -> str:
+    """The ``controller-revision-hash`` value of the revision called ``name``."""
+    return name.rsplit("-", 1)[-1]
+
+
+def make_patch(parent: Mapping[str, Any], field_paths: Sequence[str]) -> dict[str, Any]:
+    """The subtrees of ``parent`` at ``field_paths`` (absent paths are left out)."""
+    patch: dict[str, Any] = {}
+    for path in field_paths:
+        parts = path.split(".")
+        found, value = _get(parent, parts)
+        if found:
+            patch = _set(patch, parts, value)
+    return patch
+
+
+def apply_patch(
+    parent: Mapping[str, Any], patch: Mapping[str, Any], field_paths: Sequence[str]
+) -> dict[str, Any]:
+    """A copy of ``parent`` with ``patch``'s subtrees at ``field_paths`` written over it."""
+    result = dict(parent)
+    for path in field_paths:
+        parts = path.split(".")
+        found, value = _get(patch, parts)
+        if found:
+            result = _set(result, parts, value)
+    return result
+
+
+def _get(obj: Mapping[str, Any], parts: Sequence[str]) -> tuple[bool, Any]:
+    current: Any = obj
+    for part in parts:
+        if not isinstance(current, Mapping) or part not in current:
+            return False, None
+        current = current[part]
+    return True, current
+
+
+def _set(obj: Mapping[str, Any], parts: Sequence[str], value: Any) -> dict[str, Any]:
+    """A copy of ``obj`` with ``value`` at ``parts`` (copy on write; non-objects replaced)."""
+    head, rest = parts[0], parts[1:]
+    if not rest:
+        return {**obj, head: value}
+    inner = obj.get(head)
+    return {**obj, head: _set(inner if isinstance(inner, Mapping) else {}, rest, value)}
+
+
+ChildNames = tuple[tuple[str, str, tuple[str, ...]], ...]
+"""``children`` of a revision: ``(apiGroup, kind, names)`` in stored order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """One ControllerRevision as the rollout planner reads it."""
+
+    name: str
+    patch: Mapping[str, Any]
+    children: ChildNames = ()
+    number: int = 0
+    """The history number; 0 when the object has none (written by Metacontroller)."""
+    obj: Mapping[str, Any] | None = None
+    """The live object; ``None`` for a revision not written yet."""
+
+    @classmethod
+    def decode(cls, obj: Mapping[str, Any]) -> Revision:
+        """A live ControllerRevision; ``ValueError`` when it is malformed."""
+        metadata = obj.get("metadata")
+        if not isinstance(metadata, Mapping):
+            raise ValueError("ControllerRevision has no metadata")
+        patch = obj.get("parentPatch")
+        if patch is None:
+            patch = {}
+        if not isinstance(patch, Mapping):
+            raise ValueError(
+                f"ControllerRevision {metadata.get('name')}: parentPatch is not an object"
+            )
+        children: list[tuple[str, str, tuple[str, ...]]] = []
+        for entry in obj.get("children") or ():
+            if not isinstance(entry, Mapping):
+                raise ValueError(f"ControllerRevision {metadata.get('name')}: malformed children")
+            listed = entry.get("names") or ()
+            children.append(
+                (
+                    str(entry.get("apiGroup") or ""),
+                    str(entry.get("kind") or ""),
+                    tuple(str(n) for n in listed),
+                )
+            )
+        annotations = metadata.get("annotations")
+        number = 0
+        if isinstance(annotations, Mapping):
+            text = annotations.get(REVISION_NUMBER_ANNOTATION)
+            if isinstance(text, str) and text.isdigit():
+                number = int(text)
+        return cls(str(metadata.get("name") or ""), patch, tuple(children), number, obj)
+
+    @property
+    def hash(self) -> str:
+        return revision_hash(self.name)
+
+    def child_count(self) -> int:
+        return sum(len(listed) for _, _, listed in self.children)
+
+    def owns(self, group: str, kind: str, name: str) -> bool:
+        return any(g == group and k == kind and name in n for g, k, n in self.children)

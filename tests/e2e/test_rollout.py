@@ -1,0 +1,414 @@
+"""Rolling updates end to end: a StatefulSet-like CompositeController rolls its Pods.
+
+The module runs its own embedded cluster with the fake kubelet on (Pods turn Running and
+Ready as soon as they exist), one coordinator and two workers. The controller's hook returns
+Pods ``web-<i>`` highest ordinal first, each running ``spec.image``; the Pod child type uses
+``RollingRecreate`` gated by a ``Ready=True`` status check. With ``METASHARD_E2E_KUBECONFIG``
+the same tests run on a real cluster (its kubelet then decides when Pods are Ready).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import os
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from loadtest.apiserver.background import ClusterProcess
+from loadtest.crds import install, simple_crd
+from manager import rollout
+from proto.api.crds import load_crds
+from proto.kube import errors
+from proto.kube.client import Client
+from proto.kube.config import load_config
+from proto.kube.resources import Resource
+from proto.kube.session import Session
+from tests.e2e.conftest import KUBECONFIG_ENV
+from tests.e2e.harness import Processes, eventually
+from tests.e2e.hookserver import HookServer
+
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
+
+THINGS = Resource(
+    "e2e.metashard.io", "v1", "things", "Thing", namespaced=True, subresources=("status",)
+)
+PODS = Resource("", "v1", "pods", "Pod", namespaced=True, subresources=("status",))
+MEMBERS = Resource(
+    "e2e.metashard.io", "v1", "members", "Member", namespaced=True, subresources=("status",)
+)
+REVISIONS = Resource(
+    "metacontroller.k8s.io", "v1alpha1", "controllerrevisions", "ControllerRevision", True
+)
+CCS = Resource(
+    "metacontroller.k8s.io", "v1alpha1", "compositecontrollers", "CompositeController", False
+)
+SELECTED_BY = "e2e.metashard.io/controller"
+HASH = "controller-revision-hash"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """This module's own cluster, with the fake kubelet (or the real one)."""
+    real = os.environ.get(KUBECONFIG_ENV)
+    process = None if real else ClusterProcess(kubelet=True).start()
+    kubeconfig = real or str(process.kubeconfig)  # type: ignore[union-attr]
+
+    async def setup() -> None:
+        async with Session(load_config(kubeconfig), qps=0) as session:
+            crds = [simple_crd("e2e.metashard.io", kind) for kind in ("Thing", "Member")]
+            await install(Client(session), [*load_crds(), *crds])
+
+    try:
+        asyncio.run(setup())
+        yield kubeconfig
+    finally:
+        if process is not None:
+            process.stop()
+
+
+def statefulset(hook: str, request: dict[str, Any]) -> dict[str, Any]:
+    parent = request["parent"]
+    spec = parent["spec"]
+    pods = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"web-{i}", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "web", "image": spec["image"]}]},
+        }
+        for i in reversed(range(int(spec["replicas"])))
+    ]
+    return {"status": {"replicas": len(pods)}, "children": pods}
+
+
+MakeController = Callable[..., Awaitable[str]]
+
+
+@pytest_asyncio.fixture
+async def make_controller(
+    kube: Client, hooks: HookServer, stack: Processes
+) -> AsyncIterator[MakeController]:
+    """``await make_controller(answer, child)``: a CompositeController for Things labelled with
+    its name, one child resource ``child`` (apiVersion, resource, updateStrategy), a history
+    limit of 1; deleted at the end."""
+    made: list[str] = []
+
+    async def make(answer: Any, child: dict[str, Any]) -> str:
+        name = f"e2e-{secrets.token_hex(3)}"
+        hooks.program(name, answer)
+        await kube.create(
+            CCS,
+            {
+                "apiVersion": "metacontroller.k8s.io/v1alpha1",
+                "kind": "CompositeController",
+                "metadata": {
+                    "name": name,
+                    "annotations": {"metashard.io/revision-history-limit": "1"},
+                },
+                "spec": {
+                    "generateSelector": True,
+                    "parentResource": {
+                        "apiVersion": "e2e.metashard.io/v1",
+                        "resource": "things",
+                        "labelSelector": {"matchLabels": {SELECTED_BY: name}},
+                    },
+                    "childResources": [child],
+                    "hooks": {"sync": {"webhook": {"url": hooks.url(name, "sync")}}},
+                },
+            },
+        )
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        with contextlib.suppress(errors.NotFound):
+            await kube.delete(CCS, name)
+
+
+@pytest_asyncio.fixture
+async def controller(make_controller: MakeController) -> str:
+    """The StatefulSet-like controller: Pods, RollingRecreate behind ``Ready=True``."""
+    return await make_controller(
+        statefulset,
+        {
+            "apiVersion": "v1",
+            "resource": "pods",
+            "updateStrategy": {
+                "method": "RollingRecreate",
+                "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]},
+            },
+        },
+    )
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+async def pods(kube: Client, namespace: str) -> dict[str, dict[str, Any]]:
+    listed = await kube.list(PODS, namespace=namespace)
+    return {p["metadata"]["name"]: p for p in listed.items}
+
+
+def image(pod: dict[str, Any]) -> str:
+    return str(pod["spec"]["containers"][0]["image"])
+
+
+async def updated(kube: Client, namespace: str) -> dict[str, Any] | None:
+    parent = await kube.get(THINGS, "set", namespace=namespace)
+    conditions = (parent.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == "Updated"), None)
+
+
+async def rolled(kube: Client, namespace: str, want: str, replicas: int = 3) -> bool:
+    found = await pods(kube, namespace)
+    condition = await updated(kube, namespace)
+    return (
+        len(found) == replicas
+        and all(image(p) == want and _ready(p) for p in found.values())
+        and condition is not None
+        and condition["reason"] == "OnLatestRevision"
+    )
+
+
+async def roll_to(
+    kube: Client,
+    namespace: str,
+    want: str,
+    *,
+    change: Awaitable[object] | None = None,
+    replicas: int = 3,
+    on_delete: Callable[[int], None] | None = None,
+) -> list[str]:
+    """Change the image and follow the rollout through a watch, event by event: never more
+    than one Pod missing or not Ready at once. Returns the Pods in the order they were
+    deleted. ``change`` makes the change instead of a patch of the image; ``on_delete(n)``
+    runs on the n-th deletion."""
+    listed = await kube.list(PODS, namespace=namespace)
+    state = {p["metadata"]["name"]: _ready(p) for p in listed.items}
+    deleted: list[str] = []
+    worst = 0
+
+    async def follow() -> None:
+        nonlocal worst
+        async for event in kube.watch(
+            PODS, namespace=namespace, resource_version=listed.resource_version
+        ):
+            name = event.object.get("metadata", {}).get("name")
+            if event.type == "DELETED":
+                state.pop(name, None)
+                deleted.append(name)
+                if on_delete is not None:
+                    on_delete(len(deleted))
+            elif event.type in ("ADDED", "MODIFIED"):
+                state[name] = _ready(event.object)
+            worst = max(worst, replicas - sum(state.values()))
+
+    watching = asyncio.ensure_future(follow())
+    try:
+        if change is None:
+            await kube.patch(THINGS, "set", {"spec": {"image": want}}, namespace=namespace)
+        else:
+            await change
+        await eventually(
+            lambda: rolled(kube, namespace, want, replicas),
+            within=90,
+            message=f"no rollout to {want}",
+        )
+        await asyncio.sleep(0.2)  # let the watch catch up
+    finally:
+        watching.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watching
+    assert worst == 1, f"{worst} pods unavailable at once"
+    return deleted
+
+
+async def make_set(
+    kube: Client, namespace: str, controller: str, *, replicas: int, image: str = "nginx:1"
+) -> None:
+    await kube.create(
+        THINGS,
+        {
+            "apiVersion": "e2e.metashard.io/v1",
+            "kind": "Thing",
+            "metadata": {
+                "name": "set",
+                "namespace": namespace,
+                "labels": {SELECTED_BY: controller},
+            },
+            "spec": {"replicas": replicas, "image": image},
+        },
+    )
+
+
+async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
+    kube: Client, namespace: str, controller: str, cluster: str
+) -> None:
+    await make_set(kube, namespace, controller, replicas=3)
+    await eventually(lambda: rolled(kube, namespace, "nginx:1"), within=60, message="no pods")
+    first = (await kube.list(REVISIONS, namespace=namespace)).items
+    assert len(first) == 1
+    assert first[0]["children"] == [
+        {"apiGroup": "", "kind": "Pod", "names": ["web-2", "web-1", "web-0"]}
+    ]
+    one = first[0]["metadata"]["name"].rsplit("-", 1)[1]
+    assert {p["metadata"]["labels"][HASH] for p in (await pods(kube, namespace)).values()} == {one}
+
+    assert await roll_to(kube, namespace, "nginx:2") == ["web-2", "web-1", "web-0"]
+    listed = (await kube.list(REVISIONS, namespace=namespace)).items
+    by_image = {r["parentPatch"]["spec"]["image"]: r for r in listed}
+    assert set(by_image) == {"nginx:1", "nginx:2"}  # the old one is history now
+    assert "children" not in by_image["nginx:1"]
+    two = by_image["nginx:2"]["metadata"]["name"].rsplit("-", 1)[1]
+    assert {p["metadata"]["labels"][HASH] for p in (await pods(kube, namespace)).values()} == {two}
+
+    await roll_to(kube, namespace, "nginx:3")
+    listed = (await kube.list(REVISIONS, namespace=namespace)).items
+    # A history limit of 1: the revision of nginx:1 is pruned.
+    assert sorted(r["parentPatch"]["spec"]["image"] for r in listed) == ["nginx:2", "nginx:3"]
+    assert sorted(r["metadata"]["annotations"]["metashard.io/revision"] for r in listed) == [
+        "2",
+        "3",
+    ]
+
+    # metashard rollout: history, then undo to the revision before, rolled back one at a time.
+    def cli(*argv: str) -> tuple[int, str]:
+        out = io.StringIO()
+        code = rollout.main([*argv, "things/set", "-n", namespace, "--kubeconfig", kubeconfig], out)
+        return code, out.getvalue()
+
+    kubeconfig = cluster
+    code, text = await asyncio.to_thread(cli, "history")
+    assert code == 0
+    lines = text.splitlines()
+    assert lines[0].split() == ["REVISION", "HASH", "AGE", "CHILDREN", "CHANGE"]
+    assert [line.split()[0] for line in lines[1:]] == ["2", "3"]
+    assert lines[2].split()[3:] == ["3", "spec.image"]
+    code, text = await asyncio.to_thread(cli, "status")
+    assert code == 0 and "children on the latest revision: 3 of 3" in text
+    assert "Updated: True OnLatestRevision" in text
+
+    undo = asyncio.ensure_future(asyncio.to_thread(cli, "undo"))
+    order = await roll_to(kube, namespace, "nginx:2", change=undo)
+    assert order == ["web-2", "web-1", "web-0"]
+    assert (await undo) == (0, "things/set: rolled back to revision 2\n")
+    listed = (await kube.list(REVISIONS, namespace=namespace)).items
+    numbers = {
+        r["parentPatch"]["spec"]["image"]: r["metadata"]["annotations"]["metashard.io/revision"]
+        for r in listed
+    }
+    assert numbers == {"nginx:2": "4", "nginx:3": "3"}
+    code, _ = await asyncio.to_thread(cli, "undo", "--to-revision", "9")
+    assert code == 1
+
+
+async def test_a_rollout_resumes_after_a_worker_and_the_coordinator_are_killed(
+    kube: Client, namespace: str, controller: str, stack: Processes
+) -> None:
+    """The module's worker w-a is killed after the second move and the coordinator after the
+    fourth; replacements start at once. The rollout still ends with every Pod moved once,
+    highest ordinal first, never two unavailable at a time."""
+    if os.environ.get(KUBECONFIG_ENV):
+        pytest.skip("kills the module's own processes")
+    await make_set(kube, namespace, controller, replicas=6)
+    await eventually(lambda: rolled(kube, namespace, "nginx:1", 6), within=60, message="no pods")
+    by_name = {proc.name: proc for proc in stack.procs if proc.alive}
+
+    def disturb(count: int) -> None:
+        if count == 2:
+            stack.kill(by_name["worker-w-a"])
+            stack.worker("w-c")
+        elif count == 4:
+            stack.kill(by_name["coordinator"])
+            stack.coordinator("coordinator-2")
+
+    order = await roll_to(kube, namespace, "nginx:2", replicas=6, on_delete=disturb)
+    assert order == [f"web-{i}" for i in reversed(range(6))]
+    assert not by_name["worker-w-a"].alive and not by_name["coordinator"].alive
+
+
+def members(hook: str, request: dict[str, Any]) -> dict[str, Any]:
+    spec = request["parent"]["spec"]
+    children = [
+        {
+            "apiVersion": "e2e.metashard.io/v1",
+            "kind": "Member",
+            "metadata": {"name": f"m-{i}"},
+            "spec": {"image": spec["image"]},
+        }
+        for i in reversed(range(int(spec["replicas"])))
+    ]
+    return {"status": {}, "children": children}
+
+
+async def test_rolling_in_place_waits_for_each_member_to_observe_its_generation(
+    kube: Client, namespace: str, make_controller: MakeController
+) -> None:
+    """The test plays the members' own controller: it reports ``observedGeneration`` only
+    when told, and the rollout updates the next member only after that."""
+    name = await make_controller(
+        members,
+        {
+            "apiVersion": "e2e.metashard.io/v1",
+            "resource": "members",
+            "updateStrategy": {"method": "RollingInPlace"},
+        },
+    )
+    await make_set(kube, namespace, name, replicas=2, image="v1")
+
+    async def member(i: int) -> dict[str, Any] | None:
+        with contextlib.suppress(errors.NotFound):
+            return await kube.get(MEMBERS, f"m-{i}", namespace=namespace)
+        return None
+
+    async def observe(i: int) -> None:
+        found = await member(i)
+        assert found is not None
+        generation = found["metadata"]["generation"]
+        await kube.replace_status(
+            MEMBERS, {**found, "status": {"observedGeneration": generation}}, namespace=namespace
+        )
+
+    async def on(i: int, want: str) -> bool:
+        found = await member(i)
+        return found is not None and found["spec"]["image"] == want
+
+    await eventually(lambda: on(0, "v1"), within=30, message="no members")
+    await eventually(lambda: on(1, "v1"), within=30, message="no members")
+    for i in (0, 1):
+        await observe(i)
+    await kube.patch(THINGS, "set", {"spec": {"image": "v2"}}, namespace=namespace)
+    await eventually(lambda: on(1, "v2"), within=30, message="m-1 not updated")
+
+    async def waiting() -> bool:
+        condition = await updated(kube, namespace)
+        return condition is not None and condition["reason"] == "RolloutWaiting"
+
+    await eventually(waiting, within=30, message="the rollout does not wait")
+    condition = await updated(kube, namespace)
+    assert condition is not None
+    assert condition["message"] == (
+        "child Member m-1 with RollingInPlace update strategy hasn't observed latest spec"
+    )
+    assert await on(0, "v1")
+    updated_m1 = await member(1)
+    assert updated_m1 is not None and updated_m1["metadata"]["generation"] == 2
+
+    await observe(1)
+    await eventually(lambda: on(0, "v2"), within=30, message="m-0 not updated")
+    await observe(0)
+
+    async def done() -> bool:
+        condition = await updated(kube, namespace)
+        return condition is not None and condition["reason"] == "OnLatestRevision"
+
+    await eventually(done, within=30, message="the rollout does not complete")

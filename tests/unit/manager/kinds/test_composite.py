@@ -1,0 +1,66 @@
+"""manager.kinds.composite: what a CompositeController's view watches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from manager.kinds.composite import KIND
+from manager.store import Cached
+from manager.views import Unusable
+from proto.kube.errors import ResourceNotFound
+from proto.kube.resources import Resource
+
+THINGS = Resource("example.com", "v1", "things", "Thing", True, subresources=("status",))
+PODS = Resource("", "v1", "pods", "Pod", True)
+REVISIONS = Resource(
+    "metacontroller.k8s.io", "v1alpha1", "controllerrevisions", "ControllerRevision", True
+)
+
+
+class Discovery:
+    def __init__(self, *known: Resource) -> None:
+        self.known = {r.name: r for r in known}
+
+    async def resolve(self, api_version: str, *, resource: str) -> Resource:
+        if resource not in self.known:
+            raise ResourceNotFound(f"no {resource}")
+        return self.known[resource]
+
+
+def controller(method: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "metacontroller.k8s.io/v1alpha1",
+        "kind": "CompositeController",
+        "metadata": {"name": "cc", "uid": "u", "resourceVersion": "1"},
+        "spec": {
+            "parentResource": {"apiVersion": "example.com/v1", "resource": "things"},
+            "childResources": [
+                {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": method}}
+            ],
+            "hooks": {"sync": {"webhook": {"url": "http://hook/sync"}}},
+        },
+    }
+
+
+async def view_of(method: str, discovery: Discovery) -> Any:
+    obj = controller(method)
+    raw = orjson.dumps(obj)
+    return await KIND.view(obj, Cached.from_object(obj, raw), discovery)  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_a_rolling_controller_also_watches_controller_revisions() -> None:
+    rolling = await view_of("RollingRecreate", Discovery(THINGS, PODS, REVISIONS))
+    assert rolling.children == (PODS, REVISIONS) and rolling.revisions is REVISIONS
+    assert [r.resource for r in rolling.definition.resources] == ["things", "pods"]
+    plain = await view_of("Recreate", Discovery(THINGS, PODS))
+    assert plain.children == (PODS,) and plain.revisions is None
+
+
+@pytest.mark.asyncio
+async def test_a_rolling_controller_without_the_revision_crd_cannot_run() -> None:
+    with pytest.raises(Unusable, match="controllerrevisions"):
+        await view_of("RollingInPlace", Discovery(THINGS, PODS))

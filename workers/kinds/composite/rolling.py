@@ -1,0 +1,412 @@
+"""One sync of a parent whose children roll out revision by revision: the I/O around the planner.
+
+``Rollouts.sync(...)`` runs when some child type uses ``RollingRecreate`` or
+``RollingInPlace`` (Metacontroller's ``syncRevisions``), after the children are claimed:
+
+1. The parent's ControllerRevisions (from the snapshot: the coordinator watches them) are
+   claimed: orphans the coordinator offers are adopted (guarded merge patch); a revision the
+   parent controls stays claimed even when its labels no longer match the selector
+   (Metacontroller releases it and then fails "already exists" forever, #194).
+2. ``rollout.arrange`` finds the latest revision; the sync (or finalize) hook is called once
+   per revision in ``Arrangement.hooked``, concurrently, each with the parent materialized
+   from that revision's ``parentPatch`` (``revisions.apply_patch``), and each answer's
+   children are checked like a plain sync's.
+3. Each answer's children of a rolling type get the ``controller-revision-hash`` label of
+   the revision that answered; ``rollout.plan`` decides the move and the revisions.
+4. The revision objects are written **before any child**: deletions (uid precondition), then
+   updates (resourceVersion precondition), then the new latest revision. A create that finds
+   its name taken by an object this parent cannot claim retries with the next collision count
+   (``revisions.revision_name``); if the name was in fact our own revision not yet in the
+   cache, the duplicate has the same patch and the next sync deletes one of the two. Any
+   failed revision write fails the sync before a child is touched; a Conflict raises
+   ``StaleSnapshot``.
+5. The result: the children to apply, each at its own revision's desired state; the latest
+   answer's status with the ``Updated`` condition (a status of ``null`` becomes ``{}``, a
+   hook's own ``Updated`` condition is replaced and a warning logged, once per
+   controller); ``resyncAfterSeconds`` the smallest positive; ``finalized`` only when every
+   answer says so. A Normal event on the parent names each change of the condition
+   (rollout started or progressing, waiting, complete).
+
+The history limit (childless revisions kept for ``rollout history``/``undo``) is the
+controller's ``metashard.io/revision-history-limit`` annotation, default 5.
+
+Not supported yet, and said so: cluster-scoped parents (each sync fails with a SyncError
+naming it: ControllerRevisions are namespaced; Metacontroller cannot create them either),
+and the customize hook once per revision (older revisions get the live parent's related
+objects; a warning is logged when the controller is loaded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
+
+from proto.api import names
+from proto.api.controllers import CompositeController, group_of
+from proto.api.hooks import DesiredChild, SyncResponse
+from proto.api.objectmap import TypeKey
+from proto.api.revisions import (
+    REVISION_HASH_LABEL,
+    Revision,
+    apply_patch,
+    make_patch,
+    revision_hash,
+)
+from proto.kube import errors
+from proto.kube.resources import Resource
+from proto.logs import get_logger
+from workers.apply import ControllerRef
+from workers.common import children
+from workers.common.claims import Claimant, adoption_patch, claim
+from workers.common.hookcall import Events
+from workers.common.observed import Observed
+from workers.common.patches import describe, guarded_patch
+from workers.common.sync_errors import StaleSnapshot, SyncFailure
+from workers.common.writer import Writer
+from workers.kinds.composite import rollout
+from workers.kinds.composite.revisions import (
+    new_revision_object,
+    revision_labels,
+    revision_name,
+    revision_object,
+)
+from workers.reconciler import ReconcileRequest
+
+log = get_logger("metashard.rollout")
+
+HISTORY_LIMIT_ANNOTATION = "metashard.io/revision-history-limit"
+DEFAULT_HISTORY_LIMIT = 5
+MAX_COLLISIONS = 10
+REVISIONS = Resource(
+    names.GROUP, names.VERSION, names.CONTROLLER_REVISIONS, names.CONTROLLER_REVISION, True
+)
+REVISIONS_TARGET = children.Target(REVISIONS, f"{names.CONTROLLER_REVISIONS}.{names.GROUP}")
+
+Answer = tuple[SyncResponse, tuple[DesiredChild, ...]]
+CallHook = Callable[[dict[str, Any], bytes], Awaitable[Answer]]
+"""Calls the sync (or finalize) hook with one parent version (object, raw JSON) and returns
+the decoded answer with its checked desired children."""
+
+
+@dataclass(frozen=True, slots=True)
+class Synced:
+    """What a rolling sync asks the reconciler to do next."""
+
+    desired: tuple[DesiredChild, ...]
+    status: dict[str, Any]
+    resync_after_seconds: float | None
+    finalized: bool
+
+
+def history_limit(controller: Mapping[str, Any]) -> int:
+    """The controller's history limit; a malformed annotation is logged and ignored."""
+    annotations = (controller.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(HISTORY_LIMIT_ANNOTATION)
+    if text is None:
+        return DEFAULT_HISTORY_LIMIT
+    if isinstance(text, str) and text.isdigit():
+        return int(text)
+    log.warning(
+        "ignoring a malformed revision history limit",
+        annotation=HISTORY_LIMIT_ANNOTATION,
+        value=text,
+        default=DEFAULT_HISTORY_LIMIT,
+    )
+    return DEFAULT_HISTORY_LIMIT
+
+
+def relative_name(parent_namespace: str, namespace: str, name: str) -> str:
+    """A child's name in revision claims: bare when in the parent's namespace."""
+    return name if not namespace or namespace == parent_namespace else f"{namespace}/{name}"
+
+
+class Rollouts:
+    """The rolling part of one CompositeController's syncs (see the module docstring)."""
+
+    def __init__(
+        self,
+        spec: CompositeController,
+        *,
+        writer: Writer,
+        events: Events,
+        parent: Resource,
+        kinds: Sequence[TypeKey],
+    ) -> None:
+        """``kinds`` are the child types, in ``spec.children`` order."""
+        self._spec = spec
+        self._writer = writer
+        self._events = events
+        self._parent = parent
+        self._paths = spec.parent.revision_field_paths
+        self._history = history_limit(spec.raw)
+        self._strategies: dict[rollout.GroupKind, rollout.Strategy] = {}
+        for child, type_key in zip(spec.children, kinds, strict=True):
+            strategy = child.update_strategy
+            self._strategies[(group_of(type_key.api_version), type_key.kind)] = rollout.Strategy(
+                strategy.method, strategy.status_checks
+            )
+        self._warned_condition = False
+        if spec.hooks.customize is not None:
+            log.warning(
+                "older revisions are synced with the related objects of the live parent: the "
+                "customize hook is not called once per revision as Metacontroller does",
+                controller=spec.name,
+            )
+
+    def _rolling(self, type_key: TypeKey) -> bool:
+        strategy = self._strategies.get((group_of(type_key.api_version), type_key.kind))
+        return strategy is not None and strategy.rolling
+
+    async def sync(
+        self,
+        request: ReconcileRequest,
+        *,
+        parent: dict[str, Any],
+        raw: bytes,
+        claimant: Claimant,
+        observed: Mapping[TypeKey, Sequence[Observed]],
+        call: CallHook,
+    ) -> Synced:
+        what = describe(self._parent.kind, parent)
+        if not self._parent.namespaced:
+            raise SyncFailure(
+                f"can't roll out children of {what}: rolling updates of cluster-scoped parents "
+                "are not supported yet (ControllerRevisions live in the parent's namespace)"
+            )
+        owner = ControllerRef(
+            self._parent.api_version, self._parent.kind, parent["metadata"]["name"], claimant.uid
+        )
+        revisions = await self._claim(request, claimant, owner, what)
+        latest_patch = make_patch(parent, self._paths)
+        new_name = revision_name(self._parent.name, self._parent.group, claimant.uid, latest_patch)
+        arrangement = rollout.arrange(revisions, latest_patch, new_name)
+
+        hooked = arrangement.hooked
+        answers = await asyncio.gather(
+            *(self._answer(parent, raw, revision, arrangement.latest, call) for revision in hooked)
+        )
+        namespace = parent["metadata"].get("namespace") or ""
+        desired: dict[str, list[rollout.Desired]] = {}
+        by_id: dict[rollout.ChildId, DesiredChild] = {}
+        for revision, (_, wanted) in zip(hooked, answers, strict=True):
+            listed = desired[revision.name] = []
+            for child in wanted:
+                child_id = self._child_id(namespace, child)
+                obj = child.object
+                if self._rolling(child.type):
+                    obj = _labelled(obj, revision.hash)
+                listed.append(rollout.Desired(child_id, obj))
+                if revision is arrangement.latest:
+                    by_id[child_id] = child
+        current = {
+            (
+                group_of(type_key.api_version),
+                type_key.kind,
+                relative_name(namespace, c.namespace, c.name),
+            ): c.obj
+            for type_key, found in observed.items()
+            if self._rolling(type_key)
+            for c in found
+        }
+        plan = rollout.plan(
+            arrangement,
+            desired=desired,
+            observed=current,
+            strategies=self._strategies,
+            history_limit=self._history,
+        )
+        latest_name = await self._write(request, plan, parent, owner, what)
+
+        result: list[DesiredChild] = []
+        for item, belongs in plan.children:
+            obj = dict(item.obj)
+            if belongs == plan.latest.name and latest_name != belongs:
+                obj = _labelled(obj, revision_hash(latest_name))
+            result.append(replace(by_id[item.id], object=obj))
+
+        condition = plan.condition
+        if latest_name != plan.latest.name:  # created under a collision count
+            message = str(condition["message"]).replace(plan.latest.name, latest_name)
+            condition = {**condition, "message": message}
+        latest_response = answers[0][0]
+        status, replaced = rollout.with_condition(latest_response.status, condition)
+        if replaced and not self._warned_condition:
+            self._warned_condition = True
+            log.warning(
+                "the sync hook's own Updated condition is replaced by the rollout's",
+                controller=self._spec.name,
+            )
+        self._announce(parent, condition)
+        resync = [
+            r.resync_after_seconds
+            for r, _ in answers
+            if r.resync_after_seconds is not None and r.resync_after_seconds > 0
+        ]
+        return Synced(
+            desired=tuple(result),
+            status=status,
+            resync_after_seconds=min(resync) if resync else None,
+            finalized=all(r.finalized for r, _ in answers),
+        )
+
+    # --- steps --------------------------------------------------------------------------
+
+    def _child_id(self, namespace: str, child: DesiredChild) -> rollout.ChildId:
+        return (
+            group_of(child.type.api_version),
+            child.type.kind,
+            relative_name(namespace, child.namespace, child.name),
+        )
+
+    async def _claim(
+        self, request: ReconcileRequest, claimant: Claimant, owner: ControllerRef, what: str
+    ) -> list[Revision]:
+        candidates = [Observed.decode(raw) for raw in request.snapshot.revisions]
+        decision = claim(candidates, claimant)
+        found = [*decision.owned, *decision.release]
+        problems: list[str] = []
+        for orphan in decision.adopt:
+            adopted = await guarded_patch(
+                self._writer,
+                REVISIONS_TARGET,
+                orphan,
+                adoption_patch(orphan, owner.as_owner_reference()),
+                what=f"adopt ControllerRevision {orphan.name}",
+                request=request,
+                problems=problems,
+                controller=self._spec.name,
+            )
+            if adopted is not None:
+                found.append(Observed.of(orjson.dumps(adopted), adopted))
+        if problems:
+            raise SyncFailure(f"can't claim ControllerRevisions of {what}: " + "; ".join(problems))
+        try:
+            return [Revision.decode(r.obj) for r in found]
+        except ValueError as err:
+            raise SyncFailure(f"can't read ControllerRevisions of {what}: {err}") from None
+
+    async def _answer(
+        self,
+        parent: dict[str, Any],
+        raw: bytes,
+        revision: Revision,
+        latest: Revision,
+        call: CallHook,
+    ) -> Answer:
+        if revision is latest:
+            return await call(parent, raw)
+        materialized = apply_patch(parent, revision.patch, self._paths)
+        return await call(materialized, orjson.dumps(materialized))
+
+    async def _write(
+        self,
+        request: ReconcileRequest,
+        plan: rollout.Rollout,
+        parent: dict[str, Any],
+        owner: ControllerRef,
+        what: str,
+    ) -> str:
+        """Write the revision objects; the latest revision's name as written."""
+        namespace = parent["metadata"].get("namespace") or None
+        writer = self._writer
+        try:
+            for gone in plan.deletes:
+                assert gone.obj is not None
+                uid = gone.obj["metadata"].get("uid")
+                try:
+                    await writer.delete(
+                        REVISIONS,
+                        gone.name,
+                        namespace=namespace,
+                        propagation_policy=children.BACKGROUND,
+                        uid=uid,
+                    )
+                except errors.NotFound:
+                    continue
+                log.info("ControllerRevision deleted", parent=what, name=gone.name)
+            for kept in plan.revisions:
+                if kept.obj is None:
+                    continue
+                body = revision_object(kept)
+                if body is None:
+                    continue
+                answer = await writer.replace(REVISIONS, body, namespace=namespace, name=kept.name)
+                request.wrote(REVISIONS_TARGET.group_resource, answer)
+            latest = plan.latest
+            if latest.obj is not None:
+                return latest.name
+            return await self._create(request, latest, parent, owner, what)
+        except errors.Conflict as err:
+            raise StaleSnapshot(f"can't reconcile ControllerRevisions of {what}: {err}") from None
+        except errors.KubeError as err:
+            raise SyncFailure(f"can't reconcile ControllerRevisions of {what}: {err}") from None
+
+    async def _create(
+        self,
+        request: ReconcileRequest,
+        latest: Revision,
+        parent: dict[str, Any],
+        owner: ControllerRef,
+        what: str,
+    ) -> str:
+        labels = revision_labels(
+            parent,
+            group=self._parent.group,
+            resource=self._parent.name,
+            generate_selector=self._spec.generate_selector,
+        )
+        namespace = parent["metadata"].get("namespace") or None
+        name = latest.name
+        for collisions in range(MAX_COLLISIONS + 1):
+            if collisions:
+                name = revision_name(
+                    self._parent.name, self._parent.group, owner.uid, latest.patch, collisions
+                )
+            body = new_revision_object(
+                replace(latest, name=name), parent=parent, owner=owner, labels=labels
+            )
+            try:
+                answer = await self._writer.create(REVISIONS, body, namespace=namespace)
+            except errors.AlreadyExists:
+                log.info("ControllerRevision name taken", parent=what, name=name)
+                continue
+            log.info("ControllerRevision created", parent=what, name=name)
+            request.wrote(REVISIONS_TARGET.group_resource, answer)
+            return name
+        raise SyncFailure(
+            f"can't create a ControllerRevision for {what}: {MAX_COLLISIONS + 1} names taken"
+        )
+
+    def _announce(self, parent: dict[str, Any], condition: Mapping[str, Any]) -> None:
+        status = parent.get("status")
+        conditions = status.get("conditions") if isinstance(status, dict) else None
+        before = next(
+            (
+                c
+                for c in conditions or ()
+                if isinstance(c, dict) and c.get("type") == names.CONDITION_UPDATED
+            ),
+            None,
+        )
+        if before is not None and (before.get("reason"), before.get("message")) == (
+            condition["reason"],
+            condition["message"],
+        ):
+            return
+        self._events.emit(
+            parent, names.EVENT_TYPE_NORMAL, str(condition["reason"]), str(condition["message"])
+        )
+
+
+def _labelled(obj: Mapping[str, Any], value: str) -> dict[str, Any]:
+    metadata = obj.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    labels = metadata.get("labels")
+    labels = labels if isinstance(labels, dict) else {}
+    if labels.get(REVISION_HASH_LABEL) == value:
+        return dict(obj)
+    return {**obj, "metadata": {**metadata, "labels": {**labels, REVISION_HASH_LABEL: value}}}
