@@ -1,7 +1,8 @@
 """End-to-end fixtures: real metashard processes on the embedded cluster, or on a real one.
 
 - ``cluster``: the kubeconfig of an embedded cluster started once per session as its own
-  process, or of the real cluster named by ``METASHARD_E2E_KUBECONFIG``. The
+  process, or of the real cluster named by ``METASHARD_E2E_KUBECONFIG``
+  (``cluster_kubeconfig``, for a module that needs its own cluster). The
   ``metacontroller.k8s.io`` CRDs and the test CRD ``things.e2e.metashard.io`` (namespaced,
   status subresource) are installed once.
 - ``kube``: an open client; ``namespace``: a fresh namespace per test, deleted afterwards.
@@ -48,19 +49,28 @@ async def _install(kubeconfig: str) -> None:
         await install(Client(session), [*load_crds(), THINGS_CRD, PLAIN_CRD])
 
 
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[str]:
+@contextlib.contextmanager
+def cluster_kubeconfig(*, kubelet: bool = False) -> Iterator[str]:
+    """The kubeconfig of the real cluster named by ``METASHARD_E2E_KUBECONFIG``, or of a new
+    embedded cluster (with the fake kubelet when ``kubelet``) stopped on exit; the CRDs the
+    tests need installed either way."""
     real = os.environ.get(KUBECONFIG_ENV)
     if real:
         asyncio.run(_install(real))
         yield real
         return
-    process = ClusterProcess().start()
+    process = ClusterProcess(kubelet=kubelet).start()
     try:
         asyncio.run(_install(str(process.kubeconfig)))
         yield str(process.kubeconfig)
     finally:
         process.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[str]:
+    with cluster_kubeconfig() as kubeconfig:
+        yield kubeconfig
 
 
 @pytest.fixture

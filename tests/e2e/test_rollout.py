@@ -32,13 +32,13 @@ from proto.kube.session import Session
 from tests.e2e.conftest import KUBECONFIG_ENV
 from tests.e2e.harness import Processes, eventually
 from tests.e2e.hookserver import HookServer
+from tests.e2e.podwatch import PODS, pod_watch, ready
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
 THINGS = Resource(
     "e2e.metashard.io", "v1", "things", "Thing", namespaced=True, subresources=("status",)
 )
-PODS = Resource("", "v1", "pods", "Pod", namespaced=True, subresources=("status",))
 MEMBERS = Resource(
     "e2e.metashard.io", "v1", "members", "Member", namespaced=True, subresources=("status",)
 )
@@ -148,11 +148,6 @@ async def controller(make_controller: MakeController) -> str:
     )
 
 
-def _ready(pod: dict[str, Any]) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 async def pods(kube: Client, namespace: str) -> dict[str, dict[str, Any]]:
     listed = await kube.list(PODS, namespace=namespace)
     return {p["metadata"]["name"]: p for p in listed.items}
@@ -173,7 +168,7 @@ async def rolled(kube: Client, namespace: str, want: str, replicas: int = 3) -> 
     condition = await updated(kube, namespace)
     return (
         len(found) == replicas
-        and all(image(p) == want and _ready(p) for p in found.values())
+        and all(image(p) == want and ready(p) for p in found.values())
         and condition is not None
         and condition["reason"] == "OnLatestRevision"
     )
@@ -192,28 +187,7 @@ async def roll_to(
     than one Pod missing or not Ready at once. Returns the Pods in the order they were
     deleted. ``change`` makes the change instead of a patch of the image; ``on_delete(n)``
     runs on the n-th deletion."""
-    listed = await kube.list(PODS, namespace=namespace)
-    state = {p["metadata"]["name"]: _ready(p) for p in listed.items}
-    deleted: list[str] = []
-    worst = 0
-
-    async def follow() -> None:
-        nonlocal worst
-        async for event in kube.watch(
-            PODS, namespace=namespace, resource_version=listed.resource_version
-        ):
-            name = event.object.get("metadata", {}).get("name")
-            if event.type == "DELETED":
-                state.pop(name, None)
-                deleted.append(name)
-                if on_delete is not None:
-                    on_delete(len(deleted))
-            elif event.type in ("ADDED", "MODIFIED"):
-                state[name] = _ready(event.object)
-            worst = max(worst, replicas - sum(state.values()))
-
-    watching = asyncio.ensure_future(follow())
-    try:
+    async with pod_watch(kube, namespace, replicas, on_delete=on_delete) as watch:
         if change is None:
             await kube.patch(THINGS, "set", {"spec": {"image": want}}, namespace=namespace)
         else:
@@ -223,13 +197,8 @@ async def roll_to(
             within=90,
             message=f"no rollout to {want}",
         )
-        await asyncio.sleep(0.2)  # let the watch catch up
-    finally:
-        watching.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watching
-    assert worst == 1, f"{worst} pods unavailable at once"
-    return deleted
+    assert watch.worst == 1, f"{watch.worst} pods unavailable at once"
+    return watch.deleted
 
 
 async def make_set(
