@@ -3,15 +3,20 @@
 Each test applies an example's CRD and controller (``crd.yaml``, ``controller.yaml``) with
 the hook URL's port replaced by a free one, starts its hook as ``python3 hook.py PORT``,
 applies ``parent.yaml`` in a fresh namespace and checks what the README promises. One
-coordinator and two workers serve the module (the ``stack`` fixture). Nothing depends on the
-embedded cluster: given ``METASHARD_E2E_KUBECONFIG`` the same tests run on a real cluster.
+coordinator and two workers serve the module (the ``stack`` fixture). The module runs its
+own embedded cluster with the fake kubelet on, so that the rolling-update example's Pods
+turn Ready. Nothing else depends on the embedded cluster: given ``METASHARD_E2E_KUBECONFIG``
+the same tests run on a real cluster, except the rolling update (see its test).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
+import io
 import json
+import os
 import re
 import socket
 import subprocess
@@ -25,17 +30,31 @@ import pytest_asyncio
 
 from loadtest import manifests
 from loadtest.processes import REPO, free_port
+from manager import rollout
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.resources import Resource
+from tests.e2e.conftest import KUBECONFIG_ENV, cluster_kubeconfig
 from tests.e2e.harness import Processes, eventually
+from tests.e2e.podwatch import PODS, pod_watch, ready
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
 EXAMPLES = REPO / "examples"
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
+REVISIONS = Resource(
+    "metacontroller.k8s.io", "v1alpha1", "controllerrevisions", "ControllerRevision", True
+)
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
 LOCAL_HOOK = re.compile(r"http://127\.0\.0\.1:\d+/")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """This module's own cluster: embedded with the fake kubelet (Pods turn Running and Ready
+    as soon as they exist), or the real one."""
+    with cluster_kubeconfig(kubelet=True) as kubeconfig:
+        yield kubeconfig
 
 
 def with_port(objects: list[dict[str, Any]], port: int) -> list[dict[str, Any]]:
@@ -201,3 +220,80 @@ async def test_cluster_scoped_parent(kube: Client, run_example: Run) -> None:
     finally:
         with contextlib.suppress(errors.NotFound):
             await kube.delete(teams, "platform")
+
+
+async def test_rolling_update(kube: Client, namespace: str, cluster: str, run_example: Run) -> None:
+    """A changed template moves the Pods to the new revision one at a time, highest ordinal
+    first, never two missing or not Ready at once; ``metashard rollout`` reports it and
+    ``undo`` rolls back the same way."""
+    if os.environ.get(KUBECONFIG_ENV):
+        pytest.skip(
+            "needs Pods that turn Ready at once (the embedded cluster's fake kubelet); a real "
+            "cluster would have to pull and start nginx for every step"
+        )
+    await run_example("rolling-update")
+    podsets = await kube.resource("examples.metashard.io/v1", resource="podsets")
+
+    async def on(image: str) -> set[str] | None:
+        """The Pods' revision hashes once all three run ``image``, are Ready and the PodSet
+        says so (``OnLatestRevision``); else None."""
+        listed = (await kube.list(PODS, namespace=namespace)).items
+        parent = await get(kube, podsets, "web", namespace)
+        status = parent.get("status") or {}
+        reasons = {c.get("type"): c.get("reason") for c in status.get("conditions") or []}
+        if (
+            sorted(p["metadata"]["name"] for p in listed) != ["web-0", "web-1", "web-2"]
+            or any(p["spec"]["containers"][0]["image"] != image or not ready(p) for p in listed)
+            or reasons.get("Updated") != "OnLatestRevision"
+            or status.get("readyReplicas") != 3
+        ):
+            return None
+        return {p["metadata"]["labels"]["controller-revision-hash"] for p in listed}
+
+    async def settled(image: str) -> bool:
+        return await on(image) is not None
+
+    async def revision_of(image: str) -> str:
+        """The hash (name suffix) of the ControllerRevision whose parent runs ``image``."""
+        for revision in (await kube.list(REVISIONS, namespace=namespace)).items:
+            containers = revision["parentPatch"]["spec"]["template"]["spec"]["containers"]
+            if containers[0]["image"] == image:
+                return str(revision["metadata"]["name"].rsplit("-", 1)[1])
+        raise AssertionError(f"no revision runs {image}")
+
+    async def roll(image: str, change: Awaitable[object]) -> list[str]:
+        """Make ``change`` and follow the Pods through a watch until all run ``image``;
+        returns the Pods in the order they were deleted."""
+        async with pod_watch(kube, namespace, 3) as watch:
+            await change
+            await eventually(lambda: settled(image), within=90, message=f"no rollout to {image}")
+        assert watch.worst == 1, f"{watch.worst} pods missing or not Ready at once"
+        return watch.deleted
+
+    def cli(*argv: str) -> tuple[int, str]:
+        out = io.StringIO()
+        code = rollout.main([*argv, "podsets/web", "-n", namespace, "--kubeconfig", cluster], out)
+        return code, out.getvalue()
+
+    await eventually(lambda: settled("nginx:1.27"), within=60, message="no Ready pods")
+    first = await on("nginx:1.27")
+    assert first == {await revision_of("nginx:1.27")}
+
+    template = {"spec": {"containers": [{"name": "web", "image": "nginx:1.28"}]}}
+    change = kube.patch(podsets, "web", {"spec": {"template": template}}, namespace=namespace)
+    assert await roll("nginx:1.28", change) == ["web-2", "web-1", "web-0"]
+    second = await on("nginx:1.28")
+    assert second == {await revision_of("nginx:1.28")} and second != first
+
+    code, text = await asyncio.to_thread(cli, "status")
+    assert code == 0 and "children on the latest revision: 3 of 3" in text
+    code, text = await asyncio.to_thread(cli, "history")
+    assert code == 0
+    lines = text.splitlines()
+    assert [line.split()[0] for line in lines[1:]] == ["1", "2"]
+    assert lines[2].split()[3:] == ["3", "spec.template.spec.containers"]
+
+    undo = asyncio.ensure_future(asyncio.to_thread(cli, "undo"))
+    assert await roll("nginx:1.27", undo) == ["web-2", "web-1", "web-0"]
+    assert (await undo) == (0, "podsets/web: rolled back to revision 1\n")
+    assert await on("nginx:1.27") == first  # the same template, the same revision
