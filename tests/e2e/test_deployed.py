@@ -132,6 +132,16 @@ def controller_object(name: str, hooks: HookServer) -> dict[str, Any]:
     }
 
 
+async def create_things(admin: Client, namespace: str, controller: str, names: list[str]) -> None:
+    """Things selected by ``controller``'s label selector."""
+    for parent in names:
+        labels = {"deployed": controller}
+        metadata = {"name": parent, "namespace": namespace, "labels": labels}
+        await admin.create(
+            THINGS, {"apiVersion": "e2e.metashard.io/v1", "kind": "Thing", "metadata": metadata}
+        )
+
+
 def least_privilege_values(controller: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     """What ``metashard rbac --output values`` prints for ``controller``."""
     path = tmp_path / "controller.yaml"
@@ -295,19 +305,7 @@ async def test_the_chart_as_deployed_runs_a_controller_and_scales(
             deployment.start(deployment.roles.worker, pod, kubeconfig)
         await admin.create(CCS, controller)
         parents = [f"p{i}" for i in range(PARENTS)]
-        for parent in parents:
-            await admin.create(
-                THINGS,
-                {
-                    "apiVersion": "e2e.metashard.io/v1",
-                    "kind": "Thing",
-                    "metadata": {
-                        "name": parent,
-                        "namespace": namespace,
-                        "labels": {"deployed": name},
-                    },
-                },
-            )
+        await create_things(admin, namespace, name, parents)
 
         async def converged(expected: set[str]) -> bool:
             listed = await admin.list(CONFIGMAPS, namespace=namespace)
@@ -319,36 +317,12 @@ async def test_the_chart_as_deployed_runs_a_controller_and_scales(
         for pod in (f"{FULLNAME}-worker-3", f"{FULLNAME}-worker-4"):
             deployment.start(deployment.roles.worker, pod, kubeconfig)
         more = [f"q{i}" for i in range(PARENTS)]
-        for parent in more:
-            await admin.create(
-                THINGS,
-                {
-                    "apiVersion": "e2e.metashard.io/v1",
-                    "kind": "Thing",
-                    "metadata": {
-                        "name": parent,
-                        "namespace": namespace,
-                        "labels": {"deployed": name},
-                    },
-                },
-            )
+        await create_things(admin, namespace, name, more)
         await eventually(lambda: converged(set(parents + more)), within=60, message=deployment.logs)
         for pod in (f"{FULLNAME}-worker-4", f"{FULLNAME}-worker-3", f"{FULLNAME}-worker-2"):
             await asyncio.to_thread(deployment.stop, pod)
         last = [f"r{i}" for i in range(PARENTS)]
-        for parent in last:
-            await admin.create(
-                THINGS,
-                {
-                    "apiVersion": "e2e.metashard.io/v1",
-                    "kind": "Thing",
-                    "metadata": {
-                        "name": parent,
-                        "namespace": namespace,
-                        "labels": {"deployed": name},
-                    },
-                },
-            )
+        await create_things(admin, namespace, name, last)
         everything = set(parents + more + last)
         await eventually(lambda: converged(everything), within=60, message=deployment.logs)
         revisions = await admin.list(REVISIONS, namespace=namespace)
