@@ -57,7 +57,7 @@ from manager import finalizers
 from manager.finalizers import FinalizerWriter
 from manager.hookrefs import HookReferences, resolve_connections
 from manager.informer import Informer
-from manager.informers import Informers
+from manager.informers import Informers, store_of
 from manager.kinds import Kind, registry
 from manager.routing import Handler
 from manager.store import Cached
@@ -258,8 +258,7 @@ class Controllers:
         )
 
     def _store(self, resource: Resource) -> Any:
-        informer = self._informers.get(resource)
-        return informer.store if informer is not None else None
+        return store_of(self._informers, resource)
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)

@@ -28,6 +28,7 @@ from manager.informer_metrics import (
     InformerMetrics,
     InformerMetricsFactory,
 )
+from manager.store import Store
 from proto.clock import SYSTEM_CLOCK, Clock
 from proto.kube.resources import Resource
 from proto.logs import get_logger
@@ -154,3 +155,9 @@ class Informers:
         get_logger(__name__).error(
             "an informer stopped on its own", task=task.get_name(), exc_info=exc
         )
+
+
+def store_of(informers: Informers, resource: Resource) -> Store | None:
+    """The cache of ``resource``'s running informer (None when none runs)."""
+    informer = informers.get(resource)
+    return informer.store if informer is not None else None

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 
 from manager.controllers import Controllers
 from manager.dispatch import Dispatch
-from manager.informers import Informers
+from manager.informers import Informers, store_of
 from manager.related import Related
 from manager.routing import Router
 from manager.snapshots import parent_of, revisions_of, snapshot_of
@@ -61,8 +61,7 @@ class SnapshotServer:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def store(self, resource: Resource) -> Store | None:
-        informer = self._informers.get(resource)
-        return informer.store if informer is not None else None
+        return store_of(self._informers, resource)
 
     def fetch(self, worker: str, msg: Fetch) -> None:
         key = msg.key

@@ -23,6 +23,7 @@ import asyncio
 import math
 import random
 from dataclasses import dataclass
+from functools import partial
 
 from prometheus_client import Counter
 
@@ -30,7 +31,7 @@ from manager.controllers import Controllers
 from manager.dispatch import Dispatch
 from manager.finalizers import FinalizerWriter
 from manager.hookrefs import HookReferences
-from manager.informers import Informers
+from manager.informers import Informers, store_of
 from manager.link import RouterLink
 from manager.membership import Membership, Timing
 from manager.related import Related
@@ -38,7 +39,6 @@ from manager.resync import ResyncPlanner
 from manager.routing import Router
 from manager.sessions import WorkerSessions
 from manager.snapshot_server import SnapshotServer
-from manager.store import Store
 from manager.term_metrics import TermMetrics
 from manager.views import ControllerId, ControllerView
 from proto.api.selectors import Selector
@@ -46,7 +46,7 @@ from proto.clock import SYSTEM_CLOCK, Clock
 from proto.curve import ServerCurve
 from proto.hooks.client import HookClient
 from proto.kube.events import EventRecorder
-from proto.kube.resources import Discovery, Resource
+from proto.kube.resources import Discovery
 from proto.logs import get_logger
 from proto.wire import Controllers as ControllersMsg
 from proto.wire import Priority
@@ -123,7 +123,7 @@ class Term:
         )
         self.router = Router(
             push=push,
-            stores=self._store,
+            stores=partial(store_of, informers),
             on_parent=self.related.parent_changed,
         )
         self.controllers = Controllers(
@@ -170,10 +170,6 @@ class Term:
             cache_flush_interval=settings.cache_flush_interval,
         )
         self._tasks: set[asyncio.Task[None]] = set()
-
-    def _store(self, resource: Resource) -> Store | None:
-        informer = self._informers.get(resource)
-        return informer.store if informer is not None else None
 
     @property
     def assigning(self) -> asyncio.Event:
