@@ -148,6 +148,7 @@ class Coordinator:
                 cache_flush_interval=settings.cache_flush_interval,
                 curve=settings.curve,
                 selector=settings.selector,
+                cluster_revision_namespace=settings.cluster_revision_namespace,
             ),
             discovery=self._client.discovery,
             informers=informers,

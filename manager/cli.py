@@ -158,6 +158,7 @@ def _worker_flags(settings: CoordinatorSettings, args: argparse.Namespace) -> li
     flags = ["--concurrency", str(args.concurrency or DEFAULT_CONCURRENCY)]
     flags += ["--log-format", settings.log_format, "--log-level", settings.log_level]
     flags += ["--client-go-qps", str(settings.qps), "--client-go-burst", str(settings.burst)]
+    flags += ["--cluster-revision-namespace", settings.cluster_revision_namespace]
     if settings.kubeconfig:
         flags += ["--kubeconfig", settings.kubeconfig]
     if args.reconciler:

@@ -107,6 +107,7 @@ class Controllers:
         clock: Clock = SYSTEM_CLOCK,
         retry_interval: float = 30.0,
         references: HookReferences | None = None,
+        cluster_revision_namespace: str = "default",
     ) -> None:
         self._discovery = discovery
         self._informers = informers
@@ -118,6 +119,7 @@ class Controllers:
         self._kinds = kinds if kinds is not None else registry()
         self._clock = clock
         self._retry_interval = retry_interval
+        self._revision_namespace = cluster_revision_namespace
         self.views: dict[ControllerId, ControllerView] = {}
         self._failed: dict[ControllerId, str] = {}  # id -> resourceVersion reported
         self._skipped: set[ControllerId] = set()  # not selected by the target label selector
@@ -309,7 +311,12 @@ class Controllers:
         """``kind.view``, with API errors sorted: ``Unusable`` for an unknown resource,
         ``_Transient`` for any other API error or a timeout."""
         try:
-            return await kind.view(obj, cached, self._discovery)
+            return await kind.view(
+                obj,
+                cached,
+                self._discovery,
+                cluster_revision_namespace=self._revision_namespace,
+            )
         except ResourceNotFound as e:
             raise Unusable(names.REASON_CREATE_ERROR, f"cannot resolve a resource: {e}") from e
         except (KubeError, TimeoutError) as e:

@@ -31,7 +31,9 @@ What each use of a resource is granted, and why (the calls are in the modules na
   CompositeController has a ``RollingRecreate`` or ``RollingInPlace`` child type: ``list``,
   ``watch`` (the coordinator's informer, ``manager.kinds.composite``); ``create``,
   ``update``, ``delete`` (``workers.kinds.composite.rolling``); ``patch`` (adoption of
-  orphaned revisions, ``workers.common.claims``).
+  orphaned revisions, ``workers.common.claims``). Granted cluster-wide (a ClusterRole rule),
+  so it also covers ``--cluster-revision-namespace``, where the revisions of cluster-scoped
+  parents live.
 - **events** (core group): ``create``, ``patch`` (``proto.kube.events``), in every namespace a
   parent lives in, and ``default`` for cluster-scoped objects.
 - **Secrets and ConfigMaps a webhook names** (``caBundle``, ``clientTLS``, ``authorization``,

@@ -14,8 +14,10 @@
   come from the one CompositeController that handles the parent; the write is a PUT with the
   parent's resourceVersion as its precondition.
 
-A parent's revisions are the ControllerRevisions in its namespace whose controller
-ownerReference is the parent's uid. The formatting helpers are pure; ``main`` does the I/O.
+A parent's revisions are the ControllerRevisions whose controller ownerReference is the
+parent's uid: in its namespace for a namespaced parent, in any namespace for a
+cluster-scoped one (metashard keeps those in ``--cluster-revision-namespace``, which this
+command need not know). The formatting helpers are pure; ``main`` does the I/O.
 """
 
 from __future__ import annotations

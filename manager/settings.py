@@ -51,6 +51,7 @@ class CoordinatorSettings:
     curve_keys: str | None = None  # directory of the worker link's CURVE keys
     curve: ServerCurve | None = None  # the keys read from it at start
     target_label_selector: str = ""
+    cluster_revision_namespace: str = "default"  # ControllerRevisions of cluster-scoped parents
     # The local processes whose metrics the coordinator also serves (``metashard run``).
     metrics_peers: tuple[Peer, ...] = ()
     notices: tuple[str, ...] = ()
@@ -199,6 +200,7 @@ def from_namespace(
         curve_keys=args.curve_keys,
         curve=link_security(args),
         target_label_selector=args.target_label_selector,
+        cluster_revision_namespace=shared.cluster_revision_namespace,
         metrics_peers=tuple(peers),
         notices=shared.notices,
     )

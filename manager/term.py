@@ -68,6 +68,7 @@ class TermSettings:
     cache_flush_interval: float = 1800.0  # every parent is pushed again (LOW) this often
     curve: ServerCurve | None = None  # authenticate workers with these keys
     selector: Selector = Selector.everything()  # noqa: RUF009 - the controllers to run
+    cluster_revision_namespace: str = "default"  # ControllerRevisions of cluster-scoped parents
 
 
 class Term:
@@ -137,6 +138,7 @@ class Term:
             clock=clock,
             retry_interval=settings.retry_interval,
             references=references,
+            cluster_revision_namespace=settings.cluster_revision_namespace,
         )
         self.snapshots = SnapshotServer(
             epoch=epoch,

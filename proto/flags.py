@@ -10,6 +10,10 @@ Contract:
   ``--log-format`` win over ``--zap-log-level``, ``--zap-encoder`` and ``--zap-devel``), the
   API rate limit, the endpoints, and ``notices``: one warning line per flag given that has no
   effect in this role (or at all yet), for the entry point to log once logging is set up.
+- ``--cluster-revision-namespace`` (every role; the coordinator and the workers must agree):
+  where the ControllerRevisions of cluster-scoped parents live. Default: the namespace
+  metashard runs in (``default_namespace``: ``$POD_NAMESPACE``, else the service-account
+  namespace file, else ``default``).
 - Values that can never work fail at parse time with argparse's exit code 2: an address that
   is not ``[HOST]:PORT`` (port 0-65535), ``0`` or ``unix:PATH``; an unknown level or
   encoder; a ``--target-label-selector`` that is not a label selector;
@@ -23,8 +27,10 @@ The mapping (Metacontroller's meaning -> metashard's behaviour) is tabled in the
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, NoReturn
 
 from proto.api.duration import parse_seconds
@@ -39,6 +45,8 @@ Role = Literal["coordinator", "worker", "run"]
 DEFAULT_METRICS_ADDRESS = ":9999"  # Metacontroller's --metrics-address
 DEFAULT_HEALTH_ADDRESS = ":8081"  # Metacontroller's --health-probe-bind-address
 DEFAULT_CONCURRENCY = 16
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+DEFAULT_NAMESPACE = "default"
 
 # zap's level names as controller-runtime's --zap-log-level takes them (pkg/log/zap/flags.go).
 _ZAP_LEVELS = {"debug": "debug", "info": "info", "error": "error"}
@@ -140,6 +148,34 @@ def positive_int(text: str) -> int:
     return value
 
 
+def dns_label(text: str) -> str:
+    """A namespace name: an RFC 1123 DNS label (lower case alphanumerics and ``-``, at most
+    63 characters, starting and ending alphanumeric)."""
+    if not (
+        0 < len(text) <= 63
+        and text[0].isalnum()
+        and text[-1].isalnum()
+        and all(c.isdigit() or ("a" <= c <= "z") or c == "-" for c in text)
+    ):
+        raise ValueError(f"{text!r} is not a namespace name (an RFC 1123 DNS label)")
+    return text
+
+
+def default_namespace(
+    environ: Mapping[str, str], service_account: Path = SERVICE_ACCOUNT_NAMESPACE
+) -> str:
+    """The namespace this process runs in: ``$POD_NAMESPACE`` (the chart sets it from the
+    downward API), else the service account's namespace file, else ``default``."""
+    found = environ.get("POD_NAMESPACE", "").strip()
+    if found:
+        return found
+    try:
+        found = service_account.read_text().strip()
+    except OSError:
+        found = ""
+    return found or DEFAULT_NAMESPACE
+
+
 def duration(text: str) -> float:
     """A Go duration (``"30s"``) in seconds."""
     return parse_seconds(text)
@@ -201,6 +237,13 @@ def add_common(p: argparse.ArgumentParser) -> None:
         default="",
         help="run only the CompositeControllers and DecoratorControllers whose labels match "
         "(label selector syntax, as kubectl -l)",
+    )
+    p.add_argument(
+        "--cluster-revision-namespace",
+        type=typed(dns_label),
+        help="namespace of the ControllerRevisions of cluster-scoped parents (default: the "
+        "namespace metashard runs in: $POD_NAMESPACE, else the service account's, else "
+        "default); give every process the same",
     )
     _add_leader_election(p)
     _add_logging(p)
@@ -281,6 +324,7 @@ class Common:
     log_format: str
     log_level: str
     concurrency: int
+    cluster_revision_namespace: str
     notices: tuple[str, ...]
 
 
@@ -337,8 +381,11 @@ def _notices(args: argparse.Namespace, role: Role) -> list[str]:
     return out
 
 
-def common(args: argparse.Namespace, *, role: Role) -> Common:
-    """Resolve the shared flags of ``add_common`` for ``role``."""
+def common(
+    args: argparse.Namespace, *, role: Role, environ: Mapping[str, str] | None = None
+) -> Common:
+    """Resolve the shared flags of ``add_common`` for ``role`` (defaults from ``environ``,
+    ``os.environ`` when not given)."""
     fmt = args.log_format or args.zap_encoder or ("console" if args.zap_devel else "auto")
     level = args.log_level or args.zap_log_level or ("debug" if args.zap_devel else "info")
     return Common(
@@ -350,6 +397,8 @@ def common(args: argparse.Namespace, *, role: Role) -> Common:
         log_format=fmt,
         log_level=level,
         concurrency=args.concurrency or DEFAULT_CONCURRENCY,
+        cluster_revision_namespace=args.cluster_revision_namespace
+        or default_namespace(os.environ if environ is None else environ),
         notices=tuple(_notices(args, role)),
     )
 

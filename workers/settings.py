@@ -36,6 +36,7 @@ class WorkerSettings:
     log_format: str = "auto"
     log_level: str = "info"
     curve: ClientCurve | None = None  # the worker link's CURVE keys (--curve-keys)
+    cluster_revision_namespace: str = "default"  # ControllerRevisions of cluster-scoped parents
     notices: tuple[str, ...] = ()
 
 
@@ -85,7 +86,7 @@ def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
             curve = client_keys(args.curve_keys)
         except CurveKeyError as e:
             parser.error(f"--curve-keys: {e}")
-    shared = common(args, role="worker")
+    shared = common(args, role="worker", environ=env)
     return WorkerSettings(
         worker_id=args.worker_id or env.get("POD_NAME") or socket.gethostname(),
         coordinator=coordinator,
@@ -100,5 +101,6 @@ def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
         log_format=shared.log_format,
         log_level=shared.log_level,
         curve=curve,
+        cluster_revision_namespace=shared.cluster_revision_namespace,
         notices=shared.notices,
     )

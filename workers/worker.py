@@ -103,6 +103,7 @@ class Worker:
                 registry=self.registry,
                 hooks=hooks,
                 events=events,
+                cluster_revision_namespace=settings.cluster_revision_namespace,
             )
             runner = Runner(
                 factory=self._builder(context),

@@ -33,9 +33,16 @@ class Kind(Protocol):
         ...
 
     async def view(
-        self, obj: dict[str, Any], cached: Cached, discovery: Discovery
+        self,
+        obj: dict[str, Any],
+        cached: Cached,
+        discovery: Discovery,
+        *,
+        cluster_revision_namespace: str,
     ) -> ControllerView:
-        """The view of controller object ``obj``; raises ``Unusable``."""
+        """The view of controller object ``obj``; raises ``Unusable``.
+        ``cluster_revision_namespace`` is where a kind that keeps ControllerRevisions finds
+        those of cluster-scoped parents (``--cluster-revision-namespace``)."""
         ...
 
 

@@ -17,9 +17,13 @@
   (``metacontroller.k8s.io/v1alpha1``) are watched too: ``revisions`` is that resource, last
   of ``children`` (so they are watched and routed like children: an owned revision maps to
   its parent, an orphan to the parents that would adopt it), and left out of ``definition``.
-  A parent's revisions (``revisions_of``) are those it controls in its namespace, then the
-  orphans there carrying the parent type's ``metacontroller.k8s.io/apiGroup`` and
-  ``.../resource`` labels that its selector matches. Metacontroller also releases a
+  A parent's revisions (``revisions_of``) are those it controls in its revision namespace,
+  then the orphans there carrying the parent type's ``metacontroller.k8s.io/apiGroup`` and
+  ``.../resource`` labels that its selector matches. The revision namespace is the parent's
+  own for a namespaced parent, ``cluster_revision_namespace`` (``--cluster-revision-namespace``)
+  for a cluster-scoped one: ControllerRevisions are namespaced, and a namespaced object may
+  have a cluster-scoped owner (the garbage collector deletes it with the parent). An orphan
+  revision elsewhere is never offered to a cluster-scoped parent. Metacontroller also releases a
   controlled revision whose labels no longer match the selector, and then fails to create it
   again forever (#194); here a controlled revision stays claimed.
 """
@@ -60,6 +64,8 @@ class CompositeView(SpecView[CompositeController]):
     parent: Resource
     children: tuple[Resource, ...]
     revisions: Resource | None = None
+    cluster_revision_namespace: str = "default"
+    """Where the ControllerRevisions of cluster-scoped parents live."""
     connections: bytes = field(default=b"", repr=False)
     """Each hook's resolved TLS material and credentials (``proto.api.endpoints``)."""
     _selectors: OrderedDict[tuple[str, str], Selector] = field(
@@ -129,9 +135,15 @@ class CompositeView(SpecView[CompositeController]):
         return True
 
     def adopts(self, parent: Cached, orphan: Cached) -> bool:
-        if names.REVISION_RESOURCE_LABEL in orphan.labels and not self._revision_type(orphan):
+        if names.REVISION_RESOURCE_LABEL in orphan.labels and (
+            not self._revision_type(orphan) or orphan.namespace != self.revision_namespace(parent)
+        ):
             return False
         return self.children_selector(parent).matches(orphan.labels)
+
+    def revision_namespace(self, parent: Cached) -> str:
+        """Where ``parent``'s ControllerRevisions live (see the module docstring)."""
+        return parent.namespace if self.parent.namespaced else self.cluster_revision_namespace
 
     def _revision_type(self, revision: Cached) -> bool:
         labels = revision.labels
@@ -153,11 +165,12 @@ class CompositeView(SpecView[CompositeController]):
 
     def revisions_of(self, parent: Cached, store: Store) -> tuple[bytes, ...]:
         """The ControllerRevisions ``parent`` claims (see the module docstring)."""
-        owned = [r for r in store.owned_by(parent.uid) if r.namespace == parent.namespace]
+        namespace = self.revision_namespace(parent)
+        owned = [r for r in store.owned_by(parent.uid) if r.namespace == namespace]
         selector = self.children_selector(parent)
         orphans = [
             r
-            for r in store.select(selector, namespace=parent.namespace)
+            for r in store.select(selector, namespace=namespace)
             if r.owner is None and self._revision_type(r)
         ]
         return tuple(r.raw for r in owned) + tuple(r.raw for r in orphans)
@@ -190,7 +203,12 @@ class _Composite:
     resource = names.COMPOSITE_CONTROLLERS
 
     async def view(
-        self, obj: dict[str, Any], cached: Cached, discovery: Discovery
+        self,
+        obj: dict[str, Any],
+        cached: Cached,
+        discovery: Discovery,
+        *,
+        cluster_revision_namespace: str,
     ) -> ControllerView:
         try:
             spec = parse_composite_controller(obj)
@@ -216,7 +234,13 @@ class _Composite:
                 f"{parent.version} must have the status subresource enabled",
             )
         return CompositeView(
-            spec, cached.raw, cached.resource_version, parent, tuple(children), revisions
+            spec,
+            cached.raw,
+            cached.resource_version,
+            parent,
+            tuple(children),
+            revisions,
+            cluster_revision_namespace,
         )
 
 

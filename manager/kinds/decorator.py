@@ -156,8 +156,14 @@ class _Decorator:
     resource = names.DECORATOR_CONTROLLERS
 
     async def view(
-        self, obj: dict[str, Any], cached: Cached, discovery: Discovery
+        self,
+        obj: dict[str, Any],
+        cached: Cached,
+        discovery: Discovery,
+        *,
+        cluster_revision_namespace: str,
     ) -> ControllerView:
+        """DecoratorControllers keep no ControllerRevisions: the namespace is unused."""
         try:
             spec = parse_decorator_controller(obj)
         except InvalidControllerError as e:

@@ -145,6 +145,7 @@ def test_the_containers_run_exactly_the_documented_command_lines(case: Any) -> N
     common = [
         *("--metrics-address", f":{values['ports']['metrics']}"),
         *("--health-probe-bind-address", f":{values['ports']['health']}"),
+        *("--cluster-revision-namespace", values.get("clusterRevisionNamespace") or NAMESPACE),
         *("--curve-keys", "/etc/metashard/curve", "--zap-log-level", str(values["logLevel"])),
     ]
     assert roles.coordinator.command_line(pod_name="c-1", namespace=NAMESPACE) == [

@@ -5,6 +5,10 @@ Ready as soon as they exist), one coordinator and two workers. The controller's 
 Pods ``web-<i>`` highest ordinal first, each running ``spec.image``; the Pod child type uses
 ``RollingRecreate`` gated by a ``Ready=True`` status check. With ``METASHARD_E2E_KUBECONFIG``
 the same tests run on a real cluster (its kubelet then decides when Pods are Ready).
+
+The processes run with ``POD_NAMESPACE`` set to a namespace of this module's own, so the
+ControllerRevisions of cluster-scoped parents (``Herd``) land there (the default of
+``--cluster-revision-namespace``).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import io
 import os
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +27,7 @@ import pytest_asyncio
 
 from loadtest.apiserver.background import ClusterProcess
 from loadtest.crds import install, simple_crd
+from loadtest.processes import Processes
 from manager import rollout
 from proto.api.crds import load_crds
 from proto.kube import errors
@@ -30,7 +36,7 @@ from proto.kube.config import load_config
 from proto.kube.resources import Resource
 from proto.kube.session import Session
 from tests.e2e.conftest import KUBECONFIG_ENV
-from tests.e2e.harness import Processes, eventually
+from tests.e2e.harness import eventually
 from tests.e2e.hookserver import HookServer
 from tests.e2e.podwatch import PODS, pod_watch, ready
 
@@ -39,6 +45,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 THINGS = Resource(
     "e2e.metashard.io", "v1", "things", "Thing", namespaced=True, subresources=("status",)
 )
+HERDS = Resource(
+    "e2e.metashard.io", "v1", "herds", "Herd", namespaced=False, subresources=("status",)
+)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+REVISION_NAMESPACE = f"e2e-revisions-{secrets.token_hex(3)}"
 MEMBERS = Resource(
     "e2e.metashard.io", "v1", "members", "Member", namespaced=True, subresources=("status",)
 )
@@ -62,7 +73,18 @@ def cluster() -> Iterator[str]:
     async def setup() -> None:
         async with Session(load_config(kubeconfig), qps=0) as session:
             crds = [simple_crd("e2e.metashard.io", kind) for kind in ("Thing", "Member")]
-            await install(Client(session), [*load_crds(), *crds])
+            crds.append(simple_crd("e2e.metashard.io", "Herd", scope="Cluster"))
+            kube = Client(session)
+            await install(kube, [*load_crds(), *crds])
+            await kube.create(
+                NAMESPACES,
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": REVISION_NAMESPACE}},
+            )
+
+    async def teardown() -> None:
+        async with Session(load_config(kubeconfig), qps=0) as session:
+            with contextlib.suppress(errors.NotFound):
+                await Client(session).delete(NAMESPACES, REVISION_NAMESPACE)
 
     try:
         asyncio.run(setup())
@@ -70,6 +92,23 @@ def cluster() -> Iterator[str]:
     finally:
         if process is not None:
             process.stop()
+        else:
+            asyncio.run(teardown())
+
+
+@pytest.fixture(scope="module")
+def stack(cluster: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Processes]:
+    """The conftest's stack, run as if in ``REVISION_NAMESPACE`` (see the module docstring)."""
+    processes = Processes(
+        kubeconfig=cluster,
+        workdir=Path(tmp_path_factory.mktemp("stack")),
+        env={"POD_NAMESPACE": REVISION_NAMESPACE},
+    )
+    processes.coordinator()
+    processes.worker("w-a")
+    processes.worker("w-b")
+    yield processes
+    processes.close()
 
 
 def statefulset(hook: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +138,7 @@ async def make_controller(
     limit of 1; deleted at the end."""
     made: list[str] = []
 
-    async def make(answer: Any, child: dict[str, Any]) -> str:
+    async def make(answer: Any, child: dict[str, Any], parent: str = "things") -> str:
         name = f"e2e-{secrets.token_hex(3)}"
         hooks.program(name, answer)
         await kube.create(
@@ -115,7 +154,7 @@ async def make_controller(
                     "generateSelector": True,
                     "parentResource": {
                         "apiVersion": "e2e.metashard.io/v1",
-                        "resource": "things",
+                        "resource": parent,
                         "labelSelector": {"matchLabels": {SELECTED_BY: name}},
                     },
                     "childResources": [child],
@@ -157,15 +196,26 @@ def image(pod: dict[str, Any]) -> str:
     return str(pod["spec"]["containers"][0]["image"])
 
 
-async def updated(kube: Client, namespace: str) -> dict[str, Any] | None:
-    parent = await kube.get(THINGS, "set", namespace=namespace)
+async def updated(
+    kube: Client, namespace: str, parent_type: Resource = THINGS, name: str = "set"
+) -> dict[str, Any] | None:
+    """The ``Updated`` condition of the parent ``name`` (``namespace`` when namespaced)."""
+    parent = await kube.get(
+        parent_type, name, namespace=namespace if parent_type.namespaced else None
+    )
     conditions = (parent.get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c.get("type") == "Updated"), None)
 
 
-async def rolled(kube: Client, namespace: str, want: str, replicas: int = 3) -> bool:
+async def rolled(
+    kube: Client,
+    namespace: str,
+    want: str,
+    replicas: int = 3,
+    parent: tuple[Resource, str] = (THINGS, "set"),
+) -> bool:
     found = await pods(kube, namespace)
-    condition = await updated(kube, namespace)
+    condition = await updated(kube, namespace, *parent)
     return (
         len(found) == replicas
         and all(image(p) == want and ready(p) for p in found.values())
@@ -182,6 +232,7 @@ async def roll_to(
     change: Awaitable[object] | None = None,
     replicas: int = 3,
     on_delete: Callable[[int], None] | None = None,
+    parent: tuple[Resource, str] = (THINGS, "set"),
 ) -> list[str]:
     """Change the image and follow the rollout through a watch, event by event: never more
     than one Pod missing or not Ready at once. Returns the Pods in the order they were
@@ -193,7 +244,7 @@ async def roll_to(
         else:
             await change
         await eventually(
-            lambda: rolled(kube, namespace, want, replicas),
+            lambda: rolled(kube, namespace, want, replicas, parent),
             within=90,
             message=f"no rollout to {want}",
         )
@@ -381,3 +432,92 @@ async def test_rolling_in_place_waits_for_each_member_to_observe_its_generation(
         return condition is not None and condition["reason"] == "OnLatestRevision"
 
     await eventually(done, within=30, message="the rollout does not complete")
+
+
+def herd(hook: str, request: dict[str, Any]) -> dict[str, Any]:
+    """``statefulset`` for a cluster-scoped parent: the Pods go to ``spec.namespace``."""
+    answer = statefulset(hook, request)
+    for pod in answer["children"]:
+        pod["metadata"]["namespace"] = request["parent"]["spec"]["namespace"]
+    return answer
+
+
+async def test_a_cluster_scoped_parent_rolls_out_with_its_revisions_in_metashards_namespace(
+    kube: Client, namespace: str, make_controller: MakeController, cluster: str
+) -> None:
+    """Revisions of a cluster-scoped Herd live in the namespace metashard runs in (the module's
+    ``REVISION_NAMESPACE``), owned by the Herd: rolled like a namespaced parent's, listed by
+    ``metashard rollout``, and deleted with the Herd by the garbage collector."""
+    name = await make_controller(
+        herd,
+        {
+            "apiVersion": "v1",
+            "resource": "pods",
+            "updateStrategy": {
+                "method": "RollingRecreate",
+                "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]},
+            },
+        },
+        parent="herds",
+    )
+    herd_name = f"herd-{namespace}"
+    created = await kube.create(
+        HERDS,
+        {
+            "apiVersion": "e2e.metashard.io/v1",
+            "kind": "Herd",
+            "metadata": {"name": herd_name, "labels": {SELECTED_BY: name}},
+            "spec": {"replicas": 3, "image": "nginx:1", "namespace": namespace},
+        },
+    )
+    uid = created["metadata"]["uid"]
+    parent = (HERDS, herd_name)
+    try:
+        await eventually(
+            lambda: rolled(kube, namespace, "nginx:1", 3, parent), within=60, message="no pods"
+        )
+        change = kube.patch(HERDS, herd_name, {"spec": {"image": "nginx:2"}})
+        order = await roll_to(kube, namespace, "nginx:2", change=change, parent=parent)
+        assert order == ["web-2", "web-1", "web-0"]
+
+        async def owned() -> list[dict[str, Any]]:
+            listed = (await kube.list(REVISIONS, namespace=REVISION_NAMESPACE)).items
+            return [
+                r for r in listed if any(o["uid"] == uid for o in r["metadata"]["ownerReferences"])
+            ]
+
+        revisions = await owned()
+        assert sorted(r["parentPatch"]["spec"]["image"] for r in revisions) == [
+            "nginx:1",
+            "nginx:2",
+        ]
+        latest = next(r for r in revisions if r["parentPatch"]["spec"]["image"] == "nginx:2")
+        assert latest["metadata"]["ownerReferences"][0]["kind"] == "Herd"
+        assert latest["children"] == [
+            {
+                "apiGroup": "",
+                "kind": "Pod",
+                "names": [f"{namespace}/web-2", f"{namespace}/web-1", f"{namespace}/web-0"],
+            }
+        ]
+        assert {p["metadata"]["labels"][HASH] for p in (await pods(kube, namespace)).values()} == {
+            latest["metadata"]["name"].rsplit("-", 1)[1]
+        }
+
+        def cli(*argv: str) -> tuple[int, str]:
+            out = io.StringIO()
+            code = rollout.main([*argv, f"herds/{herd_name}", "--kubeconfig", cluster], out)
+            return code, out.getvalue()
+
+        code, text = await asyncio.to_thread(cli, "history")
+        assert code == 0 and [line.split()[0] for line in text.splitlines()[1:]] == ["1", "2"]
+        code, text = await asyncio.to_thread(cli, "status")
+        assert code == 0 and "children on the latest revision: 3 of 3" in text
+    finally:
+        with contextlib.suppress(errors.NotFound):
+            await kube.delete(HERDS, herd_name)
+
+    async def collected() -> bool:
+        return await owned() == []
+
+    await eventually(collected, within=60, message="the Herd's revisions outlived it")

@@ -19,7 +19,8 @@ class WorkerContext:
     ``writer``), HTTP client, metrics, the webhook client (hook metrics on ``registry``; its
     calls, like the writes, are refused once the worker is out of contact with the
     coordinator) and the event recorder (component ``metacontroller``), all shared by every
-    controller of the process."""
+    controller of the process. ``cluster_revision_namespace`` is where the ControllerRevisions
+    of cluster-scoped parents are written (``--cluster-revision-namespace``)."""
 
     worker_id: str
     client: Client  # reads
@@ -28,3 +29,4 @@ class WorkerContext:
     registry: CollectorRegistry
     hooks: HookClient
     events: EventRecorder
+    cluster_revision_namespace: str = "default"

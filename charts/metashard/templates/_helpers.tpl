@@ -88,6 +88,8 @@ app.kubernetes.io/component: {{ .component }}
 - {{ printf ":%d" (int .Values.ports.metrics) | quote }}
 - --health-probe-bind-address
 - {{ printf ":%d" (int .Values.ports.health) | quote }}
+- --cluster-revision-namespace
+- {{ .Values.clusterRevisionNamespace | default .Release.Namespace | quote }}
 - --curve-keys
 - /etc/metashard/curve
 - --zap-log-level

@@ -293,3 +293,36 @@ def test_revisions_are_routed_to_their_parent_and_sent_apart_from_children() -> 
     assert names == ["r-owned", "r-orphan"]
     assert revisions_of(w.view, key("gone"), stores=stores) == ()
     assert revisions_of(controller(), key("p1"), stores=stores) == ()
+
+
+def test_revisions_of_cluster_scoped_parents_live_in_the_cluster_revision_namespace() -> None:
+    cluster_things = Resource("example.com", "v1", "things", "Thing", False, ("status",))
+    base = controller()
+    view = CompositeView(
+        base.spec, base.raw, "1", cluster_things, (CONFIGMAPS, REVISIONS), REVISIONS, "revs"
+    )
+    w = World(view)
+    w.stores["controllerrevisions"] = Store()
+    for name in ("p1", "p2"):
+        parent = cached(name, ns="", spec=SELECTOR)
+        w.stores["things"].upsert(parent)
+        w.router.handler(cluster_things)("ADDED", None, parent, False)
+    events = [
+        (cached("r-owned", ns="revs", owner="p1"), {"p1"}),
+        (cached("r-orphan", ns="revs", labels={"app": "a", **TYPE_LABELS}), {"p1", "p2"}),
+        # Elsewhere: an orphan is nobody's; an owned one still wakes its parent.
+        (cached("r-orphan-elsewhere", ns="other", labels={"app": "a", **TYPE_LABELS}), set()),
+        (cached("r-owned-elsewhere", ns="other", owner="p1"), {"p1"}),
+    ]
+    for obj, parents in events:
+        w.pushed.clear()
+        revision_event(w, obj)
+        assert {k.name for k, _ in w.pushed} == parents, obj.name
+        assert {k.namespace for k, _ in w.pushed} <= {""}
+
+    stores = lambda r: w.stores.get(r.name)  # noqa: E731
+    names = [
+        orjson.loads(raw)["metadata"]["name"]
+        for raw in revisions_of(view, key("p1", ns=""), stores=stores)
+    ]
+    assert names == ["r-owned", "r-orphan"]

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
-from proto.flags import Parser, Role, add_common, common, zap_level
+from proto.flags import Parser, Role, add_common, common, default_namespace, zap_level
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -68,6 +69,9 @@ def test_every_metacontroller_flag_parses_in_every_role(argv: list[str], role: R
         ["--client-go-qps=-1"],
         ["--discovery-interval=soon"],
         ["--log-level=loud"],
+        ["--cluster-revision-namespace=Not_A_Namespace"],
+        ["--cluster-revision-namespace="],
+        ["--cluster-revision-namespace=-ns"],
     ],
 )
 def test_bad_or_unknown_flags_fail_with_one_line(
@@ -147,3 +151,31 @@ def test_a_flag_without_effect_is_reported(argv: list[str], role: Role, says: st
 )
 def test_a_flag_with_effect_is_not_reported(argv: list[str], role: Role) -> None:
     assert common(parse(argv), role=role).notices == ()
+
+
+@pytest.mark.parametrize(
+    ("environ", "file_text", "expected"),
+    [
+        ({"POD_NAMESPACE": "from-env"}, "from-file", "from-env"),
+        ({"POD_NAMESPACE": ""}, "from-file\n", "from-file"),
+        ({}, "from-file", "from-file"),
+        ({}, None, "default"),
+        ({}, "  \n", "default"),
+    ],
+)
+def test_the_default_namespace_is_the_pods_then_the_service_accounts_then_default(
+    environ: dict[str, str], file_text: str | None, expected: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "namespace"
+    if file_text is not None:
+        path.write_text(file_text)
+    assert default_namespace(environ, path) == expected
+
+
+@pytest.mark.parametrize("role", ["coordinator", "worker", "run"])
+def test_the_cluster_revision_namespace_is_the_flag_else_the_pods(role: Role) -> None:
+    given = common(parse(["--cluster-revision-namespace", "revs"]), role=role, environ={})
+    assert given.cluster_revision_namespace == "revs"
+    pod = common(parse([]), role=role, environ={"POD_NAMESPACE": "metashard"})
+    assert pod.cluster_revision_namespace == "metashard"
+    assert pod.notices == ()

@@ -92,8 +92,16 @@ class CompositeReconciler:
     """Reconciles the parents of one CompositeController (see the module docstring)."""
 
     def __init__(
-        self, definition: ControllerDef, *, writer: Writer, hooks: Hooks, events: Events
+        self,
+        definition: ControllerDef,
+        *,
+        writer: Writer,
+        hooks: Hooks,
+        events: Events,
+        cluster_revision_namespace: str = "default",
     ) -> None:
+        """``cluster_revision_namespace``: where the ControllerRevisions of cluster-scoped
+        parents live (``--cluster-revision-namespace``)."""
         spec = parse_composite_controller(orjson.loads(definition.object))
         if len(definition.resources) != 1 + len(spec.children):
             raise ValueError(
@@ -124,7 +132,12 @@ class CompositeReconciler:
         self._child_writer = children.ChildWriter(writer, targets)
         self._rollouts = (
             rolling.Rollouts(
-                spec, writer=writer, events=events, parent=self._parent, kinds=list(targets)
+                spec,
+                writer=writer,
+                events=events,
+                parent=self._parent,
+                kinds=list(targets),
+                cluster_revision_namespace=cluster_revision_namespace,
             )
             if spec.rolling
             else None

@@ -74,18 +74,19 @@ def _children_field(children: ChildNames) -> list[dict[str, Any]]:
 def new_revision_object(
     revision: Revision,
     *,
-    parent: Mapping[str, Any],
+    namespace: str,
     owner: ControllerRef,
     labels: Mapping[str, str],
 ) -> dict[str, Any]:
-    """The ControllerRevision to create for ``revision`` (not written yet)."""
+    """The ControllerRevision to create for ``revision`` in ``namespace`` (not written yet):
+    the parent's own namespace, or for a cluster-scoped parent the cluster revision
+    namespace (its ownerReference then names a cluster-scoped owner, which is valid)."""
     metadata: dict[str, Any] = {
         "name": revision.name,
         "labels": dict(labels),
         "annotations": {REVISION_NUMBER_ANNOTATION: str(revision.number)},
         "ownerReferences": [owner.as_owner_reference()],
     }
-    namespace = parent["metadata"].get("namespace")
     if namespace:
         metadata["namespace"] = namespace
     body: dict[str, Any] = {

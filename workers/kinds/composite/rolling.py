@@ -30,10 +30,14 @@
 The history limit (childless revisions kept for ``rollout history``/``undo``) is the
 controller's ``metashard.io/revision-history-limit`` annotation, default 5.
 
-Not supported yet, and said so: cluster-scoped parents (each sync fails with a SyncError
-naming it: ControllerRevisions are namespaced; Metacontroller cannot create them either),
-and the customize hook once per revision (older revisions get the live parent's related
-objects; a warning is logged when the controller is loaded).
+ControllerRevisions are namespaced: those of a namespaced parent live in its namespace, those
+of a cluster-scoped parent in ``cluster_revision_namespace`` (``--cluster-revision-namespace``;
+the coordinator offers only the revisions there). They carry the controller ownerReference to
+the cluster-scoped parent, so the garbage collector deletes them with it. Metacontroller
+cannot roll out cluster-scoped parents at all.
+
+Not supported yet, and said so: the customize hook once per revision (older revisions get
+the live parent's related objects; a warning is logged when the controller is loaded).
 """
 
 from __future__ import annotations
@@ -135,9 +139,12 @@ class Rollouts:
         events: Events,
         parent: Resource,
         kinds: Sequence[TypeKey],
+        cluster_revision_namespace: str = "default",
     ) -> None:
-        """``kinds`` are the child types, in ``spec.children`` order."""
+        """``kinds`` are the child types, in ``spec.children`` order;
+        ``cluster_revision_namespace`` is where the revisions of cluster-scoped parents live."""
         self._spec = spec
+        self._cluster_namespace = cluster_revision_namespace
         self._writer = writer
         self._events = events
         self._parent = parent
@@ -172,11 +179,6 @@ class Rollouts:
         call: CallHook,
     ) -> Synced:
         what = describe(self._parent.kind, parent)
-        if not self._parent.namespaced:
-            raise SyncFailure(
-                f"can't roll out children of {what}: rolling updates of cluster-scoped parents "
-                "are not supported yet (ControllerRevisions live in the parent's namespace)"
-            )
         owner = ControllerRef(
             self._parent.api_version, self._parent.kind, parent["metadata"]["name"], claimant.uid
         )
@@ -255,6 +257,12 @@ class Rollouts:
 
     # --- steps --------------------------------------------------------------------------
 
+    def _revision_namespace(self, parent: Mapping[str, Any]) -> str:
+        """Where ``parent``'s ControllerRevisions live (see the module docstring)."""
+        if self._parent.namespaced:
+            return str(parent["metadata"].get("namespace") or "")
+        return self._cluster_namespace
+
     def _child_id(self, namespace: str, child: DesiredChild) -> rollout.ChildId:
         return (
             group_of(child.type.api_version),
@@ -311,7 +319,7 @@ class Rollouts:
         what: str,
     ) -> str:
         """Write the revision objects; the latest revision's name as written."""
-        namespace = parent["metadata"].get("namespace") or None
+        namespace = self._revision_namespace(parent) or None
         writer = self._writer
         try:
             for gone in plan.deletes:
@@ -359,7 +367,7 @@ class Rollouts:
             resource=self._parent.name,
             generate_selector=self._spec.generate_selector,
         )
-        namespace = parent["metadata"].get("namespace") or None
+        namespace = self._revision_namespace(parent)
         name = latest.name
         for collisions in range(MAX_COLLISIONS + 1):
             if collisions:
@@ -367,10 +375,10 @@ class Rollouts:
                     self._parent.name, self._parent.group, owner.uid, latest.patch, collisions
                 )
             body = new_revision_object(
-                replace(latest, name=name), parent=parent, owner=owner, labels=labels
+                replace(latest, name=name), namespace=namespace, owner=owner, labels=labels
             )
             try:
-                answer = await self._writer.create(REVISIONS, body, namespace=namespace)
+                answer = await self._writer.create(REVISIONS, body, namespace=namespace or None)
             except errors.AlreadyExists:
                 log.info("ControllerRevision name taken", parent=what, name=name)
                 continue

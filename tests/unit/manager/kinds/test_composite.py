@@ -48,7 +48,12 @@ def controller(method: str) -> dict[str, Any]:
 async def view_of(method: str, discovery: Discovery) -> Any:
     obj = controller(method)
     raw = orjson.dumps(obj)
-    return await KIND.view(obj, Cached.from_object(obj, raw), discovery)  # type: ignore[arg-type]
+    return await KIND.view(
+        obj,
+        Cached.from_object(obj, raw),
+        discovery,  # type: ignore[arg-type]
+        cluster_revision_namespace="revs",
+    )
 
 
 @pytest.mark.asyncio

@@ -97,7 +97,7 @@ def test_new_revision_object_is_metacontrollers_with_a_history_number() -> None:
         "things.g.io-abc", {"spec": {"b": 1.0, "a": "<"}}, (("", "Pod", ("p-1",)),), 3
     )
     owner = ControllerRef("g.io/v1", "Thing", "p", "u")
-    body = new_revision_object(revision, parent=parent, owner=owner, labels=labels)
+    body = new_revision_object(revision, namespace="ns", owner=owner, labels=labels)
     assert body == {
         "apiVersion": "metacontroller.k8s.io/v1alpha1",
         "kind": "ControllerRevision",

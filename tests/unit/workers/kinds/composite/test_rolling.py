@@ -17,7 +17,6 @@ from proto.api.revisions import REVISION_HASH_LABEL, make_patch, revision_hash
 from proto.kube import errors
 from proto.wire import ParentKey
 from tests.unit.workers.composite_world import CONFIGMAPS, NS, THINGS, World, definition
-from workers.common.sync_errors import SyncFailure
 from workers.kinds.composite.reconciler import CompositeReconciler
 from workers.kinds.composite.revisions import revision_name
 from workers.kinds.composite.rolling import REVISIONS
@@ -326,8 +325,16 @@ async def test_a_failed_revision_write_touches_no_child() -> None:
     assert child_writes(world) == []
 
 
-async def test_a_cluster_scoped_parent_fails_loudly() -> None:
-    world = rolling_world()
+async def test_a_cluster_scoped_parent_keeps_its_revisions_in_the_cluster_revision_namespace() -> (
+    None
+):
+    def namespaced(request: dict[str, Any]) -> dict[str, Any]:
+        answer = statefulset(request)
+        for child in answer["children"]:
+            child["metadata"]["namespace"] = NS
+        return answer
+
+    world = rolling_world(checks=False, answer=namespaced)
     cluster_things = dataclasses.replace(THINGS, namespaced=False)
     info = definition(world.cc)
     parent_info = dataclasses.replace(info.resources[0], namespaced=False)
@@ -336,6 +343,7 @@ async def test_a_cluster_scoped_parent_fails_loudly() -> None:
         writer=world.cluster,
         hooks=world.hooks,
         events=world.events,
+        cluster_revision_namespace="revs",
     )
     await world.cluster.create(
         cluster_things,
@@ -343,14 +351,48 @@ async def test_a_cluster_scoped_parent_fails_loudly() -> None:
             "apiVersion": "e2e.metashard.io/v1",
             "kind": "Thing",
             "metadata": {"name": "c"},
-            "spec": {"replicas": 1, "image": "v1"},
+            "spec": {"replicas": 2, "image": "v1"},
         },
     )
+    parent = world.cluster.get(cluster_things, "", "c")
+    assert parent is not None
     key = ParentKey("CompositeController", "cc", "things.e2e.metashard.io", "", "c")
-    request = ReconcileRequest(key, world.cluster.snapshot(key, cluster_things, [CONFIGMAPS]))
-    with pytest.raises(SyncFailure, match="cluster-scoped parents are not supported yet"):
-        await reconciler.reconcile(request)
-    assert world.cluster.of(CONFIGMAPS) == []
+
+    async def sync() -> None:
+        snapshot = world.cluster.snapshot(key, cluster_things, [CONFIGMAPS])
+        await reconciler.reconcile(ReconcileRequest(key, snapshot))
+
+    await sync()
+    (first,) = world.cluster.of(REVISIONS)
+    assert first["metadata"]["namespace"] == "revs"
+    assert first["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "e2e.metashard.io/v1",
+            "kind": "Thing",
+            "name": "c",
+            "uid": parent["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert first["children"] == [
+        {"apiGroup": "", "kind": "ConfigMap", "names": ["ns/p-1", "ns/p-0"]}
+    ]
+
+    await world.cluster.patch(cluster_things, "c", {"spec": {"image": "v2"}})
+    for _ in range(4):  # one child per sync: deleted, then created at v2
+        await sync()
+    assert {o["metadata"]["name"]: o["data"]["image"] for o in world.cluster.of(CONFIGMAPS)} == {
+        "p-0": "v2",
+        "p-1": "v2",
+    }
+    assert {r["metadata"]["namespace"] for r in world.cluster.of(REVISIONS)} == {"revs"}
+    latest = next(
+        r for r in world.cluster.of(REVISIONS) if r["parentPatch"]["spec"]["image"] == "v2"
+    )
+    assert latest["children"] == [
+        {"apiGroup": "", "kind": "ConfigMap", "names": ["ns/p-1", "ns/p-0"]}
+    ]
 
 
 async def test_revisions_orphaned_with_their_parent_are_adopted_by_the_next_one() -> None:
