@@ -12,6 +12,17 @@ Contract:
   or new state (``proto.api.related.matches``), at the event's priority.
 - ``related_of(view, parent)`` is the snapshot's ``related``: one group per rule's resource
   (``<Kind>.<apiVersion>``, present even when empty) with the matching objects' raw JSON.
+- Rolling updates: the customize hook is also called once per older revision that owns
+  children, with that revision's parent (``ControllerView.revision_parents``), as
+  Metacontroller does. Those answers hang off the live parent's entry: kept while the
+  revision stays among the parent's older revisions, dropped with the live answer (a new
+  generation, the parent gone). ``ready``/``wait_ready`` given ``versions`` cover them too,
+  and ``revision_related_of`` is the snapshot's ``revision_related``: the groups of each
+  revision whose related objects differ from the live parent's. With one revision nothing
+  more is called or sent.
+- An answer counts once the informers of the resources its rules name have listed them
+  (at most 30 s, else it counts as failed), so a snapshot never carries an empty related
+  group only because a new informer has not listed yet.
 - A customize call that fails (transport, non-200, malformed answer) is reported as a
   ``SyncError`` Warning event on the parent and a log line and retried with backoff (1 s
   doubling to 5 min); until it succeeds the parent's snapshots cannot be served (NOT_READY).
@@ -49,7 +60,10 @@ log = get_logger("metashard.related")
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 Push = Callable[[ParentKey, Priority], None]
 EntryKey = tuple[ControllerId, str]  # (controller, parent uid)
+CallKey = tuple[ControllerId, str, str]  # (controller, parent uid, revision name or "")
+Versions = tuple[tuple[str, bytes], ...]  # (revision name, parent JSON) of older revisions
 _MAX_BACKOFF = 300.0
+_SYNC_TIMEOUT = 30.0
 
 
 @dataclass(slots=True)
@@ -57,11 +71,26 @@ class _Entry:
     view: ControllerView
     resource: Resource
     parent: Cached
+    """The live parent (its key, namespace and generation)."""
     rules: tuple[RelatedRule, ...] | None = None
     resources: tuple[Resource, ...] = ()
     error: str | None = None
     failures: int = 0
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    revision: str = ""
+    """The older revision this answer is for; ``""`` for the live parent."""
+    version: bytes | None = None
+    """The parent the hook gets for ``revision`` (``None``: the live parent)."""
+    revisions: dict[str, _Entry] = field(default_factory=dict)
+    """On a live parent's entry: the entries of its older revisions."""
+
+    @property
+    def call_key(self) -> CallKey:
+        return (self.view.id, self.parent.uid, self.revision)
+
+    def family(self) -> list[_Entry]:
+        """This entry and its revisions' entries."""
+        return [self, *self.revisions.values()]
 
 
 @dataclass(slots=True)
@@ -92,8 +121,8 @@ class Related:
         self._clock = clock
         self._concurrency = concurrency
         self._entries: dict[EntryKey, _Entry] = {}
-        self._calls: asyncio.Queue[EntryKey] = asyncio.Queue()
-        self._queued: set[EntryKey] = set()
+        self._calls: asyncio.Queue[CallKey] = asyncio.Queue()
+        self._queued: set[CallKey] = set()
         self._watched: dict[str, _Watched] = {}
         self._namespaces: Informer | None = None
         self._releases: set[asyncio.Future[None]] = set()
@@ -122,12 +151,13 @@ class Related:
             and entry.view is view
             and entry.parent.generation == parent.generation
         ):
-            entry.parent = parent
+            for member in entry.family():
+                member.parent = parent
             return
         if entry is not None:
             self._release(entry)
-        self._entries[key] = _Entry(view, resource, parent)
-        self._schedule(key)
+        entry = self._entries[key] = _Entry(view, resource, parent)
+        self._schedule(entry.call_key)
 
     def set_controllers(self, views: Iterable[ControllerView]) -> None:
         """Forget the parents of controllers that are gone or no longer have a customize hook,
@@ -149,27 +179,76 @@ class Related:
             entry = self._entries.get((view.id, parent.uid))
         return entry
 
+    def _family(
+        self, view: ControllerView, resource: Resource, parent: Cached, versions: Versions
+    ) -> list[_Entry]:
+        """The entries ``parent`` needs answered: its own and one per older revision in
+        ``versions`` (made and scheduled when new; those of revisions no longer listed are
+        dropped)."""
+        entry = self.state(view, resource, parent)
+        if entry is None:
+            return []
+        wanted = dict(versions)
+        for name in [n for n in entry.revisions if n not in wanted]:
+            self._release(entry.revisions.pop(name))
+        for name, version in wanted.items():
+            if name not in entry.revisions:
+                made = _Entry(view, resource, entry.parent, revision=name, version=version)
+                entry.revisions[name] = made
+                self._schedule(made.call_key)
+        return entry.family()
+
     async def wait_ready(
         self,
         view: ControllerView,
         resource: Resource,
         parent: Cached,
         timeout: float,  # noqa: ASYNC109
+        versions: Versions = (),
     ) -> bool:
-        entry = self.state(view, resource, parent)
-        if entry is None:
+        """Wait up to ``timeout`` until the customize hook answered for ``parent`` and each
+        of its ``versions`` (or failed); whether all answered."""
+        family = self._family(view, resource, parent, versions)
+        if not family:
             return False
+        waits = [e.ready.wait() for e in family if e.rules is None]
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(entry.ready.wait(), timeout)
-        return entry.rules is not None
+            await asyncio.wait_for(asyncio.gather(*waits), timeout)
+        return all(e.rules is not None for e in family)
 
-    def ready(self, view: ControllerView, resource: Resource, parent: Cached) -> bool:
-        entry = self.state(view, resource, parent)
-        return entry is not None and entry.rules is not None
+    def ready(
+        self, view: ControllerView, resource: Resource, parent: Cached, versions: Versions = ()
+    ) -> bool:
+        """Whether the customize hook answered for ``parent`` and each of its ``versions``."""
+        family = self._family(view, resource, parent, versions)
+        return bool(family) and all(e.rules is not None for e in family)
 
     def related_of(self, view: ControllerView, parent: Cached) -> dict[str, tuple[bytes, ...]]:
         entry = self._entries.get((view.id, parent.uid))
-        if entry is None or entry.rules is None:
+        if entry is None:
+            return {}
+        return self._related(entry, view, parent)
+
+    def revision_related_of(
+        self, view: ControllerView, parent: Cached
+    ) -> dict[str, dict[str, tuple[bytes, ...]]]:
+        """Per older revision (as last given to ``ready``), its related objects when they
+        differ from the live parent's."""
+        entry = self._entries.get((view.id, parent.uid))
+        if entry is None or not entry.revisions:
+            return {}
+        live = self._related(entry, view, parent)
+        out: dict[str, dict[str, tuple[bytes, ...]]] = {}
+        for name, member in entry.revisions.items():
+            found = self._related(member, view, parent)
+            if found != live:
+                out[name] = found
+        return out
+
+    def _related(
+        self, entry: _Entry, view: ControllerView, parent: Cached
+    ) -> dict[str, tuple[bytes, ...]]:
+        if entry.rules is None:
             return {}
         version = view.customize.version  # type: ignore[union-attr]
         out: dict[str, tuple[bytes, ...]] = {}
@@ -211,7 +290,14 @@ class Related:
             if self._namespaces is not None:
                 await self._informers.release(NAMESPACES)
 
-    def _schedule(self, key: EntryKey, delay: float = 0.0) -> None:
+    def _lookup(self, key: CallKey) -> _Entry | None:
+        controller, uid, revision = key
+        entry = self._entries.get((controller, uid))
+        if entry is None or not revision:
+            return entry
+        return entry.revisions.get(revision)
+
+    def _schedule(self, key: CallKey, delay: float = 0.0) -> None:
         if key in self._queued:
             return
         self._queued.add(key)
@@ -224,12 +310,12 @@ class Related:
         while True:
             key = await self._calls.get()
             self._queued.discard(key)
-            entry = self._entries.get(key)
+            entry = self._lookup(key)
             if entry is None or entry.rules is not None:
                 continue
             try:
                 await self._call(entry)
-            except (HookError, HookResponseError, KubeError) as e:
+            except (HookError, HookResponseError, KubeError, TimeoutError) as e:
                 self._failed(key, entry, str(e))
 
     async def _call(self, entry: _Entry) -> None:
@@ -237,9 +323,8 @@ class Related:
         hook = view.customize
         assert hook is not None
         parent = entry.parent
-        body = orjson.dumps(
-            customize_request(controller=orjson.loads(view.raw), parent=orjson.loads(parent.raw))
-        )
+        asked = orjson.loads(entry.version if entry.version is not None else parent.raw)
+        body = orjson.dumps(customize_request(controller=orjson.loads(view.raw), parent=asked))
         endpoint = HookEndpoint(
             HookName.CUSTOMIZE,
             hook.webhook,
@@ -257,20 +342,34 @@ class Related:
                 for rule in response.related_rules
             ]
         )
-        if self._entries.get((view.id, parent.uid)) is not entry:
+        if self._lookup(entry.call_key) is not entry:
             return  # the parent changed or went away meanwhile
+        self._unwatch(entry)  # what an earlier, failed attempt watched
         entry.resources = resources
-        for resource in resources:
-            self._watch(resource)
+        informers = [self._watch(resource) for resource in resources]
         if any(r.namespace_selector is not None for r in response.related_rules):
-            self._watch_namespaces()
+            informers.append(self._watch_namespaces())
+        unsynced = [i for i in informers if not i.synced]
+        if unsynced:
+            # A new informer's store is empty until its first list: answering before then
+            # would send the hook no related objects.
+            try:
+                await asyncio.wait_for(
+                    asyncio.gather(*(i.wait_synced() for i in unsynced)), _SYNC_TIMEOUT
+                )
+            except TimeoutError:
+                raise TimeoutError(
+                    f"the related resources were not listed within {_SYNC_TIMEOUT:g}s"
+                ) from None
+            if self._lookup(entry.call_key) is not entry:
+                return
         entry.rules = response.related_rules
         entry.error = None
         entry.failures = 0
         entry.ready.set()
         self._push(view.key(entry.resource, parent.namespace, parent.name), Priority.LIVE)
 
-    def _failed(self, key: EntryKey, entry: _Entry, error: str) -> None:
+    def _failed(self, key: CallKey, entry: _Entry, error: str) -> None:
         entry.error = error
         entry.failures += 1
         delay = min(2.0 ** (entry.failures - 1), _MAX_BACKOFF)
@@ -280,11 +379,17 @@ class Related:
             "customize hook failed",
             controller=entry.view.name,
             parent=entry.parent.name,
+            revision=entry.revision or None,
             error=error,
             retry_in=delay,
         )
         self._recorder.emit(
-            orjson.loads(entry.parent.raw), WARNING, REASON_SYNC_ERROR, f"customize hook: {error}"
+            orjson.loads(entry.parent.raw),
+            WARNING,
+            REASON_SYNC_ERROR,
+            f"customize hook (revision {entry.revision}): {error}"
+            if entry.revision
+            else f"customize hook: {error}",
         )
         self._schedule(key, delay)
 
@@ -295,7 +400,7 @@ class Related:
 
     # --- informers and routing ----------------------------------------------------------------
 
-    def _watch(self, resource: Resource) -> None:
+    def _watch(self, resource: Resource) -> Informer:
         name = group_resource(resource)
         watched = self._watched.get(name)
         if watched is None:
@@ -304,8 +409,17 @@ class Related:
             informer.add_handler(handler)
             watched = self._watched[name] = _Watched(resource, informer, handler)
         watched.users += 1
+        return watched.informer
 
     def _release(self, entry: _Entry) -> None:
+        """Drop ``entry``'s informer uses, and its revisions' entries with theirs."""
+        for member in entry.revisions.values():
+            self._release(member)
+        entry.revisions.clear()
+        self._unwatch(entry)
+
+    def _unwatch(self, entry: _Entry) -> None:
+        """Drop ``entry``'s own informer uses."""
         for resource in entry.resources:
             watched = self._watched.get(group_resource(resource))
             if watched is None:
@@ -319,9 +433,10 @@ class Related:
                 task.add_done_callback(self._releases.discard)
         entry.resources = ()
 
-    def _watch_namespaces(self) -> None:
+    def _watch_namespaces(self) -> Informer:
         if self._namespaces is None:
             self._namespaces = self._informers.acquire(NAMESPACES)
+        return self._namespaces
 
     def _namespace_labels(self, namespace: str) -> dict[str, str] | None:
         if self._namespaces is None or not namespace:
@@ -352,9 +467,13 @@ class Related:
 
     def _affected(self, name: str, old: Cached | None, new: Cached | None) -> set[ParentKey]:
         keys: set[ParentKey] = set()
-        for entry in self._entries.values():
-            if entry.rules is not None and self._affects(entry, name, old, new):
-                keys.add(entry.view.key(entry.resource, entry.parent.namespace, entry.parent.name))
+        for live in self._entries.values():
+            for entry in live.family():
+                if entry.rules is not None and self._affects(entry, name, old, new):
+                    keys.add(
+                        entry.view.key(entry.resource, entry.parent.namespace, entry.parent.name)
+                    )
+                    break
         return keys
 
     def _affects(self, entry: _Entry, name: str, old: Cached | None, new: Cached | None) -> bool:

@@ -8,7 +8,10 @@ Contract:
   last write (its barrier). The snapshot is taken only once the informer of that resource
   has seen it, or ``barrier_timeout`` has passed (then it is taken anyway and counted).
 - For controllers with a customize hook, the snapshot waits (same timeout) until the
-  parent's related objects are known; if they still are not, NACK NOT_READY.
+  parent's related objects are known, and under rolling updates those of each older
+  revision that owns children (``ControllerView.revision_parents``); if they still are not,
+  NACK NOT_READY. The snapshot's ``revision_related`` carries the older revisions' related
+  objects where they differ from the live parent's.
 - A snapshot carries the parent's ControllerRevisions (``manager.snapshots.revisions_of``)
   when its controller keeps them (rolling updates), none otherwise.
 - While a snapshot waits, pushes of its key are dropped (``Dispatch.parked``): the snapshot,
@@ -24,10 +27,10 @@ from collections.abc import Callable, Mapping
 from manager.controllers import Controllers
 from manager.dispatch import Dispatch
 from manager.informers import Informers, store_of
-from manager.related import Related
+from manager.related import Related, Versions
 from manager.routing import Router
 from manager.snapshots import parent_of, revisions_of, snapshot_of
-from manager.store import Store
+from manager.store import Cached, Store
 from manager.term_metrics import TermMetrics
 from manager.views import ControllerView, group_resource
 from manager.watermark import parse_resource_version
@@ -80,16 +83,16 @@ class SnapshotServer:
             return self._refuse(worker, msg, NackReason.UNKNOWN_KEY, detail)
         waits = self._barrier_waits(view, msg.barrier)
         parent = parent_of(view, key, self.store)
-        if (
-            parent is not None
-            and Related.applies(view)
-            and not self._related.ready(view, resource, parent)
-        ):
-            waits.append(
-                asyncio.ensure_future(
-                    self._related.wait_ready(view, resource, parent, self._barrier_timeout)
+        if parent is not None and Related.applies(view):
+            versions = _versions(view, parent, revisions_of(view, key, stores=self.store))
+            if not self._related.ready(view, resource, parent, versions):
+                waits.append(
+                    asyncio.ensure_future(
+                        self._related.wait_ready(
+                            view, resource, parent, self._barrier_timeout, versions
+                        )
+                    )
                 )
-            )
         if waits:
             task = asyncio.ensure_future(self._answer_later(worker, msg, view, waits))
             self._tasks.add(task)
@@ -139,16 +142,34 @@ class SnapshotServer:
 
     def _answer(self, worker: str, msg: Fetch, view: ControllerView) -> None:
         related = None
+        revision_related: dict[str, dict[str, tuple[bytes, ...]]] = {}
         resource = view.parent_resource(msg.key)
+        revisions = revisions_of(view, msg.key, stores=self.store)
         if Related.applies(view) and resource is not None:
             parent = parent_of(view, msg.key, self.store)
-            if parent is not None and not self._related.ready(view, resource, parent):
-                detail = "the customize hook has not answered for this parent yet"
-                return self._refuse(worker, msg, NackReason.NOT_READY, detail)
+            if parent is not None:
+                versions = _versions(view, parent, revisions)
+                if not self._related.ready(view, resource, parent, versions):
+                    detail = "the customize hook has not answered for this parent yet"
+                    return self._refuse(worker, msg, NackReason.NOT_READY, detail)
+                revision_related = self._related.revision_related_of(view, parent)
             related = self._related.related_of
         raw, children, objects = snapshot_of(view, msg.key, stores=self.store, related=related)
         self._metrics.fetch("snapshot")
-        revisions = revisions_of(view, msg.key, stores=self.store)
-        snapshot = Snapshot(self._epoch, msg.request_id, msg.key, raw, children, revisions, objects)
+        snapshot = Snapshot(
+            self._epoch,
+            msg.request_id,
+            msg.key,
+            raw,
+            children,
+            revisions,
+            objects,
+            revision_related,
+        )
         self._dispatch.send(worker, snapshot)
         return None
+
+
+def _versions(view: ControllerView, parent: Cached, revisions: tuple[bytes, ...]) -> Versions:
+    """The older revisions' parents the customize hook must answer for (rolling only)."""
+    return view.revision_parents(parent, revisions) if view.revisions is not None else ()

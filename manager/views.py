@@ -226,3 +226,11 @@ class ControllerView(Protocol):
     def children_of(self, parent: Cached, resource: Resource, store: Store) -> tuple[bytes, ...]:
         """The claimable children of ``parent`` among ``store``'s (of child ``resource``)."""
         ...
+
+    def revision_parents(
+        self, parent: Cached, revisions: tuple[bytes, ...]
+    ) -> tuple[tuple[str, bytes], ...]:
+        """``(revision name, parent JSON)`` of each older revision of ``parent`` (among its
+        ``revisions``' raw JSON) whose sync hook gets a parent other than the live one;
+        empty for a controller that keeps no revisions."""
+        ...

@@ -49,6 +49,7 @@ from manager.views import (
 from proto.api import names
 from proto.api.controllers import CompositeController, group_of, parse_composite_controller
 from proto.api.errors import InvalidControllerError
+from proto.api.revisions import Revision, older_parents
 from proto.api.selectors import Selector, SelectorError, from_label_selector, from_match_labels
 from proto.kube.resources import Discovery, Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey
@@ -174,6 +175,33 @@ class CompositeView(SpecView[CompositeController]):
             if r.owner is None and self._revision_type(r)
         ]
         return tuple(r.raw for r in owned) + tuple(r.raw for r in orphans)
+
+    def revision_parents(
+        self, parent: Cached, revisions: tuple[bytes, ...]
+    ) -> tuple[tuple[str, bytes], ...]:
+        """``proto.api.revisions.older_parents`` over ``revisions`` (the raw JSON of
+        ``revisions_of``). Cheap when no older revision owns children: the parent is decoded
+        only when some revision lists children; a malformed revision is skipped (the worker
+        reports it)."""
+        if self.revisions is None:
+            return ()
+        owning: list[Revision] = []
+        for raw in revisions:
+            if b'"children"' not in raw:
+                continue
+            try:
+                revision = Revision.decode(orjson.loads(raw))
+            except (orjson.JSONDecodeError, ValueError, AttributeError):
+                continue
+            if revision.child_count():
+                owning.append(revision)
+        if not owning:
+            return ()
+        live = orjson.loads(parent.raw)
+        paths = self.spec.parent.revision_field_paths
+        return tuple(
+            (name, orjson.dumps(version)) for name, version in older_parents(live, owning, paths)
+        )
 
     def children_selector(self, parent: Cached) -> Selector:
         """The selector that claims children for ``parent``, cached per parent version."""

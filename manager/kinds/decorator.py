@@ -150,6 +150,11 @@ class DecoratorView(SpecView[DecoratorController]):
         orphans = [c for c in store.orphans(namespace) if self._ours(c)]
         return tuple(c.raw for c in owned) + tuple(c.raw for c in orphans)
 
+    def revision_parents(
+        self, parent: Cached, revisions: tuple[bytes, ...]
+    ) -> tuple[tuple[str, bytes], ...]:
+        return ()  # DecoratorControllers keep no revisions
+
 
 class _Decorator:
     kind = ControllerKind.DECORATOR

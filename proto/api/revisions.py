@@ -7,6 +7,9 @@ Read by the workers (which write them, ``workers.kinds.composite``) and by ``met
 - ``make_patch`` / ``apply_patch``: Metacontroller's ``makePatch`` and ``applyPatch`` over
   ``revisionHistory.fieldPaths`` (dotted paths, default ``["spec"]``): the patch holds the
   parent's subtree at each path that exists; applying it overwrites those subtrees of a copy.
+- ``older_parents``: the parent each older revision that owns children is synced with (its
+  ``parentPatch`` applied over the live parent); the coordinator calls the customize hook
+  once for each (Metacontroller calls customize once per revision).
 - ``revision_hash``: the ``controller-revision-hash`` label value of a revision's children:
   its name's 40 hex digits, so an existing revision keeps its own hash whatever the patch.
 - History numbers (``metashard.io/revision``, metashard's own annotation, additive to the
@@ -27,6 +30,7 @@ __all__ = [
     "Revision",
     "apply_patch",
     "make_patch",
+    "older_parents",
     "revision_hash",
 ]
 
@@ -141,3 +145,18 @@ class Revision:
 
     def owns(self, group: str, kind: str, name: str) -> bool:
         return any(g == group and k == kind and name in n for g, k, n in self.children)
+
+
+def older_parents(
+    parent: Mapping[str, Any], revisions: Sequence[Revision], field_paths: Sequence[str]
+) -> list[tuple[str, dict[str, Any]]]:
+    """``(revision name, parent version)`` for each of ``revisions`` that owns children and
+    whose patch is not ``parent``'s own: the parent materialized from that revision, as the
+    sync hook of that revision gets it. The latest revision (the live parent's patch) and
+    childless ones are left out, so with a single revision the list is empty."""
+    own = make_patch(parent, field_paths)
+    return [
+        (revision.name, apply_patch(parent, revision.patch, field_paths))
+        for revision in revisions
+        if revision.child_count() and revision.patch != own
+    ]

@@ -182,6 +182,22 @@ def _groups(v: Any) -> dict[str, tuple[bytes, ...]]:
     raise _Invalid("a map of string to arrays of bin bytes")
 
 
+def _revision_groups(v: Any) -> dict[str, dict[str, tuple[bytes, ...]]]:
+    if type(v) is dict and (not v or set(map(type, v)) <= _STR):
+        try:
+            for groups in v.values():
+                _groups(groups)
+        except _Invalid:
+            pass
+        else:
+            return v
+    raise _Invalid("a map of string to maps of string to arrays of bin bytes")
+
+
+def _mappings(v: Mapping[str, Mapping[str, Any]]) -> Any:
+    return {k: _mapping(groups) for k, groups in v.items()}
+
+
 def _str_map(v: Any) -> dict[str, str]:
     if type(v) is dict and (not v or (set(map(type, v)) | set(map(type, v.values()))) <= _STR):
         return v
@@ -257,6 +273,7 @@ _FIELD_CODECS: dict[Any, tuple[_Encoder, _Decoder]] = {
     tuple[ParentKey, ...]: (None, _keys),
     Mapping[str, tuple[bytes, ...]]: (_mapping, _groups),
     Mapping[str, str]: (_mapping, _str_map),
+    Mapping[str, Mapping[str, tuple[bytes, ...]]]: (_mappings, _revision_groups),
     Priority: (None, _enum(Priority)),
     NackReason: (None, _enum(NackReason)),
     ControllerKind: (None, _enum(ControllerKind)),

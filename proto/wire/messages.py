@@ -194,6 +194,10 @@ class Snapshot:
     children: Mapping[str, tuple[bytes, ...]]  # group key -> observed children
     revisions: tuple[bytes, ...]  # the parent's ControllerRevisions
     related: Mapping[str, tuple[bytes, ...]]  # group key -> related objects (customize hook)
+    # Rolling updates with a customize hook: revision name -> group key -> the related objects
+    # the customize hook selects for that revision's parent; only the older revisions whose
+    # related objects differ from ``related`` (the live parent's, which the others share).
+    revision_related: Mapping[str, Mapping[str, tuple[bytes, ...]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ import contextlib
 import io
 import os
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -133,14 +134,20 @@ MakeController = Callable[..., Awaitable[str]]
 async def make_controller(
     kube: Client, hooks: HookServer, stack: Processes
 ) -> AsyncIterator[MakeController]:
-    """``await make_controller(answer, child)``: a CompositeController for Things labelled with
-    its name, one child resource ``child`` (apiVersion, resource, updateStrategy), a history
-    limit of 1; deleted at the end."""
+    """``await make_controller(answer, child)``: a CompositeController for Things (or
+    ``parent``) labelled with its name, one child resource ``child`` (apiVersion, resource,
+    updateStrategy), a history limit of 1, a customize hook when ``customize``; deleted at the
+    end."""
     made: list[str] = []
 
-    async def make(answer: Any, child: dict[str, Any], parent: str = "things") -> str:
+    async def make(
+        answer: Any, child: dict[str, Any], parent: str = "things", customize: bool = False
+    ) -> str:
         name = f"e2e-{secrets.token_hex(3)}"
         hooks.program(name, answer)
+        hook_urls = {"sync": {"webhook": {"url": hooks.url(name, "sync")}}}
+        if customize:
+            hook_urls["customize"] = {"webhook": {"url": hooks.url(name, "customize")}}
         await kube.create(
             CCS,
             {
@@ -158,7 +165,7 @@ async def make_controller(
                         "labelSelector": {"matchLabels": {SELECTED_BY: name}},
                     },
                     "childResources": [child],
-                    "hooks": {"sync": {"webhook": {"url": hooks.url(name, "sync")}}},
+                    "hooks": hook_urls,
                 },
             },
         )
@@ -521,3 +528,77 @@ async def test_a_cluster_scoped_parent_rolls_out_with_its_revisions_in_metashard
         return await owned() == []
 
     await eventually(collected, within=60, message="the Herd's revisions outlived it")
+
+
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
+
+
+def configured(hook: str, request: dict[str, Any]) -> dict[str, Any]:
+    """``statefulset``, whose customize hook selects the ConfigMap ``config-<spec.config>``."""
+    if hook == "customize":
+        config = request["parent"]["spec"]["config"]
+        rule = {"apiVersion": "v1", "resource": "configmaps", "names": [f"config-{config}"]}
+        return {"relatedResources": [rule]}
+    return statefulset(hook, request)
+
+
+async def test_each_revisions_sync_gets_the_related_objects_of_its_own_parent(
+    kube: Client, namespace: str, make_controller: MakeController, hooks: HookServer
+) -> None:
+    """Customize is called once per revision: while the Pods move from config ``a`` to ``b``,
+    the older revision's sync requests carry ``config-a`` and the latest's ``config-b``."""
+    name = await make_controller(
+        configured,
+        {
+            "apiVersion": "v1",
+            "resource": "pods",
+            "updateStrategy": {
+                "method": "RollingRecreate",
+                "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]},
+            },
+        },
+        customize=True,
+    )
+    for config in ("a", "b"):
+        await kube.create(
+            CONFIGMAPS,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"config-{config}", "namespace": namespace},
+                "data": {"config": config},
+            },
+        )
+    await kube.create(
+        THINGS,
+        {
+            "apiVersion": "e2e.metashard.io/v1",
+            "kind": "Thing",
+            "metadata": {"name": "set", "namespace": namespace, "labels": {SELECTED_BY: name}},
+            "spec": {"replicas": 3, "image": "nginx:1", "config": "a"},
+        },
+    )
+    await eventually(lambda: rolled(kube, namespace, "nginx:1"), within=60, message="no pods")
+    changed_at = time.monotonic()
+    change = kube.patch(
+        THINGS, "set", {"spec": {"image": "nginx:2", "config": "b"}}, namespace=namespace
+    )
+    await roll_to(kube, namespace, "nginx:2", change=change)
+
+    seen: dict[tuple[bool, str], set[frozenset[str]]] = {}
+    for at, _, request in hooks.calls(name, "sync"):
+        config = request["parent"]["spec"]["config"]
+        related = frozenset((request.get("related") or {}).get("ConfigMap.v1") or {})
+        seen.setdefault((at > changed_at, config), set()).add(related)
+    # After the change, the older revision (config a) is synced with its own related objects.
+    assert seen == {
+        (False, "a"): {frozenset({"config-a"})},
+        (True, "a"): {frozenset({"config-a"})},
+        (True, "b"): {frozenset({"config-b"})},
+    }
+    customized = {
+        request["parent"]["spec"]["config"]
+        for _, _, request in hooks.calls(name, "customize")
+        if request["parent"]["metadata"]["namespace"] == namespace
+    }
+    assert customized == {"a", "b"}

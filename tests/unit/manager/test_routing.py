@@ -326,3 +326,29 @@ def test_revisions_of_cluster_scoped_parents_live_in_the_cluster_revision_namesp
         for raw in revisions_of(view, key("p1", ns=""), stores=stores)
     ]
     assert names == ["r-owned", "r-orphan"]
+
+
+def test_revision_parents_are_the_older_revisions_with_children_materialized() -> None:
+    w = rolling_world()
+    parent = cached("p1", spec={**SELECTOR, "image": "v2"})
+
+    def revision(name: str, image: str, children: bool) -> bytes:
+        obj: dict[str, Any] = {
+            "metadata": {"name": name, "namespace": "ns"},
+            "parentPatch": {"spec": {**SELECTOR, "image": image}},
+        }
+        if children:
+            obj["children"] = [{"apiGroup": "", "kind": "ConfigMap", "names": ["c"]}]
+        return orjson.dumps(obj)
+
+    latest, old, history = (
+        revision("r2", "v2", True),
+        revision("r1", "v1", True),
+        revision("r0", "v0", False),
+    )
+    assert w.view.revision_parents(parent, (latest, history)) == ()
+    ((name, raw),) = w.view.revision_parents(parent, (latest, old, history, b"not json"))
+    assert name == "r1"
+    assert orjson.loads(raw)["spec"] == {**SELECTOR, "image": "v1"}
+    assert orjson.loads(raw)["metadata"]["name"] == "p1"
+    assert controller().revision_parents(parent, (old,)) == ()  # keeps no revisions

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from proto.api.revisions import Revision, apply_patch, make_patch, revision_hash
+from proto.api.revisions import Revision, apply_patch, make_patch, older_parents, revision_hash
 from tests.jsonvalues import strict
 
 
@@ -65,3 +65,29 @@ def test_the_hash_is_the_name_suffix_and_decode_reads_children_and_number() -> N
     )
     assert (revision.patch, revision.number, revision.child_count()) == ({}, 7, 2)
     assert revision.owns("apps", "X", "b") and not revision.owns("", "X", "b")
+
+
+PARENT = {"metadata": {"name": "p"}, "spec": {"template": {"image": "v3"}, "replicas": 3}}
+PODS = (("", "Pod", ("p-0",)),)
+
+
+@pytest.mark.parametrize(
+    ("revisions", "expected"),
+    [
+        ([], []),
+        # The latest (the live parent's own patch) and childless revisions are left out.
+        ([Revision("latest", {"spec": {"template": {"image": "v3"}}}, PODS)], []),
+        ([Revision("history", {"spec": {"template": {"image": "v1"}}})], []),
+        (
+            [
+                Revision("latest", {"spec": {"template": {"image": "v3"}}}, PODS),
+                Revision("old", {"spec": {"template": {"image": "v2"}}}, PODS),
+            ],
+            [("old", {**PARENT, "spec": {"template": {"image": "v2"}, "replicas": 3}})],
+        ),
+    ],
+)
+def test_older_parents_are_the_parents_of_older_revisions_that_own_children(
+    revisions: list[Revision], expected: list[tuple[str, dict[str, Any]]]
+) -> None:
+    assert older_parents(PARENT, revisions, ["spec.template"]) == expected

@@ -70,7 +70,15 @@ MESSAGES: dict[type, st.SearchStrategy[Any]] = {
     Keys: st.builds(Keys, uints, st.sampled_from(Priority), key_lists),
     Fetch: st.builds(Fetch, uints, uints, parent_keys, st.dictionaries(text, text, max_size=3)),
     Snapshot: st.builds(
-        Snapshot, uints, uints, parent_keys, st.none() | blobs, groups, blob_lists, groups
+        Snapshot,
+        uints,
+        uints,
+        parent_keys,
+        st.none() | blobs,
+        groups,
+        blob_lists,
+        groups,
+        st.dictionaries(text, groups, max_size=2),
     ),
     Nack: st.builds(Nack, uints, uints, st.sampled_from(NackReason), text),
     Heartbeat: st.builds(Heartbeat, uints, small, small),

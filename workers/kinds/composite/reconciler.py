@@ -197,9 +197,11 @@ class CompositeReconciler:
             has_finalize_hook=has_finalize, deleting=deleting, selected=selected
         )
 
-        async def answer(version: dict[str, Any], version_raw: bytes) -> rolling.Answer:
+        async def answer(
+            version: dict[str, Any], version_raw: bytes, related: rolling.Related
+        ) -> rolling.Answer:
             response = await self._call(
-                request, version, version_raw, observed, namespace, finalizing
+                request, version, version_raw, observed, namespace, finalizing, related
             )
             return response, self._check(response, namespace, uid, selector)
 
@@ -212,7 +214,7 @@ class CompositeReconciler:
             desired, hook_status = synced.desired, synced.status
             resync_after, finalized = synced.resync_after_seconds, synced.finalized
         else:
-            response, desired = await answer(parent, raw)
+            response, desired = await answer(parent, raw, request.snapshot.related)
             hook_status, finalized = response.status, response.finalized
             resync_after = response.resync_after_seconds
 
@@ -349,19 +351,20 @@ class CompositeReconciler:
         observed: dict[TypeKey, list[Observed]],
         namespace: str,
         finalizing: bool,
+        related: rolling.Related,
     ) -> SyncResponse:
         name = HookName.FINALIZE if finalizing else HookName.SYNC
-        children, related = syncrequest.maps(
+        children, related_map = syncrequest.maps(
             self._hooks.hook(name).version,
             parent_namespace=namespace,
             observed=observed,
-            related=request.snapshot.related,
+            related=related,
         )
         body = syncrequest.encode(
             controller=self._controller,
             parent=raw,
             children=children,
-            related=related,
+            related=related_map,
             finalizing=finalizing,
         )
         return await self._hooks.call(

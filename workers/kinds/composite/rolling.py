@@ -9,8 +9,11 @@
    (Metacontroller releases it and then fails "already exists" forever, #194).
 2. ``rollout.arrange`` finds the latest revision; the sync (or finalize) hook is called once
    per revision in ``Arrangement.hooked``, concurrently, each with the parent materialized
-   from that revision's ``parentPatch`` (``revisions.apply_patch``), and each answer's
-   children are checked like a plain sync's.
+   from that revision's ``parentPatch`` (``revisions.apply_patch``) and the related objects
+   the customize hook selected for that parent (the snapshot's ``revision_related``, where
+   they differ from the live parent's ``related``: the coordinator calls customize once per
+   revision, as Metacontroller does), and each answer's children are checked like a plain
+   sync's.
 3. Each answer's children of a rolling type get the ``controller-revision-hash`` label of
    the revision that answered; ``rollout.plan`` decides the move and the revisions.
 4. The revision objects are written **before any child**: deletions (uid precondition), then
@@ -35,9 +38,6 @@ of a cluster-scoped parent in ``cluster_revision_namespace`` (``--cluster-revisi
 the coordinator offers only the revisions there). They carry the controller ownerReference to
 the cluster-scoped parent, so the garbage collector deletes them with it. Metacontroller
 cannot roll out cluster-scoped parents at all.
-
-Not supported yet, and said so: the customize hook once per revision (older revisions get
-the live parent's related objects; a warning is logged when the controller is loaded).
 """
 
 from __future__ import annotations
@@ -91,9 +91,10 @@ REVISIONS = Resource(
 REVISIONS_TARGET = children.Target(REVISIONS, f"{names.CONTROLLER_REVISIONS}.{names.GROUP}")
 
 Answer = tuple[SyncResponse, tuple[DesiredChild, ...]]
-CallHook = Callable[[dict[str, Any], bytes], Awaitable[Answer]]
-"""Calls the sync (or finalize) hook with one parent version (object, raw JSON) and returns
-the decoded answer with its checked desired children."""
+Related = Mapping[str, tuple[bytes, ...]]
+CallHook = Callable[[dict[str, Any], bytes, Related], Awaitable[Answer]]
+"""Calls the sync (or finalize) hook with one parent version (object, raw JSON) and its
+related objects, and returns the decoded answer with its checked desired children."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,12 +158,6 @@ class Rollouts:
                 strategy.method, strategy.status_checks
             )
         self._warned_condition = False
-        if spec.hooks.customize is not None:
-            log.warning(
-                "older revisions are synced with the related objects of the live parent: the "
-                "customize hook is not called once per revision as Metacontroller does",
-                controller=spec.name,
-            )
 
     def _rolling(self, type_key: TypeKey) -> bool:
         strategy = self._strategies.get((group_of(type_key.api_version), type_key.kind))
@@ -189,7 +184,10 @@ class Rollouts:
 
         hooked = arrangement.hooked
         answers = await asyncio.gather(
-            *(self._answer(parent, raw, revision, arrangement.latest, call) for revision in hooked)
+            *(
+                self._answer(request, parent, raw, revision, arrangement.latest, call)
+                for revision in hooked
+            )
         )
         namespace = parent["metadata"].get("namespace") or ""
         desired: dict[str, list[rollout.Desired]] = {}
@@ -299,16 +297,19 @@ class Rollouts:
 
     async def _answer(
         self,
+        request: ReconcileRequest,
         parent: dict[str, Any],
         raw: bytes,
         revision: Revision,
         latest: Revision,
         call: CallHook,
     ) -> Answer:
+        snapshot = request.snapshot
         if revision is latest:
-            return await call(parent, raw)
+            return await call(parent, raw, snapshot.related)
         materialized = apply_patch(parent, revision.patch, self._paths)
-        return await call(materialized, orjson.dumps(materialized))
+        related = snapshot.revision_related.get(revision.name, snapshot.related)
+        return await call(materialized, orjson.dumps(materialized), related)
 
     async def _write(
         self,
