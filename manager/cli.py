@@ -167,6 +167,8 @@ def _worker_flags(settings: CoordinatorSettings, args: argparse.Namespace) -> li
         flags += ["--curve-keys", settings.curve_keys]
     if args.hook_max_response_bytes is not None:
         flags += ["--hook-max-response-bytes", str(args.hook_max_response_bytes)]
+    if args.revision_history_limit is not None:
+        flags += ["--revision-history-limit", str(args.revision_history_limit)]
     return flags
 
 

@@ -10,6 +10,9 @@ Contract:
   ``--log-format`` win over ``--zap-log-level``, ``--zap-encoder`` and ``--zap-devel``), the
   API rate limit, the endpoints, and ``notices``: one warning line per flag given that has no
   effect in this role (or at all yet), for the entry point to log once logging is set up.
+- ``--revision-history-limit N`` (>= 0, default 5; the workers act on it): childless
+  ControllerRevisions kept per parent; a controller's ``metashard.io/revision-history-limit``
+  annotation overrides it.
 - ``--cluster-revision-namespace`` (every role; the coordinator and the workers must agree):
   where the ControllerRevisions of cluster-scoped parents live. Default: the namespace
   metashard runs in (``default_namespace``: ``$POD_NAMESPACE``, else the service-account
@@ -35,6 +38,7 @@ from typing import Literal, NoReturn
 
 from proto.api.duration import parse_seconds
 from proto.api.errors import DurationError
+from proto.api.revisions import DEFAULT_HISTORY_LIMIT
 from proto.api.selectors import SelectorError
 from proto.api.selectors import parse as parse_selector
 from proto.logs import get_logger, parse_level
@@ -245,6 +249,14 @@ def add_common(p: argparse.ArgumentParser) -> None:
         "namespace metashard runs in: $POD_NAMESPACE, else the service account's, else "
         "default); give every process the same",
     )
+    p.add_argument(
+        "--revision-history-limit",
+        type=typed(_non_negative(int)),
+        metavar="N",
+        help="ControllerRevisions without children kept per parent, newest first (default "
+        f"{DEFAULT_HISTORY_LIMIT}); a controller's metashard.io/revision-history-limit "
+        "annotation overrides it",
+    )
     _add_leader_election(p)
     _add_logging(p)
     p.add_argument("--pprof-address", help="accepted for Metacontroller; no effect (no pprof)")
@@ -325,6 +337,7 @@ class Common:
     log_level: str
     concurrency: int
     cluster_revision_namespace: str
+    revision_history_limit: int
     notices: tuple[str, ...]
 
 
@@ -361,6 +374,10 @@ def _notices(args: argparse.Namespace, role: Role) -> list[str]:
         ]
     if role == "coordinator" and args.concurrency is not None:
         out.append(f"{_flag('concurrency')} has no effect on a coordinator (workers reconcile)")
+    if role == "coordinator" and args.revision_history_limit is not None:
+        out.append(
+            "--revision-history-limit has no effect on a coordinator (workers write revisions)"
+        )
     if args.pprof_address not in (None, "", "0"):
         out.append("--pprof-address has no effect: metashard serves no pprof (a Go profiler)")
     for flag in ("events_qps", "events_burst"):
@@ -399,8 +416,13 @@ def common(
         concurrency=args.concurrency or DEFAULT_CONCURRENCY,
         cluster_revision_namespace=args.cluster_revision_namespace
         or default_namespace(os.environ if environ is None else environ),
+        revision_history_limit=_or_default(args.revision_history_limit, DEFAULT_HISTORY_LIMIT),
         notices=tuple(_notices(args, role)),
     )
+
+
+def _or_default(value: int | None, default: int) -> int:
+    return default if value is None else value
 
 
 def log_notices(notices: tuple[str, ...]) -> None:

@@ -13,6 +13,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from proto.api.revisions import DEFAULT_HISTORY_LIMIT
 from proto.curve import ClientCurve, CurveKeyError, client_keys
 from proto.flags import Parser, add_common, common, positive_int, typed
 from proto.hooks.client import DEFAULT_MAX_RESPONSE_BYTES
@@ -37,6 +38,7 @@ class WorkerSettings:
     log_level: str = "info"
     curve: ClientCurve | None = None  # the worker link's CURVE keys (--curve-keys)
     cluster_revision_namespace: str = "default"  # ControllerRevisions of cluster-scoped parents
+    revision_history_limit: int = DEFAULT_HISTORY_LIMIT  # childless revisions kept per parent
     notices: tuple[str, ...] = ()
 
 
@@ -102,5 +104,6 @@ def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
         log_level=shared.log_level,
         curve=curve,
         cluster_revision_namespace=shared.cluster_revision_namespace,
+        revision_history_limit=shared.revision_history_limit,
         notices=shared.notices,
     )

@@ -104,6 +104,7 @@ class Worker:
                 hooks=hooks,
                 events=events,
                 cluster_revision_namespace=settings.cluster_revision_namespace,
+                revision_history_limit=settings.revision_history_limit,
             )
             runner = Runner(
                 factory=self._builder(context),

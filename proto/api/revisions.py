@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "DEFAULT_HISTORY_LIMIT",
     "REVISION_HASH_LABEL",
     "REVISION_NUMBER_ANNOTATION",
     "ChildNames",
@@ -38,6 +39,9 @@ REVISION_HASH_LABEL = "controller-revision-hash"
 """On every child of a rolling child type: the hash of the revision the child belongs to."""
 REVISION_NUMBER_ANNOTATION = "metashard.io/revision"
 """On ControllerRevisions: the history number (see the module docstring)."""
+DEFAULT_HISTORY_LIMIT = 5
+"""Childless revisions kept per parent unless ``--revision-history-limit`` or a controller's
+``metashard.io/revision-history-limit`` annotation says otherwise."""
 
 
 def revision_hash(name: str) -> str:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
+from proto.api.revisions import DEFAULT_HISTORY_LIMIT
 from proto.hooks.client import HookClient
 from proto.http1 import HttpClient
 from proto.kube.client import Client
@@ -20,7 +21,9 @@ class WorkerContext:
     calls, like the writes, are refused once the worker is out of contact with the
     coordinator) and the event recorder (component ``metacontroller``), all shared by every
     controller of the process. ``cluster_revision_namespace`` is where the ControllerRevisions
-    of cluster-scoped parents are written (``--cluster-revision-namespace``)."""
+    of cluster-scoped parents are written (``--cluster-revision-namespace``);
+    ``revision_history_limit`` how many childless ones a parent keeps unless its controller's
+    annotation says otherwise (``--revision-history-limit``)."""
 
     worker_id: str
     client: Client  # reads
@@ -30,3 +33,4 @@ class WorkerContext:
     hooks: HookClient
     events: EventRecorder
     cluster_revision_namespace: str = "default"
+    revision_history_limit: int = DEFAULT_HISTORY_LIMIT

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from manager.cli import _worker_flags, run_parser
+from manager.settings import from_namespace
+
 
 def test_version_and_help() -> None:
     out = subprocess.run(
@@ -153,3 +156,14 @@ def test_rollout_is_a_subcommand(tmp_path: Path) -> None:
     )
     assert out.returncode == 1, out.stderr
     assert out.stderr == f"error: kubeconfig {missing}: no such file\n"
+
+
+def test_run_gives_its_workers_the_revision_flags() -> None:
+    def flags(*argv: str) -> list[str]:
+        args = run_parser().parse_args(["--bind", "ipc:///tmp/x.sock", *argv])
+        return _worker_flags(from_namespace(args, role="run"), args)
+
+    given = flags("--revision-history-limit", "2", "--cluster-revision-namespace", "revs")
+    assert given[given.index("--revision-history-limit") + 1] == "2"
+    assert given[given.index("--cluster-revision-namespace") + 1] == "revs"
+    assert "--revision-history-limit" not in flags()

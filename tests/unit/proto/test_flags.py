@@ -72,6 +72,9 @@ def test_every_metacontroller_flag_parses_in_every_role(argv: list[str], role: R
         ["--cluster-revision-namespace=Not_A_Namespace"],
         ["--cluster-revision-namespace="],
         ["--cluster-revision-namespace=-ns"],
+        ["--revision-history-limit=-1"],
+        ["--revision-history-limit=five"],
+        ["--revision-history-limit=1.5"],
     ],
 )
 def test_bad_or_unknown_flags_fail_with_one_line(
@@ -179,3 +182,16 @@ def test_the_cluster_revision_namespace_is_the_flag_else_the_pods(role: Role) ->
     pod = common(parse([]), role=role, environ={"POD_NAMESPACE": "metashard"})
     assert pod.cluster_revision_namespace == "metashard"
     assert pod.notices == ()
+
+
+@pytest.mark.parametrize(("argv", "limit"), [([], 5), (["--revision-history-limit=0"], 0)])
+def test_the_revision_history_limit_defaults_to_five(argv: list[str], limit: int) -> None:
+    assert common(parse(argv), role="worker", environ={}).revision_history_limit == limit
+
+
+def test_the_revision_history_limit_has_no_effect_on_a_coordinator() -> None:
+    args = parse(["--revision-history-limit", "3"])
+    assert common(args, role="coordinator", environ={}).notices == (
+        "--revision-history-limit has no effect on a coordinator (workers write revisions)",
+    )
+    assert common(args, role="run", environ={}).notices == ()

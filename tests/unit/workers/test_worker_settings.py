@@ -60,3 +60,17 @@ def test_target_label_selector_is_accepted_and_said_to_be_the_coordinators() -> 
     )
     with pytest.raises(SystemExit):
         from_args(["--coordinator=tcp://c:7070", "--target-label-selector=shard in (a"], {})
+
+
+def test_the_revision_flags_reach_the_worker_settings() -> None:
+    base = ["--coordinator", "tcp://c:1"]
+    defaults = from_args(base, {"POD_NAMESPACE": "metashard"})
+    assert (defaults.revision_history_limit, defaults.cluster_revision_namespace) == (
+        5,
+        "metashard",
+    )
+    given = from_args(
+        [*base, "--revision-history-limit", "0", "--cluster-revision-namespace", "revs"],
+        {"POD_NAMESPACE": "metashard"},
+    )
+    assert (given.revision_history_limit, given.cluster_revision_namespace) == (0, "revs")

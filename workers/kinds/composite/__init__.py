@@ -18,4 +18,5 @@ def build(definition: ControllerDef, context: WorkerContext) -> Reconciler:
         hooks=context.hooks,
         events=context.events,
         cluster_revision_namespace=context.cluster_revision_namespace,
+        revision_history_limit=context.revision_history_limit,
     )

@@ -66,7 +66,7 @@ from proto.api.errors import HookResponseError
 from proto.api.hooks import ChildType, DesiredChild, SyncResponse, decode_sync_response
 from proto.api.hooks import desired_children as check_children
 from proto.api.objectmap import TypeKey
-from proto.api.revisions import REVISION_HASH_LABEL
+from proto.api.revisions import DEFAULT_HISTORY_LIMIT, REVISION_HASH_LABEL
 from proto.api.selectors import Selector, SelectorError, from_label_selector, from_match_labels
 from proto.kube import errors
 from proto.logs import get_logger
@@ -99,9 +99,12 @@ class CompositeReconciler:
         hooks: Hooks,
         events: Events,
         cluster_revision_namespace: str = "default",
+        revision_history_limit: int = DEFAULT_HISTORY_LIMIT,
     ) -> None:
         """``cluster_revision_namespace``: where the ControllerRevisions of cluster-scoped
-        parents live (``--cluster-revision-namespace``)."""
+        parents live (``--cluster-revision-namespace``); ``revision_history_limit``: the
+        childless revisions a parent keeps unless the controller's annotation says otherwise
+        (``--revision-history-limit``)."""
         spec = parse_composite_controller(orjson.loads(definition.object))
         if len(definition.resources) != 1 + len(spec.children):
             raise ValueError(
@@ -138,6 +141,7 @@ class CompositeReconciler:
                 parent=self._parent,
                 kinds=list(targets),
                 cluster_revision_namespace=cluster_revision_namespace,
+                default_history_limit=revision_history_limit,
             )
             if spec.rolling
             else None

@@ -31,7 +31,8 @@
    (rollout started or progressing, waiting, complete).
 
 The history limit (childless revisions kept for ``rollout history``/``undo``) is the
-controller's ``metashard.io/revision-history-limit`` annotation, default 5.
+controller's ``metashard.io/revision-history-limit`` annotation, else the worker's
+``--revision-history-limit`` (default 5).
 
 ControllerRevisions are namespaced: those of a namespaced parent live in its namespace, those
 of a cluster-scoped parent in ``cluster_revision_namespace`` (``--cluster-revision-namespace``;
@@ -54,6 +55,7 @@ from proto.api.controllers import CompositeController, group_of
 from proto.api.hooks import DesiredChild, SyncResponse
 from proto.api.objectmap import TypeKey
 from proto.api.revisions import (
+    DEFAULT_HISTORY_LIMIT,
     REVISION_HASH_LABEL,
     Revision,
     apply_patch,
@@ -83,7 +85,6 @@ from workers.reconciler import ReconcileRequest
 log = get_logger("metashard.rollout")
 
 HISTORY_LIMIT_ANNOTATION = "metashard.io/revision-history-limit"
-DEFAULT_HISTORY_LIMIT = 5
 MAX_COLLISIONS = 10
 REVISIONS = Resource(
     names.GROUP, names.VERSION, names.CONTROLLER_REVISIONS, names.CONTROLLER_REVISION, True
@@ -107,21 +108,22 @@ class Synced:
     finalized: bool
 
 
-def history_limit(controller: Mapping[str, Any]) -> int:
-    """The controller's history limit; a malformed annotation is logged and ignored."""
+def history_limit(controller: Mapping[str, Any], default: int = DEFAULT_HISTORY_LIMIT) -> int:
+    """The controller's history limit: its annotation, else ``default`` (the
+    ``--revision-history-limit`` flag); a malformed annotation is logged and ignored."""
     annotations = (controller.get("metadata") or {}).get("annotations") or {}
     text = annotations.get(HISTORY_LIMIT_ANNOTATION)
     if text is None:
-        return DEFAULT_HISTORY_LIMIT
+        return default
     if isinstance(text, str) and text.isdigit():
         return int(text)
     log.warning(
         "ignoring a malformed revision history limit",
         annotation=HISTORY_LIMIT_ANNOTATION,
         value=text,
-        default=DEFAULT_HISTORY_LIMIT,
+        default=default,
     )
-    return DEFAULT_HISTORY_LIMIT
+    return default
 
 
 def relative_name(parent_namespace: str, namespace: str, name: str) -> str:
@@ -141,16 +143,19 @@ class Rollouts:
         parent: Resource,
         kinds: Sequence[TypeKey],
         cluster_revision_namespace: str = "default",
+        default_history_limit: int = DEFAULT_HISTORY_LIMIT,
     ) -> None:
         """``kinds`` are the child types, in ``spec.children`` order;
-        ``cluster_revision_namespace`` is where the revisions of cluster-scoped parents live."""
+        ``cluster_revision_namespace`` is where the revisions of cluster-scoped parents live;
+        ``default_history_limit`` is the history limit unless the controller's annotation
+        says otherwise."""
         self._spec = spec
         self._cluster_namespace = cluster_revision_namespace
         self._writer = writer
         self._events = events
         self._parent = parent
         self._paths = spec.parent.revision_field_paths
-        self._history = history_limit(spec.raw)
+        self._history = history_limit(spec.raw, default_history_limit)
         self._strategies: dict[rollout.GroupKind, rollout.Strategy] = {}
         for child, type_key in zip(spec.children, kinds, strict=True):
             strategy = child.update_strategy

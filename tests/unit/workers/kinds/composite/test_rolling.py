@@ -46,6 +46,7 @@ def rolling_world(
     checks: bool = True,
     history: str | None = None,
     answer: Any = statefulset,
+    default_history: int = 5,
 ) -> World:
     world = World(method=method)
     strategy = world.cc["spec"]["childResources"][0]["updateStrategy"]
@@ -54,7 +55,11 @@ def rolling_world(
     if history is not None:
         world.cc["metadata"]["annotations"] = {"metashard.io/revision-history-limit": history}
     world.reconciler = CompositeReconciler(
-        definition(world.cc), writer=world.cluster, hooks=world.hooks, events=world.events
+        definition(world.cc),
+        writer=world.cluster,
+        hooks=world.hooks,
+        events=world.events,
+        revision_history_limit=default_history,
     )
     world.answer = answer
     return world
@@ -257,6 +262,29 @@ async def test_history_keeps_the_limit_of_childless_revisions() -> None:
         for r in revisions(world)
     )
     assert kept == [("3", "v3"), ("4", "v4")]
+
+
+@pytest.mark.parametrize(
+    ("annotation", "flag", "kept"),
+    [
+        (None, 5, ["v1", "v2", "v3", "v4"]),
+        (None, 2, ["v2", "v3", "v4"]),
+        (None, 0, ["v4"]),
+        ("1", 0, ["v3", "v4"]),  # the controller's annotation wins over the flag
+        ("0", 5, ["v4"]),
+        ("many", 2, ["v2", "v3", "v4"]),  # a malformed annotation: the flag's limit
+    ],
+)
+async def test_the_history_limit_is_the_annotation_else_the_flag(
+    annotation: str | None, flag: int, kept: list[str]
+) -> None:
+    world = rolling_world(checks=False, history=annotation, default_history=flag)
+    await start(world, replicas=1)
+    for image in ("v2", "v3", "v4"):
+        await change_image(world, image)
+        for _ in range(3):
+            await world.sync()
+    assert sorted(r["parentPatch"]["spec"]["image"] for r in revisions(world)) == kept
 
 
 def selector_world(image: Callable[[dict[str, Any]], str]) -> World:
