@@ -136,12 +136,16 @@ async def make_controller(
 ) -> AsyncIterator[MakeController]:
     """``await make_controller(answer, child)``: a CompositeController for Things (or
     ``parent``) labelled with its name, one child resource ``child`` (apiVersion, resource,
-    updateStrategy), a history limit of 1, a customize hook when ``customize``; deleted at the
-    end."""
+    updateStrategy), a history limit of 1, a customize hook when ``customize``, the parents'
+    ``spec.selector`` unless ``generate_selector``; deleted at the end."""
     made: list[str] = []
 
     async def make(
-        answer: Any, child: dict[str, Any], parent: str = "things", customize: bool = False
+        answer: Any,
+        child: dict[str, Any],
+        parent: str = "things",
+        customize: bool = False,
+        generate_selector: bool = True,
     ) -> str:
         name = f"e2e-{secrets.token_hex(3)}"
         hooks.program(name, answer)
@@ -158,7 +162,7 @@ async def make_controller(
                     "annotations": {"metashard.io/revision-history-limit": "1"},
                 },
                 "spec": {
-                    "generateSelector": True,
+                    "generateSelector": generate_selector,
                     "parentResource": {
                         "apiVersion": "e2e.metashard.io/v1",
                         "resource": parent,
@@ -440,6 +444,44 @@ async def test_rolling_in_place_waits_for_each_member_to_observe_its_generation(
 
     await eventually(done, within=30, message="the rollout does not complete")
 
+    # A Normal event on the parent for each step: started, waiting, progressing, complete.
+    latest = next(
+        r["metadata"]["name"]
+        for r in (await kube.list(REVISIONS, namespace=namespace)).items
+        if r["parentPatch"]["spec"]["image"] == "v2"
+    )
+    expected = {
+        ("RolloutProgressing", "updating Member m-1"),
+        (
+            "RolloutWaiting",
+            "child Member m-1 with RollingInPlace update strategy hasn't observed latest spec",
+        ),
+        ("RolloutProgressing", "updating Member m-0"),
+        ("OnLatestRevision", f"latest ControllerRevision: {latest}"),
+    }
+
+    async def announced() -> bool:
+        return expected <= await rollout_events(kube, namespace)
+
+    await eventually(announced, within=30, message="no events for the rollout's steps")
+
+
+EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
+
+
+async def rollout_events(kube: Client, namespace: str) -> set[tuple[str, str]]:
+    """(reason, message) of the Normal events on the Thing ``set``."""
+    found = set()
+    for event in (await kube.list(EVENTS, namespace=namespace)).items:
+        involved = event["involvedObject"]
+        if (involved.get("kind"), involved.get("name"), event["type"]) == (
+            "Thing",
+            "set",
+            "Normal",
+        ):
+            found.add((event["reason"], event["message"]))
+    return found
+
 
 def herd(hook: str, request: dict[str, Any]) -> dict[str, Any]:
     """``statefulset`` for a cluster-scoped parent: the Pods go to ``spec.namespace``."""
@@ -602,3 +644,74 @@ async def test_each_revisions_sync_gets_the_related_objects_of_its_own_parent(
         if request["parent"]["metadata"]["namespace"] == namespace
     }
     assert customized == {"a", "b"}
+
+
+def selected(hook: str, request: dict[str, Any]) -> dict[str, Any]:
+    """``statefulset`` for a parent with ``spec.selector``: Pods labelled as its template."""
+    answer = statefulset(hook, request)
+    labels = request["parent"]["spec"]["template"]["metadata"]["labels"]
+    for pod in answer["children"]:
+        pod["metadata"]["labels"] = dict(labels)
+    return answer
+
+
+async def test_revisions_orphaned_with_their_parent_are_adopted_by_a_new_one(
+    kube: Client, namespace: str, make_controller: MakeController
+) -> None:
+    """``kubectl delete --cascade=orphan``: the revisions stay (without an owner), and a new
+    parent with the same selector adopts them instead of starting a new history."""
+    name = await make_controller(
+        selected,
+        {
+            "apiVersion": "v1",
+            "resource": "pods",
+            "updateStrategy": {
+                "method": "RollingRecreate",
+                "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]},
+            },
+        },
+        generate_selector=False,
+    )
+    labels = {"app": f"web-{secrets.token_hex(3)}"}
+    thing = {
+        "apiVersion": "e2e.metashard.io/v1",
+        "kind": "Thing",
+        "metadata": {"name": "set", "namespace": namespace, "labels": {SELECTED_BY: name}},
+        "spec": {
+            "replicas": 2,
+            "image": "nginx:1",
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}},
+        },
+    }
+    first = await kube.create(THINGS, thing)
+    await eventually(lambda: rolled(kube, namespace, "nginx:1", 2), within=60, message="no pods")
+    (revision,) = (await kube.list(REVISIONS, namespace=namespace)).items
+    assert revision["metadata"]["ownerReferences"][0]["uid"] == first["metadata"]["uid"]
+
+    await kube.delete(THINGS, "set", namespace=namespace, propagation_policy="Orphan")
+
+    async def orphaned() -> bool:
+        listed = (await kube.list(REVISIONS, namespace=namespace)).items
+        with contextlib.suppress(errors.NotFound):
+            await kube.get(THINGS, "set", namespace=namespace)
+            return False
+        return [r["metadata"]["name"] for r in listed] == [revision["metadata"]["name"]] and all(
+            not r["metadata"].get("ownerReferences") for r in listed
+        )
+
+    await eventually(orphaned, within=60, message="the revision was not orphaned")
+    second = await kube.create(THINGS, thing)
+    uid = second["metadata"]["uid"]
+
+    async def adopted() -> bool:
+        listed = (await kube.list(REVISIONS, namespace=namespace)).items
+        return [
+            (r["metadata"]["name"], [o["uid"] for o in r["metadata"].get("ownerReferences") or ()])
+            for r in listed
+        ] == [(revision["metadata"]["name"], [uid])]
+
+    await eventually(adopted, within=60, message="the new parent did not adopt the revision")
+    assert await rolled(kube, namespace, "nginx:1", 2)
+    found = await pods(kube, namespace)
+    assert all(p["metadata"]["ownerReferences"][0]["uid"] == uid for p in found.values())
