@@ -358,6 +358,8 @@ class Related:
                     asyncio.gather(*(i.wait_synced() for i in unsynced)), _SYNC_TIMEOUT
                 )
             except TimeoutError:
+                if self._lookup(entry.call_key) is not entry:
+                    return  # released meanwhile: nothing to report
                 raise TimeoutError(
                     f"the related resources were not listed within {_SYNC_TIMEOUT:g}s"
                 ) from None

@@ -182,19 +182,23 @@ async def make_controller(
             await kube.delete(CCS, name)
 
 
+READY_PODS = {
+    "apiVersion": "v1",
+    "resource": "pods",
+    "updateStrategy": {
+        "method": "RollingRecreate",
+        "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]},
+    },
+}
+"""The child type of the StatefulSet-like controllers: Pods, RollingRecreate behind Ready."""
+
+
 @pytest_asyncio.fixture
 async def controller(make_controller: MakeController) -> str:
     """The StatefulSet-like controller: Pods, RollingRecreate behind ``Ready=True``."""
     return await make_controller(
         statefulset,
-        {
-            "apiVersion": "v1",
-            "resource": "pods",
-            "updateStrategy": {
-                "method": "RollingRecreate",
-                "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]},
-            },
-        },
+        READY_PODS,
     )
 
 
@@ -499,14 +503,7 @@ async def test_a_cluster_scoped_parent_rolls_out_with_its_revisions_in_metashard
     ``metashard rollout``, and deleted with the Herd by the garbage collector."""
     name = await make_controller(
         herd,
-        {
-            "apiVersion": "v1",
-            "resource": "pods",
-            "updateStrategy": {
-                "method": "RollingRecreate",
-                "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]},
-            },
-        },
+        READY_PODS,
         parent="herds",
     )
     herd_name = f"herd-{namespace}"
@@ -591,14 +588,7 @@ async def test_each_revisions_sync_gets_the_related_objects_of_its_own_parent(
     the older revision's sync requests carry ``config-a`` and the latest's ``config-b``."""
     name = await make_controller(
         configured,
-        {
-            "apiVersion": "v1",
-            "resource": "pods",
-            "updateStrategy": {
-                "method": "RollingRecreate",
-                "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]},
-            },
-        },
+        READY_PODS,
         customize=True,
     )
     for config in ("a", "b"):
@@ -662,14 +652,7 @@ async def test_revisions_orphaned_with_their_parent_are_adopted_by_a_new_one(
     parent with the same selector adopts them instead of starting a new history."""
     name = await make_controller(
         selected,
-        {
-            "apiVersion": "v1",
-            "resource": "pods",
-            "updateStrategy": {
-                "method": "RollingRecreate",
-                "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]},
-            },
-        },
+        READY_PODS,
         generate_selector=False,
     )
     labels = {"app": f"web-{secrets.token_hex(3)}"}
