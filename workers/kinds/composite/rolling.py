@@ -36,7 +36,8 @@ controller's ``metashard.io/revision-history-limit`` annotation, else the worker
 
 ControllerRevisions are namespaced: those of a namespaced parent live in its namespace, those
 of a cluster-scoped parent in ``cluster_revision_namespace`` (``--cluster-revision-namespace``;
-the coordinator offers only the revisions there). They carry the controller ownerReference to
+the coordinator offers only the revisions there, and a worker whose flag disagrees with the
+revisions it is offered fails the sync saying so). They carry the controller ownerReference to
 the cluster-scoped parent, so the garbage collector deletes them with it. Metacontroller
 cannot roll out cluster-scoped parents at all.
 """
@@ -277,6 +278,14 @@ class Rollouts:
         self, request: ReconcileRequest, claimant: Claimant, owner: ControllerRef, what: str
     ) -> list[Revision]:
         candidates = [Observed.decode(raw) for raw in request.snapshot.revisions]
+        if not self._parent.namespaced:
+            elsewhere = sorted({c.namespace for c in candidates} - {self._cluster_namespace})
+            if elsewhere:
+                raise SyncFailure(
+                    f"can't roll out {what}: the coordinator keeps its ControllerRevisions in "
+                    f"{', '.join(elsewhere)} but this worker's --cluster-revision-namespace is "
+                    f"{self._cluster_namespace}; give every process the same"
+                )
         decision = claim(candidates, claimant)
         found = [*decision.owned, *decision.release]
         problems: list[str] = []

@@ -17,6 +17,7 @@ from proto.api.revisions import REVISION_HASH_LABEL, make_patch, revision_hash
 from proto.kube import errors
 from proto.wire import ParentKey
 from tests.unit.workers.composite_world import CONFIGMAPS, NS, THINGS, World, definition
+from workers.common.sync_errors import SyncFailure
 from workers.kinds.composite.reconciler import CompositeReconciler
 from workers.kinds.composite.revisions import revision_name
 from workers.kinds.composite.rolling import REVISIONS
@@ -353,6 +354,22 @@ async def test_a_failed_revision_write_touches_no_child() -> None:
     assert child_writes(world) == []
 
 
+CLUSTER_THINGS = dataclasses.replace(THINGS, namespaced=False)
+
+
+def cluster_reconciler(world: World, namespace: str) -> CompositeReconciler:
+    """``world``'s controller over a cluster-scoped Thing, revisions in ``namespace``."""
+    info = definition(world.cc)
+    parent_info = dataclasses.replace(info.resources[0], namespaced=False)
+    return CompositeReconciler(
+        dataclasses.replace(info, resources=(parent_info, *info.resources[1:])),
+        writer=world.cluster,
+        hooks=world.hooks,
+        events=world.events,
+        cluster_revision_namespace=namespace,
+    )
+
+
 async def test_a_cluster_scoped_parent_keeps_its_revisions_in_the_cluster_revision_namespace() -> (
     None
 ):
@@ -363,18 +380,9 @@ async def test_a_cluster_scoped_parent_keeps_its_revisions_in_the_cluster_revisi
         return answer
 
     world = rolling_world(checks=False, answer=namespaced)
-    cluster_things = dataclasses.replace(THINGS, namespaced=False)
-    info = definition(world.cc)
-    parent_info = dataclasses.replace(info.resources[0], namespaced=False)
-    reconciler = CompositeReconciler(
-        dataclasses.replace(info, resources=(parent_info, *info.resources[1:])),
-        writer=world.cluster,
-        hooks=world.hooks,
-        events=world.events,
-        cluster_revision_namespace="revs",
-    )
+    reconciler = cluster_reconciler(world, "revs")
     await world.cluster.create(
-        cluster_things,
+        CLUSTER_THINGS,
         {
             "apiVersion": "e2e.metashard.io/v1",
             "kind": "Thing",
@@ -382,12 +390,12 @@ async def test_a_cluster_scoped_parent_keeps_its_revisions_in_the_cluster_revisi
             "spec": {"replicas": 2, "image": "v1"},
         },
     )
-    parent = world.cluster.get(cluster_things, "", "c")
+    parent = world.cluster.get(CLUSTER_THINGS, "", "c")
     assert parent is not None
     key = ParentKey("CompositeController", "cc", "things.e2e.metashard.io", "", "c")
 
     async def sync() -> None:
-        snapshot = world.cluster.snapshot(key, cluster_things, [CONFIGMAPS])
+        snapshot = world.cluster.snapshot(key, CLUSTER_THINGS, [CONFIGMAPS])
         await reconciler.reconcile(ReconcileRequest(key, snapshot))
 
     await sync()
@@ -407,7 +415,7 @@ async def test_a_cluster_scoped_parent_keeps_its_revisions_in_the_cluster_revisi
         {"apiGroup": "", "kind": "ConfigMap", "names": ["ns/p-1", "ns/p-0"]}
     ]
 
-    await world.cluster.patch(cluster_things, "c", {"spec": {"image": "v2"}})
+    await world.cluster.patch(CLUSTER_THINGS, "c", {"spec": {"image": "v2"}})
     for _ in range(4):  # one child per sync: deleted, then created at v2
         await sync()
     assert {o["metadata"]["name"]: o["data"]["image"] for o in world.cluster.of(CONFIGMAPS)} == {
@@ -421,6 +429,27 @@ async def test_a_cluster_scoped_parent_keeps_its_revisions_in_the_cluster_revisi
     assert latest["children"] == [
         {"apiGroup": "", "kind": "ConfigMap", "names": ["ns/p-1", "ns/p-0"]}
     ]
+
+
+async def test_a_worker_that_disagrees_on_the_revision_namespace_fails_loudly() -> None:
+    world = rolling_world(checks=False)
+
+    def reconciler(namespace: str) -> CompositeReconciler:
+        return cluster_reconciler(world, namespace)
+
+    world.answer = lambda request: {"children": []}
+    await world.cluster.create(
+        CLUSTER_THINGS,
+        {"apiVersion": "e2e.metashard.io/v1", "kind": "Thing", "metadata": {"name": "c"}},
+    )
+    key = ParentKey("CompositeController", "cc", "things.e2e.metashard.io", "", "c")
+    snapshot = world.cluster.snapshot(key, CLUSTER_THINGS, [CONFIGMAPS])
+    await reconciler("revs").reconcile(ReconcileRequest(key, snapshot))
+    assert [r["metadata"]["namespace"] for r in world.cluster.of(REVISIONS)] == ["revs"]
+    snapshot = world.cluster.snapshot(key, CLUSTER_THINGS, [CONFIGMAPS])
+    with pytest.raises(SyncFailure, match="--cluster-revision-namespace is other"):
+        await reconciler("other").reconcile(ReconcileRequest(key, snapshot))
+    assert len(world.cluster.of(REVISIONS)) == 1
 
 
 async def test_revisions_orphaned_with_their_parent_are_adopted_by_the_next_one() -> None:
