@@ -55,7 +55,7 @@ from typing import ClassVar, Final
 
 from proto.wire.keys import ParentKey
 
-PROTOCOL_VERSION: Final = 1
+PROTOCOL_VERSION: Final = 2  # 2: SNAPSHOT carries revision_related
 
 
 class Priority(IntEnum):

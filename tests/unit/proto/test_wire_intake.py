@@ -9,6 +9,7 @@ from proto.wire import (
     DROPPED_FRAMES_HELP,
     DROPPED_FRAMES_METRIC,
     FRAME_ERROR_REASONS,
+    PROTOCOL_VERSION,
     Bye,
     Heartbeat,
     Intake,
@@ -17,7 +18,7 @@ from proto.wire import (
 
 GOOD = encode(Heartbeat(epoch=1))
 WRONG_VERSION = msgpack.packb({"v": 99, "t": "BYE", "reason": "x"})
-UNKNOWN_TYPE = msgpack.packb({"v": 1, "t": "GOSSIP"})
+UNKNOWN_TYPE = msgpack.packb({"v": PROTOCOL_VERSION, "t": "GOSSIP"})
 
 
 class Log:
