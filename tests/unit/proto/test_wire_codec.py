@@ -89,12 +89,12 @@ def test_nested_records_come_back_as_records() -> None:
 def test_frames_are_pinned() -> None:
     # The wire format is shared by processes of different versions: it must not drift.
     assert encode(Fetch(epoch=7, request_id=42, key=KEY, barrier={"pods": "12"})) == (
-        b"\x86\xa1v\x01\xa1t\xa5FETCH\xa5epoch\x07\xaarequest_id*\xa3key\x95"
+        b"\x86\xa1v\x02\xa1t\xa5FETCH\xa5epoch\x07\xaarequest_id*\xa3key\x95"
         b"\xb3CompositeController\xa2cc\xb6catsets.ctl.enisoc.com\xa7default\xa3web"
         b"\xa7barrier\x81\xa4pods\xa212"
     )
     assert encode(Heartbeat(epoch=3, in_flight=2, queue_depth=10)) == (
-        b"\x85\xa1v\x01\xa1t\xa9HEARTBEAT\xa5epoch\x03\xa9in_flight\x02\xabqueue_depth\n"
+        b"\x85\xa1v\x02\xa1t\xa9HEARTBEAT\xa5epoch\x03\xa9in_flight\x02\xabqueue_depth\n"
     )
 
 
