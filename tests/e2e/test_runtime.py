@@ -33,7 +33,7 @@ from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.resources import Resource
-from proto.wire import Hello, encode
+from proto.wire import PROTOCOL_VERSION, Hello, encode
 from tests.e2e.harness import Proc, Processes, Recording, eventually
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
@@ -252,7 +252,7 @@ async def test_garbage_on_the_socket_is_counted_and_ignored(world: World, procs:
         for _ in range(50):
             await evil.send(bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 300))))
         await evil.send(msgpack.packb({"v": 99, "t": "HELLO"}))
-        await evil.send(msgpack.packb({"v": 1, "t": "NOSUCH"}))
+        await evil.send(msgpack.packb({"v": PROTOCOL_VERSION, "t": "NOSUCH"}))
         await evil.send_multipart([b"a", b"b", b"c"])
 
         async def counted() -> bool:

@@ -18,6 +18,7 @@ from manager.link_auth import REFUSED_METRIC, refused_peers_counter
 from proto.curve import client_keys, generate, server_keys
 from proto.wire import (
     DROPPED_FRAMES_METRIC,
+    PROTOCOL_VERSION,
     Bye,
     Fetch,
     Heartbeat,
@@ -100,7 +101,7 @@ async def test_bad_frames_are_counted_logged_once_and_skipped(ctx: zmq.asyncio.C
             [b"\xc1"],
             [msgpack.packb({"v": 2, "t": "HELLO"})],
             [msgpack.packb({"v": 2, "t": "HELLO"})],
-            [msgpack.packb({"v": 1, "t": "GOSSIP"})],
+            [msgpack.packb({"v": PROTOCOL_VERSION, "t": "GOSSIP"})],
             [encode(Heartbeat(1)), encode(Heartbeat(2))],  # two frames
             [b"", encode(Heartbeat(1))],  # REQ-style empty delimiter
             [encode(Bye("x" * 2000))],  # over the 1 KiB limit

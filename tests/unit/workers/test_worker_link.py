@@ -14,6 +14,7 @@ from structlog.testing import capture_logs
 
 from proto.wire import (
     DROPPED_FRAMES_METRIC,
+    PROTOCOL_VERSION,
     Bye,
     Fetch,
     Heartbeat,
@@ -112,7 +113,7 @@ async def test_bad_frames_are_counted_logged_once_and_skipped(ctx: zmq.asyncio.C
             [encode(Heartbeat(1)), encode(Heartbeat(2))],
             [msgpack.packb({"v": 0, "t": "WELCOME"})],
             [msgpack.packb({"v": 0, "t": "WELCOME"})],
-            [msgpack.packb({"v": 1, "t": "TELEPORT"})],
+            [msgpack.packb({"v": PROTOCOL_VERSION, "t": "TELEPORT"})],
         ):
             await router.send_multipart([route, *parts])
         await router.send_multipart([route, encode(Bye("leader lost"))])
