@@ -99,8 +99,8 @@ async def test_bad_frames_are_counted_logged_once_and_skipped(ctx: zmq.asyncio.C
         garbage = [
             [os.urandom(64)],
             [b"\xc1"],
-            [msgpack.packb({"v": 2, "t": "HELLO"})],
-            [msgpack.packb({"v": 2, "t": "HELLO"})],
+            [msgpack.packb({"v": PROTOCOL_VERSION + 1, "t": "HELLO"})],
+            [msgpack.packb({"v": PROTOCOL_VERSION + 1, "t": "HELLO"})],
             [msgpack.packb({"v": PROTOCOL_VERSION, "t": "GOSSIP"})],
             [encode(Heartbeat(1)), encode(Heartbeat(2))],  # two frames
             [b"", encode(Heartbeat(1))],  # REQ-style empty delimiter
