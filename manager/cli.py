@@ -166,6 +166,9 @@ def _worker_flags(settings: CoordinatorSettings, args: argparse.Namespace) -> li
         flags += ["--curve-keys", settings.curve_keys]
     if args.hook_max_response_bytes is not None:
         flags += ["--hook-max-response-bytes", str(args.hook_max_response_bytes)]
+    flags += ["--apply-strategy", args.apply_strategy]
+    if args.apply_strategy_ssa_field_manager is not None:
+        flags += ["--apply-strategy-ssa-field-manager", args.apply_strategy_ssa_field_manager]
     return flags
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from proto.curve import ClientCurve, CurveKeyError, client_keys
-from proto.flags import Parser, add_common, common, positive_int, typed
+from proto.flags import ApplyStrategy, Parser, add_common, common, positive_int, typed
 from proto.hooks.client import DEFAULT_MAX_RESPONSE_BYTES
 
 # What ZeroMQ can connect to: tcp://HOST:PORT or ipc://PATH.
@@ -36,6 +36,7 @@ class WorkerSettings:
     log_format: str = "auto"
     log_level: str = "info"
     curve: ClientCurve | None = None  # the worker link's CURVE keys (--curve-keys)
+    apply: ApplyStrategy = ApplyStrategy()  # --apply-strategy, --apply-strategy-ssa-field-manager
     notices: tuple[str, ...] = ()
 
 
@@ -100,5 +101,6 @@ def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
         log_format=shared.log_format,
         log_level=shared.log_level,
         curve=curve,
+        apply=shared.apply,
         notices=shared.notices,
     )

@@ -4,7 +4,7 @@ import argparse
 
 import pytest
 
-from proto.flags import Parser, Role, add_common, common, zap_level
+from proto.flags import ApplyStrategy, Parser, Role, add_common, common, zap_level
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -33,6 +33,7 @@ METACONTROLLER_FLAGS = [
     ["--leader-election-id=metacontroller"],
     ["--apply-strategy=dynamic-apply"],
     ["--apply-strategy-ssa-field-manager=metacontroller"],
+    ["--apply-strategy=server-side-apply"],
     ["--kubeconfig=/etc/kube/config"],
     ["--zap-log-level=4"],
     ["--zap-log-level=debug"],
@@ -56,8 +57,11 @@ def test_every_metacontroller_flag_parses_in_every_role(argv: list[str], role: R
     [
         ["--no-such-flag"],
         ["--target-label-selector=shard in (a"],
-        ["--apply-strategy=server-side-apply"],
         ["--apply-strategy=patch"],
+        ["--apply-strategy=Server-Side-Apply"],
+        ["--apply-strategy-ssa-field-manager="],
+        ["--apply-strategy-ssa-field-manager=" + "m" * 129],
+        ["--apply-strategy-ssa-field-manager=tab\there"],
         ["--leader-election-resource-lock=configmaps"],
         ["--zap-log-level=0"],
         ["--zap-log-level=trace"],
@@ -128,7 +132,12 @@ def test_defaults_follow_metacontroller_where_it_has_them() -> None:
         (
             ["--apply-strategy-ssa-field-manager=x"],
             "worker",
-            "--apply-strategy-ssa-field-manager has",
+            "--apply-strategy-ssa-field-manager has no effect: --apply-strategy is dynamic",
+        ),
+        (
+            ["--apply-strategy=server-side-apply"],
+            "coordinator",
+            "--apply-strategy has no effect on a coordinator",
         ),
     ],
 )
@@ -143,7 +152,26 @@ def test_a_flag_without_effect_is_reported(argv: list[str], role: Role, says: st
         (["--discovery-interval=20s", "--leader-election"], "coordinator"),
         (["--workers=5"], "worker"),
         (["--pprof-address=0", "--zap-time-encoding=iso8601"], "run"),
+        (["--apply-strategy=server-side-apply", "--apply-strategy-ssa-field-manager=m"], "run"),
+        (["--apply-strategy=server-side-apply"], "worker"),
     ],
 )
 def test_a_flag_with_effect_is_not_reported(argv: list[str], role: Role) -> None:
     assert common(parse(argv), role=role).notices == ()
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], ApplyStrategy("dynamic-apply", "metacontroller")),
+        (["--apply-strategy=server-side-apply"], ApplyStrategy("server-side-apply")),
+        (
+            ["--apply-strategy", "server-side-apply", "--apply-strategy-ssa-field-manager=me"],
+            ApplyStrategy("server-side-apply", "me"),
+        ),
+    ],
+)
+def test_the_apply_strategy_is_resolved(argv: list[str], expected: ApplyStrategy) -> None:
+    resolved = common(parse(argv), role="worker").apply
+    assert resolved == expected
+    assert resolved.server_side is (expected.strategy == "server-side-apply")

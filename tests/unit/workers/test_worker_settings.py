@@ -60,3 +60,14 @@ def test_target_label_selector_is_accepted_and_said_to_be_the_coordinators() -> 
     )
     with pytest.raises(SystemExit):
         from_args(["--coordinator=tcp://c:7070", "--target-label-selector=shard in (a"], {})
+
+
+def test_the_apply_strategy_reaches_the_worker_settings() -> None:
+    base = ["--coordinator=tcp://c:7070"]
+    assert not from_args(base, {}).apply.server_side
+    s = from_args(
+        [*base, "--apply-strategy=server-side-apply", "--apply-strategy-ssa-field-manager=mine"],
+        {},
+    )
+    assert (s.apply.strategy, s.apply.field_manager) == ("server-side-apply", "mine")
+    assert s.notices == ()
