@@ -302,6 +302,9 @@ class ApplyStrategy:
         return self.strategy == SERVER_SIDE_APPLY
 
 
+DEFAULT_APPLY = ApplyStrategy()
+
+
 @dataclass(frozen=True, slots=True)
 class Common:
     """What the shared flags resolve to, for one role."""
@@ -315,7 +318,7 @@ class Common:
     log_level: str
     concurrency: int
     notices: tuple[str, ...]
-    apply: ApplyStrategy = ApplyStrategy()
+    apply: ApplyStrategy = DEFAULT_APPLY
 
 
 _COORDINATOR_ONLY = (

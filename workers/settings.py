@@ -14,7 +14,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from proto.curve import ClientCurve, CurveKeyError, client_keys
-from proto.flags import ApplyStrategy, Parser, add_common, common, positive_int, typed
+from proto.flags import (
+    DEFAULT_APPLY,
+    ApplyStrategy,
+    Parser,
+    add_common,
+    common,
+    positive_int,
+    typed,
+)
 from proto.hooks.client import DEFAULT_MAX_RESPONSE_BYTES
 
 # What ZeroMQ can connect to: tcp://HOST:PORT or ipc://PATH.
@@ -36,7 +44,7 @@ class WorkerSettings:
     log_format: str = "auto"
     log_level: str = "info"
     curve: ClientCurve | None = None  # the worker link's CURVE keys (--curve-keys)
-    apply: ApplyStrategy = ApplyStrategy()  # --apply-strategy, --apply-strategy-ssa-field-manager
+    apply: ApplyStrategy = DEFAULT_APPLY  # --apply-strategy, --apply-strategy-ssa-field-manager
     notices: tuple[str, ...] = ()
 
 
