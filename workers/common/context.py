@@ -10,6 +10,7 @@ from proto.hooks.client import HookClient
 from proto.http1 import HttpClient
 from proto.kube.client import Client
 from proto.kube.events import EventRecorder
+from workers.common.ssa import ServerSideApply
 from workers.common.writer import Writer
 
 
@@ -19,7 +20,8 @@ class WorkerContext:
     ``writer``), HTTP client, metrics, the webhook client (hook metrics on ``registry``; its
     calls, like the writes, are refused once the worker is out of contact with the
     coordinator) and the event recorder (component ``metacontroller``), all shared by every
-    controller of the process."""
+    controller of the process. ``ssa`` is set under ``--apply-strategy server-side-apply``:
+    children are then applied through it instead of dynamic apply."""
 
     worker_id: str
     client: Client  # reads
@@ -28,3 +30,4 @@ class WorkerContext:
     registry: CollectorRegistry
     hooks: HookClient
     events: EventRecorder
+    ssa: ServerSideApply | None = None

@@ -13,5 +13,9 @@ KIND = ControllerKind.COMPOSITE
 
 def build(definition: ControllerDef, context: WorkerContext) -> Reconciler:
     return CompositeReconciler(
-        definition, writer=context.writer, hooks=context.hooks, events=context.events
+        definition,
+        writer=context.writer,
+        hooks=context.hooks,
+        events=context.events,
+        ssa=context.ssa,
     )

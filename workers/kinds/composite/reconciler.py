@@ -17,7 +17,8 @@ functions in their own modules, the writes happen here:
 6. The response is decoded and its children checked (``proto.api.hooks``): namespaces
    defaulted, ``controller-uid`` added, types declared, labels matched by the selector.
 7. ``finalized: true`` from the finalize hook removes our finalizer.
-8. Children are created, updated and deleted (``workers.common.children``) while the parent is
+8. Children are created, updated and deleted (``workers.common.children``, or
+   ``workers.common.ssa`` under ``--apply-strategy server-side-apply``) while the parent is
    alive, or being deleted under our finalizer without a garbage-collector finalizer.
 9. The status (``workers.common.status``) is PUT to ``/status`` only when it differs, with the
    snapshot's resourceVersion as the precondition; NotFound and Conflict are let go (the
@@ -77,6 +78,7 @@ from workers.common.claims import Claimant, adoption_patch, claim, release_patch
 from workers.common.hookcall import Events, HookCaller, Hooks, resource_of
 from workers.common.observed import Observed
 from workers.common.patches import describe, guarded_patch, set_finalizers, sync_finalizer
+from workers.common.ssa import ServerSideApply
 from workers.common.sync_errors import SyncFailure
 from workers.common.writer import Writer
 from workers.kinds.composite import rolling
@@ -92,9 +94,17 @@ class CompositeReconciler:
     """Reconciles the parents of one CompositeController (see the module docstring)."""
 
     def __init__(
-        self, definition: ControllerDef, *, writer: Writer, hooks: Hooks, events: Events
+        self,
+        definition: ControllerDef,
+        *,
+        writer: Writer,
+        hooks: Hooks,
+        events: Events,
+        ssa: ServerSideApply | None = None,
     ) -> None:
-        spec = parse_composite_controller(orjson.loads(definition.object))
+        """``ssa``: apply children server-side through it instead of dynamic apply."""
+        controller = orjson.loads(definition.object)
+        spec = parse_composite_controller(controller)
         if len(definition.resources) != 1 + len(spec.children):
             raise ValueError(
                 f"{spec.name}: {len(definition.resources)} resources for 1 parent and "
@@ -122,9 +132,21 @@ class CompositeReconciler:
             self._child_types.append(ChildType(info.api_version, info.kind, info.namespaced))
         self._targets = targets
         self._child_writer = children.ChildWriter(writer, targets)
+        self._applier = (
+            ssa.for_controller(
+                controller=controller, queue=f"{definition.kind.value}-{spec.name}", targets=targets
+            )
+            if ssa is not None
+            else None
+        )
         self._rollouts = (
             rolling.Rollouts(
-                spec, writer=writer, events=events, parent=self._parent, kinds=list(targets)
+                spec,
+                writer=writer,
+                events=events,
+                parent=self._parent,
+                kinds=list(targets),
+                server_side=ssa is not None,
             )
             if spec.rolling
             else None
@@ -368,6 +390,17 @@ class CompositeReconciler:
         observed: dict[TypeKey, list[Observed]],
         desired: tuple[DesiredChild, ...],
     ) -> list[str]:
+        if self._applier is not None:
+            return await self._applier.run(
+                key=request.key,
+                parent=parent,
+                observed=observed,
+                desired=desired,
+                methods=self._methods,
+                owner=self._owner(parent, uid),
+                wrote=request.wrote,
+                in_place_labels=IN_PLACE_LABELS,
+            )
         plan = children.plan(
             observed=observed,
             desired=desired,

@@ -59,7 +59,7 @@ from proto.api.revisions import (
 from proto.kube import errors
 from proto.kube.resources import Resource
 from proto.logs import get_logger
-from workers.apply import ControllerRef
+from workers.apply import ControllerRef, ssa
 from workers.common import children
 from workers.common.claims import Claimant, adoption_patch, claim
 from workers.common.hookcall import Events
@@ -135,14 +135,18 @@ class Rollouts:
         events: Events,
         parent: Resource,
         kinds: Sequence[TypeKey],
+        server_side: bool = False,
     ) -> None:
-        """``kinds`` are the child types, in ``spec.children`` order."""
+        """``kinds`` are the child types, in ``spec.children`` order; ``server_side``: the
+        children are written by server-side apply (a child is "already updated" when it
+        holds what would be applied, ``workers.apply.ssa.up_to_date``)."""
         self._spec = spec
         self._writer = writer
         self._events = events
         self._parent = parent
         self._paths = spec.parent.revision_field_paths
         self._history = history_limit(spec.raw)
+        self._updated: rollout.Updated | None = ssa.up_to_date if server_side else None
         self._strategies: dict[rollout.GroupKind, rollout.Strategy] = {}
         for child, type_key in zip(spec.children, kinds, strict=True):
             strategy = child.update_strategy
@@ -218,6 +222,7 @@ class Rollouts:
             observed=current,
             strategies=self._strategies,
             history_limit=self._history,
+            updated=self._updated,
         )
         latest_name = await self._write(request, plan, parent, owner, what)
 
