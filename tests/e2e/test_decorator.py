@@ -26,10 +26,11 @@ from proto.api.names import DECORATOR_ANNOTATION
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.resources import Resource
+from tests.e2e.conftest import BOTH_APPLY_STRATEGIES
 from tests.e2e.harness import Processes, eventually
 from tests.e2e.hookserver import HookServer
 
-pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio, BOTH_APPLY_STRATEGIES]
 
 PODS = Resource("", "v1", "pods", "Pod", True, subresources=("status",))
 SERVICES = Resource("", "v1", "services", "Service", True)
