@@ -22,6 +22,8 @@ Metacontroller's ``ManageChildren`` does with dynamic apply:
   for that child only; the others still proceed.
 
 Writes are listed deletions first, then the desired children in the hook's order.
+``pair(observed, desired)`` is the matching both apply strategies start from (server-side
+apply: ``workers.common.ssa``).
 
 ``ChildWriter.run(writes, wrote)`` performs them concurrently and returns the errors (one
 message per failed write) instead of stopping at the first, so one bad child does not block
