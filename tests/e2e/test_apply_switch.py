@@ -8,7 +8,6 @@ manager), lose the last-applied annotation, and keep its uid (updated in place).
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ from proto.api.names import LAST_APPLIED_ANNOTATION
 from proto.kube.client import Client
 from tests.e2e.harness import Processes, eventually
 from tests.e2e.hookserver import HookServer
-from tests.e2e.test_composite import CCS, CONFIGMAPS, SELECTED_BY, get, thing
+from tests.e2e.test_composite import CCS, CONFIGMAPS, get, make_controller, thing
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
@@ -36,32 +35,7 @@ async def test_switching_to_server_side_apply_leaves_no_stale_field(
         }
         return {"children": [] if request["finalizing"] else [child]}
 
-    name = f"e2e-{secrets.token_hex(3)}"
-    hooks.program(name, answer)
-    await kube.create(
-        CCS,
-        {
-            "apiVersion": "metacontroller.k8s.io/v1alpha1",
-            "kind": "CompositeController",
-            "metadata": {"name": name},
-            "spec": {
-                "generateSelector": True,
-                "parentResource": {
-                    "apiVersion": "e2e.metashard.io/v1",
-                    "resource": "things",
-                    "labelSelector": {"matchLabels": {SELECTED_BY: name}},
-                },
-                "childResources": [
-                    {
-                        "apiVersion": "v1",
-                        "resource": "configmaps",
-                        "updateStrategy": {"method": "InPlace"},
-                    }
-                ],
-                "hooks": {"sync": {"webhook": {"url": hooks.url(name, "sync")}}},
-            },
-        },
-    )
+    name = await make_controller(kube, hooks, answer)
     try:
         procs.coordinator()
         dynamic = procs.worker("w-dynamic", extra=["--apply-strategy", "dynamic-apply"])

@@ -53,59 +53,68 @@ MakeController = Callable[..., Awaitable[str]]
 GC_WITHIN = 60.0 if os.environ.get(KUBECONFIG_ENV) else 30.0
 
 
+async def make_controller(
+    kube: Client,
+    hooks: HookServer,
+    answer: Answer,
+    *,
+    method: str = "InPlace",
+    generate_selector: bool = True,
+    finalize: bool = False,
+    hook_timeout: str | None = None,
+    resync: int | None = None,
+    children: str = "configmaps",
+) -> str:
+    """A new CompositeController for Things labelled with its name, ``children`` of one
+    type, hooks answered by ``answer``; its name."""
+    name = f"e2e-{secrets.token_hex(3)}"
+    hooks.program(name, answer)
+
+    def webhook(hook: str) -> dict[str, Any]:
+        found: dict[str, Any] = {"url": hooks.url(name, hook)}
+        if hook_timeout is not None:
+            found["timeout"] = hook_timeout
+        return {"webhook": found}
+
+    spec: dict[str, Any] = {
+        "generateSelector": generate_selector,
+        "parentResource": {
+            "apiVersion": "e2e.metashard.io/v1",
+            "resource": "things",
+            "labelSelector": {"matchLabels": {SELECTED_BY: name}},
+        },
+        "childResources": [
+            {"apiVersion": "v1", "resource": children, "updateStrategy": {"method": method}}
+        ],
+        "hooks": {
+            "sync": webhook("sync"),
+            **({"finalize": webhook("finalize")} if finalize else {}),
+        },
+    }
+    if resync is not None:
+        spec["resyncPeriodSeconds"] = resync
+    await kube.create(
+        CCS,
+        {
+            "apiVersion": "metacontroller.k8s.io/v1alpha1",
+            "kind": "CompositeController",
+            "metadata": {"name": name},
+            "spec": spec,
+        },
+    )
+    return name
+
+
 @pytest_asyncio.fixture
 async def controller(
     kube: Client, hooks: HookServer, stack: Processes
 ) -> AsyncIterator[MakeController]:
-    """``await controller(answer, **options)``: a new CompositeController for Things labelled
-    with its name, ConfigMap children, hooks answered by ``answer``."""
+    """``await controller(answer, **options)``: ``make_controller`` for the module's stack;
+    the controllers are deleted at the end of the test."""
     made: list[str] = []
 
-    async def make(
-        answer: Answer,
-        *,
-        method: str = "InPlace",
-        generate_selector: bool = True,
-        finalize: bool = False,
-        hook_timeout: str | None = None,
-        resync: int | None = None,
-        children: str = "configmaps",
-    ) -> str:
-        name = f"e2e-{secrets.token_hex(3)}"
-        hooks.program(name, answer)
-
-        def webhook(hook: str) -> dict[str, Any]:
-            found: dict[str, Any] = {"url": hooks.url(name, hook)}
-            if hook_timeout is not None:
-                found["timeout"] = hook_timeout
-            return {"webhook": found}
-
-        spec: dict[str, Any] = {
-            "generateSelector": generate_selector,
-            "parentResource": {
-                "apiVersion": "e2e.metashard.io/v1",
-                "resource": "things",
-                "labelSelector": {"matchLabels": {SELECTED_BY: name}},
-            },
-            "childResources": [
-                {"apiVersion": "v1", "resource": children, "updateStrategy": {"method": method}}
-            ],
-            "hooks": {
-                "sync": webhook("sync"),
-                **({"finalize": webhook("finalize")} if finalize else {}),
-            },
-        }
-        if resync is not None:
-            spec["resyncPeriodSeconds"] = resync
-        await kube.create(
-            CCS,
-            {
-                "apiVersion": "metacontroller.k8s.io/v1alpha1",
-                "kind": "CompositeController",
-                "metadata": {"name": name},
-                "spec": spec,
-            },
-        )
+    async def make(answer: Answer, **options: Any) -> str:
+        name = await make_controller(kube, hooks, answer, **options)
         made.append(name)
         return name
 

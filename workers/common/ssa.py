@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from proto.api import names
 from proto.api.controllers import UpdateMethod
 from proto.api.hooks import DesiredChild
@@ -45,7 +47,7 @@ from proto.api.objectmap import TypeKey
 from proto.kube import errors
 from proto.kube.client import PatchType
 from proto.logs import get_logger
-from proto.wire import ParentKey
+from proto.wire import ControllerDef, ParentKey
 from workers.apply import ApplyError, ControllerRef
 from workers.apply.cache import AppliedCache, Version
 from workers.apply.ssa import Step, apply_body, body_hash, plan_update
@@ -129,6 +131,19 @@ class ServerSideApply:
         """The applier of one controller: ``controller`` is its object (for the force
         annotation), ``queue`` its work queue's name (the metrics label)."""
         return ChildApplier(self, force=apply_force(controller), queue=queue, targets=targets)
+
+
+def applier_of(
+    ssa: ServerSideApply | None, definition: ControllerDef, targets: Mapping[TypeKey, Target]
+) -> ChildApplier | None:
+    """The applier of a controller definition's children, or None under dynamic apply."""
+    if ssa is None:
+        return None
+    return ssa.for_controller(
+        controller=orjson.loads(definition.object),
+        queue=f"{definition.kind.value}-{definition.name}",
+        targets=targets,
+    )
 
 
 @dataclass(frozen=True, slots=True)

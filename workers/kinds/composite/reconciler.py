@@ -78,7 +78,7 @@ from workers.common.claims import Claimant, adoption_patch, claim, release_patch
 from workers.common.hookcall import Events, HookCaller, Hooks, resource_of
 from workers.common.observed import Observed
 from workers.common.patches import describe, guarded_patch, set_finalizers, sync_finalizer
-from workers.common.ssa import ServerSideApply
+from workers.common.ssa import ServerSideApply, applier_of
 from workers.common.sync_errors import SyncFailure
 from workers.common.writer import Writer
 from workers.kinds.composite import rolling
@@ -103,8 +103,7 @@ class CompositeReconciler:
         ssa: ServerSideApply | None = None,
     ) -> None:
         """``ssa``: apply children server-side through it instead of dynamic apply."""
-        controller = orjson.loads(definition.object)
-        spec = parse_composite_controller(controller)
+        spec = parse_composite_controller(orjson.loads(definition.object))
         if len(definition.resources) != 1 + len(spec.children):
             raise ValueError(
                 f"{spec.name}: {len(definition.resources)} resources for 1 parent and "
@@ -132,13 +131,7 @@ class CompositeReconciler:
             self._child_types.append(ChildType(info.api_version, info.kind, info.namespaced))
         self._targets = targets
         self._child_writer = children.ChildWriter(writer, targets)
-        self._applier = (
-            ssa.for_controller(
-                controller=controller, queue=f"{definition.kind.value}-{spec.name}", targets=targets
-            )
-            if ssa is not None
-            else None
-        )
+        self._applier = applier_of(ssa, definition, targets)
         self._rollouts = (
             rolling.Rollouts(
                 spec,

@@ -67,7 +67,7 @@ from workers.common.claims import adoption_patch
 from workers.common.hookcall import Events, HookCaller, Hooks, resource_of
 from workers.common.observed import Observed
 from workers.common.patches import describe, guarded_patch, set_finalizers, sync_finalizer
-from workers.common.ssa import ServerSideApply
+from workers.common.ssa import ServerSideApply, applier_of
 from workers.common.sync_errors import SyncFailure
 from workers.common.writer import Writer
 from workers.kinds.decorator import attachments, metadata
@@ -89,8 +89,7 @@ class DecoratorReconciler:
         ssa: ServerSideApply | None = None,
     ) -> None:
         """``ssa``: apply attachments server-side through it instead of dynamic apply."""
-        controller = orjson.loads(definition.object)
-        spec = parse_decorator_controller(controller)
+        spec = parse_decorator_controller(orjson.loads(definition.object))
         count = len(spec.resources)
         if len(definition.resources) != count + len(spec.attachments):
             raise ValueError(
@@ -115,13 +114,7 @@ class DecoratorReconciler:
             self._types.append(ChildType(info.api_version, info.kind, info.namespaced))
         self._targets = targets
         self._child_writer = children.ChildWriter(writer, targets)
-        self._applier = (
-            ssa.for_controller(
-                controller=controller, queue=f"{definition.kind.value}-{spec.name}", targets=targets
-            )
-            if ssa is not None
-            else None
-        )
+        self._applier = applier_of(ssa, definition, targets)
         self._hooks = HookCaller(
             hooks,
             controller_type=names.DECORATOR_CONTROLLER,
