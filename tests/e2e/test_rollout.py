@@ -29,7 +29,7 @@ from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.resources import Resource
 from proto.kube.session import Session
-from tests.e2e.conftest import KUBECONFIG_ENV
+from tests.e2e.conftest import BOTH_APPLY_STRATEGIES, KUBECONFIG_ENV
 from tests.e2e.harness import Processes, eventually
 from tests.e2e.hookserver import HookServer
 from tests.e2e.podwatch import PODS, pod_watch, ready
@@ -219,6 +219,7 @@ async def make_set(
     )
 
 
+@BOTH_APPLY_STRATEGIES
 async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
     kube: Client, namespace: str, controller: str, cluster: str
 ) -> None:
@@ -319,6 +320,7 @@ def members(hook: str, request: dict[str, Any]) -> dict[str, Any]:
     return {"status": {}, "children": children}
 
 
+@BOTH_APPLY_STRATEGIES
 async def test_rolling_in_place_waits_for_each_member_to_observe_its_generation(
     kube: Client, namespace: str, make_controller: MakeController
 ) -> None:
