@@ -204,6 +204,20 @@ async def test_a_child_written_by_dynamic_apply_is_migrated(kube: Kube, namespac
     assert world.writes == ["migrate", "apply"]
 
 
+async def test_a_recreate_child_of_dynamic_apply_is_migrated_without_a_recreate(
+    kube: Kube, namespace: str
+) -> None:
+    world = await _world(kube, namespace)
+    old = _cm("a", x="1")
+    old["metadata"]["namespace"] = namespace
+    created = await kube.client.create(CONFIGMAPS, create_body(old, world.owner))
+    assert await world.sync(CM, UpdateMethod.RECREATE, _cm("a", x="1")) == []
+    child = await kube.client.get(CONFIGMAPS, "a", namespace=namespace)
+    assert child["metadata"]["uid"] == created["metadata"]["uid"]
+    assert LAST_APPLIED_ANNOTATION not in (child["metadata"].get("annotations") or {})
+    assert world.writes == ["migrate"]  # the dry run found nothing else to change
+
+
 def _pod(name: str, image: str) -> dict[str, Any]:
     env = [{"name": "ME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
     return {

@@ -13,9 +13,11 @@ event recorder. ``for_controller(...)`` gives one controller's ``ChildApplier``,
 3. An existing child goes through ``workers.apply.ssa.plan_update``, with the cache's verdict.
    Before its first apply or dry run, a child written by dynamic apply is migrated
    (``workers.apply.upgrade``: the old Update managers' fields move to our Apply entry, and
-   under ``InPlace``/``RollingInPlace`` the last-applied annotation is removed) with one JSON
-   patch carrying the observed resourceVersion; a conflict there leaves the child for the
-   next sync.
+   the last-applied annotation is removed) with one JSON patch carrying the observed
+   resourceVersion; a conflict there leaves the child for the next sync. Metacontroller
+   removes the annotation under ``InPlace``/``RollingInPlace`` only; removing it under
+   ``Recreate`` too keeps the migration from making the dry run differ (the annotation,
+   now ours, would be dropped by the apply), which would recreate every child once.
 4. ``Recreate``/``RollingRecreate`` run the apply with ``dryRun=All`` first; a 400 or 403
    from the dry run skips the child (logged); a different result deletes it (uid
    precondition), an equal one is remembered in the cache.
@@ -61,7 +63,6 @@ from workers.common.writer import ApplyWriter
 log = get_logger("metashard.ssa")
 
 FORCE_ANNOTATION = "metashard.io/apply-force"
-_IN_PLACE = (UpdateMethod.IN_PLACE, UpdateMethod.ROLLING_IN_PLACE)
 _SKIP_DRY_RUN = (errors.BadRequest, errors.Forbidden)
 
 
@@ -192,6 +193,8 @@ class ChildApplier:
     ) -> list[str]:
         """Delete, create and update; one message per child that failed."""
         pairs, deletes = pair(observed, desired)
+        for gone in deletes:
+            self._ssa.cache.forget(key, (gone.type, gone.namespace, gone.name))
         problems = await self._deleter.run(deletes, wrote)
         children: list[_Child] = []
         for child, current in pairs:
@@ -269,9 +272,7 @@ class ChildApplier:
     ) -> dict[str, Any] | None:
         """``obj`` after the upgrade from dynamic apply (itself when there is nothing to
         migrate); None when it changed or went away meanwhile (the next sync sees it)."""
-        patch = upgrade_patch(
-            obj, manager=self._ssa.field_manager, last_applied=child.method in _IN_PLACE
-        )
+        patch = upgrade_patch(obj, manager=self._ssa.field_manager, last_applied=True)
         if patch is None:
             return obj
         target = self._targets[child.desired.type]
