@@ -26,11 +26,17 @@ in ``managedFields``. What stays on this side, as pure functions over JSON-decod
   cache hit (same body, uid,    SKIP: the last apply of this body is still current
   generation/resourceVersion)
   ``InPlace``, ``RollingIn…``   APPLY
-  ``Recreate``, ``RollingRe…``  without a dry-run result: DRY_RUN; sanitized dry run equal
-                                to sanitized observed: SKIP; different only in the
-                                ``in_place_labels``: APPLY (the ``controller-revision-hash``
-                                label never recreates a child); otherwise RECREATE
+  ``Recreate``, ``RollingRe…``  without a dry-run result: DRY_RUN; a dry run of a newer
+                                child than observed (its resourceVersion differs): STALE;
+                                sanitized dry run equal to sanitized observed: SKIP;
+                                different only in the ``in_place_labels``: APPLY (the
+                                ``controller-revision-hash`` label never recreates a
+                                child); otherwise RECREATE
   ============================  =====================================================
+
+  STALE is metashard's: a dry run answers with the server's current object (its
+  resourceVersion unchanged), so a child someone changed after the snapshot would look
+  different and be recreated for a change that is not ours; the next sync sees it.
 
 Invariants: inputs are never mutated; a sanitized object or an apply body shares unchanged
 subtrees with its input (treat results as read-only).
@@ -60,6 +66,8 @@ class Step(enum.Enum):
     """Run the apply as a server-side dry run first, then plan again with its result."""
     RECREATE = "recreate"
     """Delete the child; a later sync creates it again (by an apply)."""
+    STALE = "stale"
+    """The dry run saw a newer child than observed: do nothing now (the next sync sees it)."""
 
 
 def _without_system_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -129,6 +137,11 @@ def up_to_date(current: Mapping[str, Any] | None, desired: Mapping[str, Any]) ->
     return covers(current, wanted)
 
 
+def _resource_version(obj: Mapping[str, Any]) -> Any:
+    metadata = obj.get("metadata")
+    return metadata.get("resourceVersion") if isinstance(metadata, dict) else None
+
+
 def _without_labels(obj: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict) or not isinstance(metadata.get("labels"), dict):
@@ -157,6 +170,8 @@ def plan_update(
         return Step.SKIP
     if dry_run is None:
         return Step.DRY_RUN
+    if _resource_version(dry_run) != _resource_version(observed):
+        return Step.STALE
     after, before = sanitized(dry_run), sanitized(observed)
     if after == before:
         return Step.SKIP

@@ -255,6 +255,9 @@ class ChildApplier:
             step = plan_update(
                 child.method, observed=obj, dry_run=result, in_place_labels=in_place_labels
             )
+            if step is Step.STALE:
+                log.debug("child changed since the snapshot", child=child.describe())
+                return None
             if step is Step.SKIP:
                 cache.record(key, child.ident, Version.of(obj), digest)
                 return None

@@ -121,6 +121,7 @@ _SAME = {
 }
 _RELABELLED = {**_OBSERVED, "metadata": {**_OBSERVED["metadata"], "labels": {LABEL: "r2"}}}
 _CHANGED = {**_OBSERVED, "data": {"a": "2"}}
+_NEWER = {**_OBSERVED, "metadata": {**_OBSERVED["metadata"], "resourceVersion": "4"}}
 
 M = UpdateMethod
 PLANS: list[tuple[str, UpdateMethod, dict[str, Any], Step]] = [
@@ -143,6 +144,8 @@ PLANS: list[tuple[str, UpdateMethod, dict[str, Any], Step]] = [
         Step.APPLY,
     ),
     ("a label not listed recreates", M.RECREATE, {"dry_run": _RELABELLED}, Step.RECREATE),
+    ("a dry run of a newer child", M.RECREATE, {"dry_run": _NEWER}, Step.STALE),
+    ("newer and changed", M.RECREATE, {"dry_run": {**_NEWER, "data": {"a": "2"}}}, Step.STALE),
 ]
 
 
@@ -155,7 +158,7 @@ def test_plan_update(why: str, method: UpdateMethod, given: dict[str, Any], step
     st.sampled_from(list(UpdateMethod)),
     st.booleans(),
     st.booleans(),
-    st.sampled_from([None, _SAME, _CHANGED, _RELABELLED]),
+    st.sampled_from([None, _SAME, _CHANGED, _RELABELLED, _NEWER]),
 )
 def test_planner_properties(
     method: UpdateMethod, deleting: bool, cached: bool, dry_run: dict[str, Any] | None
@@ -170,5 +173,7 @@ def test_planner_properties(
         assert dry_run is not _SAME
     if step is Step.DRY_RUN:
         assert dry_run is None
+    if step is Step.STALE:
+        assert dry_run is _NEWER
     if method in (M.IN_PLACE, M.ROLLING_IN_PLACE):
         assert step in (Step.SKIP, Step.APPLY)
