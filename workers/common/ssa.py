@@ -19,13 +19,14 @@ event recorder. ``for_controller(...)`` gives one controller's ``ChildApplier``,
    ``Recreate`` too keeps the migration from making the dry run differ (the annotation,
    now ours, would be dropped by the apply), which would recreate every child once.
 4. ``Recreate``/``RollingRecreate`` run the apply with ``dryRun=All`` first; a 400 or 403
-   from the dry run skips the child (logged); a different result deletes it (uid
-   precondition), an equal one is remembered in the cache.
+   from the dry run skips the child (logged); a result for a newer child than the snapshot
+   waits for the next sync; a different result deletes it (uid precondition), an equal one
+   is remembered in the cache.
 5. Applies are sent with ``force`` as the controller says: the annotation
    ``metashard.io/apply-force: "false"`` on the controller object turns it off (default
-   true, as Metacontroller). Without force, a 409 conflict becomes a ``ApplyConflict`` Warning
-   event on the parent naming the other managers and fields (from the Status causes); it
-   does not fail the sync, and the other children proceed.
+   true, as Metacontroller). Without force, a 409 conflict becomes an ``ApplyConflict``
+   Warning event on the parent naming the other managers and fields (from the Status
+   causes); it does not fail the sync, and the other children proceed.
 6. Every sent apply and dry run is counted, and every PATCH the cache saved (``skipped``).
 
 As with ``ChildWriter``, the children are written concurrently and each failure is one
