@@ -138,11 +138,20 @@ class ServerSideApply:
 def applier_of(
     ssa: ServerSideApply | None, definition: ControllerDef, targets: Mapping[TypeKey, Target]
 ) -> ChildApplier | None:
-    """The applier of a controller definition's children, or None under dynamic apply."""
+    """The applier of a controller definition's children, or None under dynamic apply (a
+    controller that sets ``metashard.io/apply-force`` then gets a warning: it has no effect)."""
+    controller = orjson.loads(definition.object)
     if ssa is None:
+        annotations = (controller.get("metadata") or {}).get("annotations") or {}
+        if FORCE_ANNOTATION in annotations:
+            log.warning(
+                "the apply-force annotation has no effect under dynamic-apply",
+                annotation=FORCE_ANNOTATION,
+                controller=definition.name,
+            )
         return None
     return ssa.for_controller(
-        controller=orjson.loads(definition.object),
+        controller=controller,
         queue=f"{definition.kind.value}-{definition.name}",
         targets=targets,
     )

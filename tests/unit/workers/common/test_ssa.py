@@ -6,12 +6,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 import pytest
+from structlog.testing import capture_logs
 
 from proto.kube.errors import Conflict
-from proto.wire import ParentKey
+from proto.wire import ControllerDef, ControllerKind, ParentKey
 from workers.apply.cache import Version
-from workers.common.ssa import FORCE_ANNOTATION, ServerSideApply, apply_force, conflict_message
+from workers.common.ssa import (
+    FORCE_ANNOTATION,
+    ServerSideApply,
+    applier_of,
+    apply_force,
+    conflict_message,
+)
 from workers.worker import _discard
 
 A = ParentKey("CompositeController", "c", "things.x", "ns", "a")
@@ -86,3 +94,20 @@ def test_keys_the_runner_drops_leave_the_apply_cache_too() -> None:
     assert ssa.cache.fresh(B, "child", V, "h")
     _discard(hooks, None, revoked)  # type: ignore[arg-type]  # dynamic apply: hooks only
     assert len(hooks.dropped) == 2
+
+
+def test_the_force_annotation_under_dynamic_apply_is_a_warning() -> None:
+    controller = {"metadata": {"name": "c", "annotations": {FORCE_ANNOTATION: "false"}}}
+    definition = ControllerDef(
+        kind=ControllerKind.COMPOSITE,
+        name="c",
+        uid="u",
+        resource_version="1",
+        object=orjson.dumps(controller),
+        resources=(),
+    )
+    with capture_logs() as logs:
+        assert applier_of(None, definition, {}) is None
+    assert [(e["log_level"], e["event"]) for e in logs] == [
+        ("warning", "the apply-force annotation has no effect under dynamic-apply")
+    ]
