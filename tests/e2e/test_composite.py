@@ -64,9 +64,10 @@ async def make_controller(
     hook_timeout: str | None = None,
     resync: int | None = None,
     children: str = "configmaps",
+    annotations: dict[str, str] | None = None,
 ) -> str:
     """A new CompositeController for Things labelled with its name, ``children`` of one
-    type, hooks answered by ``answer``; its name."""
+    type, hooks answered by ``answer``, with ``annotations``; its name."""
     name = f"e2e-{secrets.token_hex(3)}"
     hooks.program(name, answer)
 
@@ -98,7 +99,7 @@ async def make_controller(
         {
             "apiVersion": "metacontroller.k8s.io/v1alpha1",
             "kind": "CompositeController",
-            "metadata": {"name": name},
+            "metadata": {"name": name, "annotations": annotations or {}},
             "spec": spec,
         },
     )
@@ -408,6 +409,44 @@ async def test_a_second_field_managers_field_survives(
     await eventually(lambda: all_converged(kube, namespace, ["p"], "two", 1), message=stack.logs)
     child = (await configmaps(kube, namespace))["p-0"]
     assert child["data"] == {"value": "two", "index": "0", "theirs": "kept"}
+
+
+async def test_without_force_another_managers_value_stays_and_is_reported(
+    kube: Client, namespace: str, controller: MakeController, stack: Processes, apply_strategy: str
+) -> None:
+    name = await controller(fanout, annotations={"metashard.io/apply-force": "false"})
+    await thing(kube, namespace, "p", name, {"children": 1, "data": "one"})
+    await eventually(lambda: all_converged(kube, namespace, ["p"], "one", 1), message=stack.logs)
+    taken = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "p-0", "namespace": namespace},
+        "data": {"value": "theirs"},
+    }
+    await kube.apply(CONFIGMAPS, taken, field_manager="another-tool", force=True)
+    if apply_strategy == "dynamic-apply":  # the annotation has no effect: ours again
+        await eventually(
+            lambda: all_converged(kube, namespace, ["p"], "one", 1), message=stack.logs
+        )
+        return
+
+    async def reported() -> list[str]:
+        return [
+            e["message"]
+            for e in (await kube.list(EVENTS, namespace=namespace)).items
+            if e.get("reason") == "ApplyConflict" and e["involvedObject"]["name"] == "p"
+        ]
+
+    await eventually(lambda: _truthy(reported()), message=stack.logs)
+    message = (await reported())[0]
+    assert "ConfigMap" in message and ".data.value" in message and "another-tool" in message
+    child = (await configmaps(kube, namespace))["p-0"]
+    assert child["data"]["value"] == "theirs"
+    assert await sync_errors(kube, namespace) == {}
+
+
+async def _truthy(value: Awaitable[Any]) -> bool:
+    return bool(await value)
 
 
 async def test_adoption_and_orphaning(
