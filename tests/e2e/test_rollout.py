@@ -8,7 +8,8 @@ the same tests run on a real cluster (its kubelet then decides when Pods are Rea
 
 The processes run with ``POD_NAMESPACE`` set to a namespace of this module's own, so the
 ControllerRevisions of cluster-scoped parents (``Herd``) land there (the default of
-``--cluster-revision-namespace``).
+``--cluster-revision-namespace``). The tests marked ``BOTH_APPLY_STRATEGIES`` run under
+dynamic apply and under server-side apply (one stack per strategy).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.resources import Resource
 from proto.kube.session import Session
-from tests.e2e.conftest import KUBECONFIG_ENV
+from tests.e2e.conftest import BOTH_APPLY_STRATEGIES, KUBECONFIG_ENV
 from tests.e2e.harness import eventually
 from tests.e2e.hookserver import HookServer
 from tests.e2e.podwatch import PODS, pod_watch, ready
@@ -98,16 +99,20 @@ def cluster() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def stack(cluster: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Processes]:
-    """The conftest's stack, run as if in ``REVISION_NAMESPACE`` (see the module docstring)."""
+def stack(
+    cluster: str, tmp_path_factory: pytest.TempPathFactory, apply_strategy: str
+) -> Iterator[Processes]:
+    """The conftest's stack (with the module's ``apply_strategy``), run as if in
+    ``REVISION_NAMESPACE`` (see the module docstring)."""
     processes = Processes(
         kubeconfig=cluster,
         workdir=Path(tmp_path_factory.mktemp("stack")),
         env={"POD_NAMESPACE": REVISION_NAMESPACE},
     )
     processes.coordinator()
-    processes.worker("w-a")
-    processes.worker("w-b")
+    strategy = ["--apply-strategy", apply_strategy]
+    processes.worker("w-a", extra=strategy)
+    processes.worker("w-b", extra=strategy)
     yield processes
     processes.close()
 
@@ -285,6 +290,7 @@ async def make_set(
     )
 
 
+@BOTH_APPLY_STRATEGIES
 async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
     kube: Client, namespace: str, controller: str, cluster: str
 ) -> None:
@@ -385,6 +391,7 @@ def members(hook: str, request: dict[str, Any]) -> dict[str, Any]:
     return {"status": {}, "children": children}
 
 
+@BOTH_APPLY_STRATEGIES
 async def test_rolling_in_place_waits_for_each_member_to_observe_its_generation(
     kube: Client, namespace: str, make_controller: MakeController
 ) -> None:
@@ -495,6 +502,7 @@ def herd(hook: str, request: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+@BOTH_APPLY_STRATEGIES
 async def test_a_cluster_scoped_parent_rolls_out_with_its_revisions_in_metashards_namespace(
     kube: Client, namespace: str, make_controller: MakeController, cluster: str
 ) -> None:
@@ -581,6 +589,7 @@ def configured(hook: str, request: dict[str, Any]) -> dict[str, Any]:
     return statefulset(hook, request)
 
 
+@BOTH_APPLY_STRATEGIES
 async def test_each_revisions_sync_gets_the_related_objects_of_its_own_parent(
     kube: Client, namespace: str, make_controller: MakeController, hooks: HookServer
 ) -> None:
@@ -645,6 +654,7 @@ def selected(hook: str, request: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+@BOTH_APPLY_STRATEGIES
 async def test_revisions_orphaned_with_their_parent_are_adopted_by_a_new_one(
     kube: Client, namespace: str, make_controller: MakeController
 ) -> None:
