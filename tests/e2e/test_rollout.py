@@ -32,6 +32,7 @@ from loadtest.crds import install, simple_crd
 from loadtest.processes import Processes
 from manager import rollout
 from proto.api.crds import load_crds
+from proto.api.names import LAST_APPLIED_ANNOTATION
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.config import load_config
@@ -216,6 +217,21 @@ def image(pod: dict[str, Any]) -> str:
     return str(pod["spec"]["containers"][0]["image"])
 
 
+async def written_under(kube: Client, namespace: str, apply_strategy: str) -> None:
+    """Every Pod was written by ``apply_strategy``: server-side apply leaves an ``Apply`` entry
+    of the field manager ``metacontroller`` and no last-applied annotation, dynamic apply the
+    annotation and no such entry."""
+    server_side = apply_strategy == "server-side-apply"
+    for name, pod in (await pods(kube, namespace)).items():
+        metadata = pod["metadata"]
+        applied = any(
+            entry.get("manager") == "metacontroller" and entry.get("operation") == "Apply"
+            for entry in metadata.get("managedFields") or ()
+        )
+        annotated = LAST_APPLIED_ANNOTATION in (metadata.get("annotations") or {})
+        assert (applied, annotated) == (server_side, not server_side), name
+
+
 async def updated(
     kube: Client, namespace: str, parent_type: Resource = THINGS, name: str = "set"
 ) -> dict[str, Any] | None:
@@ -292,7 +308,7 @@ async def make_set(
 
 @BOTH_APPLY_STRATEGIES
 async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
-    kube: Client, namespace: str, controller: str, cluster: str
+    kube: Client, namespace: str, controller: str, cluster: str, apply_strategy: str
 ) -> None:
     await make_set(kube, namespace, controller, replicas=3)
     await eventually(lambda: rolled(kube, namespace, "nginx:1"), within=60, message="no pods")
@@ -305,6 +321,7 @@ async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
     assert {p["metadata"]["labels"][HASH] for p in (await pods(kube, namespace)).values()} == {one}
 
     assert await roll_to(kube, namespace, "nginx:2") == ["web-2", "web-1", "web-0"]
+    await written_under(kube, namespace, apply_strategy)
     listed = (await kube.list(REVISIONS, namespace=namespace)).items
     by_image = {r["parentPatch"]["spec"]["image"]: r for r in listed}
     assert set(by_image) == {"nginx:1", "nginx:2"}  # the old one is history now
@@ -504,7 +521,11 @@ def herd(hook: str, request: dict[str, Any]) -> dict[str, Any]:
 
 @BOTH_APPLY_STRATEGIES
 async def test_a_cluster_scoped_parent_rolls_out_with_its_revisions_in_metashards_namespace(
-    kube: Client, namespace: str, make_controller: MakeController, cluster: str
+    kube: Client,
+    namespace: str,
+    make_controller: MakeController,
+    cluster: str,
+    apply_strategy: str,
 ) -> None:
     """Revisions of a cluster-scoped Herd live in the namespace metashard runs in (the module's
     ``REVISION_NAMESPACE``), owned by the Herd: rolled like a namespaced parent's, listed by
@@ -533,6 +554,7 @@ async def test_a_cluster_scoped_parent_rolls_out_with_its_revisions_in_metashard
         change = kube.patch(HERDS, herd_name, {"spec": {"image": "nginx:2"}})
         order = await roll_to(kube, namespace, "nginx:2", change=change, parent=parent)
         assert order == ["web-2", "web-1", "web-0"]
+        await written_under(kube, namespace, apply_strategy)
 
         async def owned() -> list[dict[str, Any]]:
             listed = (await kube.list(REVISIONS, namespace=REVISION_NAMESPACE)).items
@@ -591,7 +613,11 @@ def configured(hook: str, request: dict[str, Any]) -> dict[str, Any]:
 
 @BOTH_APPLY_STRATEGIES
 async def test_each_revisions_sync_gets_the_related_objects_of_its_own_parent(
-    kube: Client, namespace: str, make_controller: MakeController, hooks: HookServer
+    kube: Client,
+    namespace: str,
+    make_controller: MakeController,
+    hooks: HookServer,
+    apply_strategy: str,
 ) -> None:
     """Customize is called once per revision: while the Pods move from config ``a`` to ``b``,
     the older revision's sync requests carry ``config-a`` and the latest's ``config-b``."""
@@ -625,6 +651,7 @@ async def test_each_revisions_sync_gets_the_related_objects_of_its_own_parent(
         THINGS, "set", {"spec": {"image": "nginx:2", "config": "b"}}, namespace=namespace
     )
     await roll_to(kube, namespace, "nginx:2", change=change)
+    await written_under(kube, namespace, apply_strategy)
 
     seen: dict[tuple[bool, str], set[frozenset[str]]] = {}
     for at, _, request in hooks.calls(name, "sync"):
