@@ -169,6 +169,9 @@ def _worker_flags(settings: CoordinatorSettings, args: argparse.Namespace) -> li
         flags += ["--hook-max-response-bytes", str(args.hook_max_response_bytes)]
     if args.revision_history_limit is not None:
         flags += ["--revision-history-limit", str(args.revision_history_limit)]
+    flags += ["--apply-strategy", args.apply_strategy]
+    if args.apply_strategy_ssa_field_manager is not None:
+        flags += ["--apply-strategy-ssa-field-manager", args.apply_strategy_ssa_field_manager]
     return flags
 
 

@@ -19,9 +19,12 @@ Contract:
   namespace file, else ``default``).
 - Values that can never work fail at parse time with argparse's exit code 2: an address that
   is not ``[HOST]:PORT`` (port 0-65535), ``0`` or ``unix:PATH``; an unknown level or
-  encoder; a ``--target-label-selector`` that is not a label selector;
-  ``--apply-strategy server-side-apply`` (not supported yet); a resource lock other
-  than ``leases``; negative rates.
+  encoder; a ``--target-label-selector`` that is not a label selector; an
+  ``--apply-strategy`` other than ``dynamic-apply`` or ``server-side-apply``; an
+  ``--apply-strategy-ssa-field-manager`` the API server would refuse (empty, longer than 128
+  characters, or not printable ASCII); a resource lock other than ``leases``; negative rates.
+- ``Common.apply`` is the apply strategy and SSA field manager the workers use; a
+  coordinator, which writes no children, reports them as without effect.
 - ``Parser`` reports a bad flag as one line (``<prog>: error: ...``), not a usage dump.
 
 The mapping (Metacontroller's meaning -> metashard's behaviour) is tabled in the README.
@@ -57,7 +60,11 @@ _ZAP_LEVELS = {"debug": "debug", "info": "info", "error": "error"}
 _ZAP_STACK_LEVELS = ("info", "error", "panic")
 _ZAP_TIME_ENCODINGS = ("epoch", "millis", "nano", "iso8601", "rfc3339", "rfc3339nano")
 _ISO_TIME_ENCODINGS = ("iso8601", "rfc3339", "rfc3339nano")
-APPLY_STRATEGIES = ("dynamic-apply", "server-side-apply")
+DYNAMIC_APPLY = "dynamic-apply"
+SERVER_SIDE_APPLY = "server-side-apply"
+APPLY_STRATEGIES = (DYNAMIC_APPLY, SERVER_SIDE_APPLY)
+DEFAULT_SSA_FIELD_MANAGER = "metacontroller"  # Metacontroller's: objects keep their manager
+_FIELD_MANAGER_MAX = 128  # the API server's limit on fieldManager
 
 
 class Parser(argparse.ArgumentParser):
@@ -123,9 +130,17 @@ def label_selector(text: str) -> str:
 
 
 def _apply_strategy(text: str) -> str:
-    _choice(*APPLY_STRATEGIES)(text)
-    if text == "server-side-apply":
-        raise ValueError("server-side-apply is not supported yet; use dynamic-apply")
+    return _choice(*APPLY_STRATEGIES)(text)
+
+
+def field_manager(text: str) -> str:
+    """A ``fieldManager`` the API server accepts: 1-128 printable ASCII characters."""
+    if not text:
+        raise ValueError("a field manager must not be empty")
+    if len(text) > _FIELD_MANAGER_MAX:
+        raise ValueError(f"a field manager is at most {_FIELD_MANAGER_MAX} characters")
+    if not all(" " <= c <= "~" for c in text):
+        raise ValueError(f"{text!r}: a field manager is printable ASCII only")
     return text
 
 
@@ -265,10 +280,15 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--apply-strategy",
         type=typed(_apply_strategy),
-        default="dynamic-apply",
-        help="dynamic-apply (the only one supported yet)",
+        default=DYNAMIC_APPLY,
+        help="how children and attachments are written: dynamic-apply (3-way merge, the "
+        "default) or server-side-apply",
     )
-    p.add_argument("--apply-strategy-ssa-field-manager", help="no effect yet")
+    p.add_argument(
+        "--apply-strategy-ssa-field-manager",
+        type=typed(field_manager),
+        help=f"field manager of server-side apply (default {DEFAULT_SSA_FIELD_MANAGER})",
+    )
 
 
 def _add_leader_election(p: argparse.ArgumentParser) -> None:
@@ -325,6 +345,22 @@ def _add_logging(p: argparse.ArgumentParser) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class ApplyStrategy:
+    """How workers write children: ``strategy`` is one of ``APPLY_STRATEGIES``;
+    ``field_manager`` is the server-side apply field manager."""
+
+    strategy: str = DYNAMIC_APPLY
+    field_manager: str = DEFAULT_SSA_FIELD_MANAGER
+
+    @property
+    def server_side(self) -> bool:
+        return self.strategy == SERVER_SIDE_APPLY
+
+
+DEFAULT_APPLY = ApplyStrategy()
+
+
+@dataclass(frozen=True, slots=True)
 class Common:
     """What the shared flags resolve to, for one role."""
 
@@ -339,6 +375,7 @@ class Common:
     cluster_revision_namespace: str
     revision_history_limit: int
     notices: tuple[str, ...]
+    apply: ApplyStrategy = DEFAULT_APPLY
 
 
 _COORDINATOR_ONLY = (
@@ -390,10 +427,20 @@ def _notices(args: argparse.Namespace, role: Role) -> list[str]:
         out.append("--zap-stacktrace-level has no effect: tracebacks go with errors only")
     if args.zap_time_encoding not in (None, *_ISO_TIME_ENCODINGS):
         out.append("--zap-time-encoding has no effect: timestamps are ISO 8601 (UTC)")
-    if args.apply_strategy_ssa_field_manager is not None:
+    if role == "coordinator":
+        if args.apply_strategy != DYNAMIC_APPLY:
+            out.append("--apply-strategy has no effect on a coordinator (workers write children)")
+        if args.apply_strategy_ssa_field_manager is not None:
+            out.append(
+                "--apply-strategy-ssa-field-manager has no effect on a coordinator "
+                "(workers write children)"
+            )
+    elif args.apply_strategy_ssa_field_manager is not None and args.apply_strategy != (
+        SERVER_SIDE_APPLY
+    ):
         out.append(
-            "--apply-strategy-ssa-field-manager has no effect: server-side apply is not "
-            "supported yet"
+            "--apply-strategy-ssa-field-manager has no effect: --apply-strategy is "
+            f"{args.apply_strategy}, not {SERVER_SIDE_APPLY}"
         )
     return out
 
@@ -418,6 +465,10 @@ def common(
         or default_namespace(os.environ if environ is None else environ),
         revision_history_limit=_or_default(args.revision_history_limit, DEFAULT_HISTORY_LIMIT),
         notices=tuple(_notices(args, role)),
+        apply=ApplyStrategy(
+            args.apply_strategy,
+            args.apply_strategy_ssa_field_manager or DEFAULT_SSA_FIELD_MANAGER,
+        ),
     )
 
 

@@ -18,9 +18,9 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from proto.hooks.client import HookClient, HookEndpoint
-from proto.kube.client import Body
+from proto.kube.client import Body, PatchType
 from proto.kube.resources import Resource
-from workers.common.writer import Writer
+from workers.common.writer import ApplyWriter
 from workers.runner import KeyDropped
 
 InContact = Callable[[], bool]
@@ -32,9 +32,9 @@ def _check(in_contact: InContact) -> None:
 
 
 class FencedWriter:
-    """A ``Writer`` that refuses to write while the worker is out of contact."""
+    """An ``ApplyWriter`` that refuses to write while the worker is out of contact."""
 
-    def __init__(self, writer: Writer, in_contact: InContact) -> None:
+    def __init__(self, writer: ApplyWriter, in_contact: InContact) -> None:
         self._writer = writer
         self._in_contact = in_contact
 
@@ -59,10 +59,40 @@ class FencedWriter:
         )
 
     async def patch(
-        self, resource: Resource, name: str, patch: Body, *, namespace: str | None = None
+        self,
+        resource: Resource,
+        name: str,
+        patch: Body,
+        *,
+        namespace: str | None = None,
+        patch_type: PatchType = PatchType.MERGE,
     ) -> dict[str, Any]:
         _check(self._in_contact)
-        return await self._writer.patch(resource, name, patch, namespace=namespace)
+        return await self._writer.patch(
+            resource, name, patch, namespace=namespace, patch_type=patch_type
+        )
+
+    async def apply(
+        self,
+        resource: Resource,
+        body: Body,
+        *,
+        field_manager: str,
+        namespace: str | None = None,
+        name: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        _check(self._in_contact)
+        return await self._writer.apply(
+            resource,
+            body,
+            field_manager=field_manager,
+            namespace=namespace,
+            name=name,
+            force=force,
+            dry_run=dry_run,
+        )
 
     async def delete(
         self,

@@ -15,7 +15,15 @@ from dataclasses import dataclass
 
 from proto.api.revisions import DEFAULT_HISTORY_LIMIT
 from proto.curve import ClientCurve, CurveKeyError, client_keys
-from proto.flags import Parser, add_common, common, positive_int, typed
+from proto.flags import (
+    DEFAULT_APPLY,
+    ApplyStrategy,
+    Parser,
+    add_common,
+    common,
+    positive_int,
+    typed,
+)
 from proto.hooks.client import DEFAULT_MAX_RESPONSE_BYTES
 
 # What ZeroMQ can connect to: tcp://HOST:PORT or ipc://PATH.
@@ -39,6 +47,7 @@ class WorkerSettings:
     curve: ClientCurve | None = None  # the worker link's CURVE keys (--curve-keys)
     cluster_revision_namespace: str = "default"  # ControllerRevisions of cluster-scoped parents
     revision_history_limit: int = DEFAULT_HISTORY_LIMIT  # childless revisions kept per parent
+    apply: ApplyStrategy = DEFAULT_APPLY  # --apply-strategy, --apply-strategy-ssa-field-manager
     notices: tuple[str, ...] = ()
 
 
@@ -105,5 +114,6 @@ def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
         curve=curve,
         cluster_revision_namespace=shared.cluster_revision_namespace,
         revision_history_limit=shared.revision_history_limit,
+        apply=shared.apply,
         notices=shared.notices,
     )

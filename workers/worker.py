@@ -3,7 +3,9 @@
 Reconcilers share one API client, one webhook client (hook metrics on the worker's registry,
 answers capped at ``--hook-max-response-bytes``) and one event recorder (component
 ``metacontroller``); pending events are flushed on exit. Cached hook answers (ETag) of keys the
-runner drops (their slot was revoked, or the worker fenced) are dropped with them.
+runner drops (their slot was revoked, or the worker fenced) are dropped with them, and so are
+their server-side apply cache entries (``--apply-strategy server-side-apply``): a slot that
+moves to another worker starts cold there.
 
 ``Worker(settings).run(stop)`` runs until ``stop`` is set, then leaves gracefully: running
 reconciles finish, the coordinator gets a BYE, sockets and sessions close.
@@ -27,12 +29,14 @@ from proto.kube.session import Session
 from proto.logs import bind, get_logger
 from proto.ops import OpsServer
 from proto.wire import ControllerDef, dropped_frames_counter
+from workers.apply_metrics import PrometheusApplyMetrics
+from workers.common.ssa import ServerSideApply
 from workers.controller_metrics import PrometheusControllerMetrics
 from workers.fencing import FencedHookClient, FencedWriter
 from workers.link import DealerLink
 from workers.membership import Membership
 from workers.reconcilers import FactoryBuilder, WorkerContext, builtin, load
-from workers.runner import Runner
+from workers.runner import KeyFilter, Runner, queue_name
 from workers.settings import WorkerSettings
 from workers.workqueue import PrometheusMetricsProvider
 
@@ -95,16 +99,28 @@ class Worker:
                 max_response_bytes=settings.hook_max_response_bytes,
                 in_contact=membership.in_contact,
             )
+            writer = FencedWriter(client, membership.in_contact)
+            ssa = (
+                ServerSideApply(
+                    writer,
+                    field_manager=settings.apply.field_manager,
+                    events=events,
+                    metrics=PrometheusApplyMetrics(registry=self.registry),
+                )
+                if settings.apply.server_side
+                else None
+            )
             context = WorkerContext(
                 worker_id=settings.worker_id,
                 client=client,
-                writer=FencedWriter(client, membership.in_contact),
+                writer=writer,
                 http=http,
                 registry=self.registry,
                 hooks=hooks,
                 events=events,
                 cluster_revision_namespace=settings.cluster_revision_namespace,
                 revision_history_limit=settings.revision_history_limit,
+                ssa=ssa,
             )
             runner = Runner(
                 factory=self._builder(context),
@@ -114,13 +130,16 @@ class Worker:
                 clock=self._clock,
                 queue_metrics=PrometheusMetricsProvider(registry=self.registry),
                 metrics=PrometheusControllerMetrics(registry=self.registry),
-                on_stop=lambda d: _forget_hooks(hooks, hook_metrics, d),
-                on_discard=hooks.drop_cached,
+                on_stop=lambda d: _forget(hooks, hook_metrics, ssa, d),
+                on_discard=lambda keys: _discard(hooks, ssa, keys),
             )
             membership.work = runner
             self.membership = membership
             log.info(
-                "worker started", coordinator=settings.coordinator, concurrency=settings.concurrency
+                "worker started",
+                coordinator=settings.coordinator,
+                concurrency=settings.concurrency,
+                apply_strategy=settings.apply.strategy,
             )
             tasks = [
                 asyncio.create_task(membership.run(), name="membership"),
@@ -145,7 +164,22 @@ class Worker:
             await self._clock.sleep(METRICS_TICK)
 
 
-def _forget_hooks(hooks: HookClient, metrics: PrometheusHookMetrics, gone: ControllerDef) -> None:
-    """A controller went away: drop its hook metric series, ETag caches and TLS contexts."""
+def _forget(
+    hooks: HookClient,
+    metrics: PrometheusHookMetrics,
+    ssa: ServerSideApply | None,
+    gone: ControllerDef,
+) -> None:
+    """A controller went away: drop its hook metric series, ETag caches and TLS contexts, and
+    its apply counts."""
     metrics.forget(controller_type=gone.kind.value, controller_name=gone.name)
     hooks.forget(controller_type=gone.kind.value, controller_name=gone.name)
+    if ssa is not None:
+        ssa.forget_controller(queue_name(gone))
+
+
+def _discard(hooks: HookClient, ssa: ServerSideApply | None, keys: KeyFilter) -> None:
+    """Keys dropped by the runner: their cached hook answers and apply cache entries go."""
+    hooks.drop_cached(keys)
+    if ssa is not None:
+        ssa.discard(keys)

@@ -7,6 +7,8 @@ cluster, in one run and interleaved:
 - ``metashard``: ``metashard run`` with 1 and with 2 worker processes, driven by the harness's
   sync-hook server and CompositeController (create wave, update wave, and a cold start with the
   N parents waiting);
+- ``metashard-2w-ssa``: ``metashard run`` with 2 workers under ``--apply-strategy
+  server-side-apply`` (create and update waves), against dynamic apply's ``metashard-2w``;
 - ``kopf``: the harness's kopf operator (the peer).
 For each it prints the wave time and its ratio to raw, metashard's CPU per parent (all its
 processes), API writes per parent, and for metashard its reconciles/s and p50/p99 reconcile
@@ -32,14 +34,16 @@ from loadtest.bench._report import header, row
 from loadtest.processes import REPO, free_port
 
 SHARED_BENCH = REPO.parent / "shared" / "bench"
-WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE")
+WRITE_VERBS = ("POST", "PUT", "PATCH", "APPLY", "DELETE")  # APPLY: server-side apply PATCHes
+# The runs under another apply strategy: (label, worker processes, --apply-strategy).
+STRATEGY_RUNS = (("metashard-2w-ssa", 2, "server-side-apply"),)
 
 
-def _metashard_cmd(workers: int, metrics_port: int) -> str:
+def _metashard_cmd(workers: int, metrics_port: int, strategy: str = "dynamic-apply") -> str:
     return (
         f"{{python}} -m manager.cli run --processes {workers} --kubeconfig {{kubeconfig}} "
         f"--metrics-address 127.0.0.1:{metrics_port} --health-probe-bind-address 0 "
-        "--log-format json --log-level warning"
+        f"--log-format json --log-level warning --apply-strategy {strategy}"
     )
 
 
@@ -166,6 +170,10 @@ def main(quick: bool) -> None:
                     reconciles[w].append(scraper.reconciles())
                     cold = ["controller", *common, *logs, "--hook", "--coldstart", *flags]
                     _harness([*cold, _metashard_cmd(w, free_port())], env=env)
+                for label, w, strategy in STRATEGY_RUNS:
+                    command = _metashard_cmd(w, free_port(), strategy)
+                    flags = ["--hook", "--label", label, "--controller-cmd", command]
+                    _harness(["controller", *common, *logs, *flags], env=env)
                 if not quick:
                     _harness(["controller", *common, *logs, "--kopf", "--label", "kopf"], env=env)
         finally:
@@ -205,7 +213,7 @@ def _report(lines: list[dict[str, Any]], n: int, k: int) -> None:
     raw = {w: _median(lines, "raw", w, "seconds") for w in ("create", "update")}
     # The cold start's baseline: the raw create wave without its parent writes (4 of 5).
     raw["coldstart"] = raw["create"] * 4 / 5 if raw["create"] else None
-    for label in ("metashard-1w", "metashard-2w", "kopf"):
+    for label in ("metashard-1w", "metashard-2w", *(run[0] for run in STRATEGY_RUNS), "kopf"):
         header(f"{label}: N={n} parents x K={k} ConfigMaps (embedded cluster)")
         for wave in ("create", "update", "coldstart"):
             seconds = _median(lines, label, wave, "seconds")

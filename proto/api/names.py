@@ -74,6 +74,9 @@ REASON_CREATE_ERROR: Final = "CreateError"
 REASON_UNSUPPORTED_FIELD: Final = "UnsupportedField"
 """Warning on the controller object for a field metashard accepts but does not act on
 (``proto.api.unsupported``). metashard's own: Metacontroller has no such event."""
+REASON_APPLY_CONFLICT: Final = "ApplyConflict"
+"""Warning on the parent when a server-side apply without ``force`` conflicts with another
+field manager; the message names the child, the managers and the fields. metashard's own."""
 REASON_STARTING: Final = "Starting"
 REASON_STARTED: Final = "Started"
 REASON_STOPPING: Final = "Stopping"

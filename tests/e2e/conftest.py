@@ -5,11 +5,16 @@
   (``cluster_kubeconfig``, for a module that needs its own cluster). The
   ``metacontroller.k8s.io`` CRDs and the test CRD ``things.e2e.metashard.io`` (namespaced,
   status subresource) are installed once.
-- ``kube``: an open client; ``namespace``: a fresh namespace per test, deleted afterwards.
+- ``kube``: an open client (User-Agent ``metashard-e2e``: its writes are recorded under a
+  field manager of their own, as a user's tool, not as metashard's);
+  ``namespace``: a fresh namespace per test, deleted afterwards.
 - ``procs``: a ``harness.Processes`` for the test's processes, all stopped at the end (their
   logs are printed when the test fails).
 - ``hooks``: a programmable hook server (``tests.e2e.hookserver``) for the module.
-- ``stack``: one coordinator and two workers with the built-in reconcilers, for the module.
+- ``stack``: one coordinator and two workers with the built-in reconcilers, for the module,
+  writing children with the module's ``apply_strategy`` (``dynamic-apply`` unless the module
+  parametrizes it: ``pytestmark = BOTH_APPLY_STRATEGIES`` runs each of its tests under both,
+  one stack per strategy).
 - ``faults``: the embedded cluster's fault hooks (over its admin HTTP endpoints); a test that
   needs them is skipped on a real cluster.
 """
@@ -40,6 +45,11 @@ from tests.e2e.hookserver import HookServer
 
 KUBECONFIG_ENV = "METASHARD_E2E_KUBECONFIG"
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+E2E_USER_AGENT = "metashard-e2e/1.0"
+APPLY_STRATEGIES = ("dynamic-apply", "server-side-apply")
+BOTH_APPLY_STRATEGIES = pytest.mark.parametrize(
+    "apply_strategy", APPLY_STRATEGIES, indirect=True, scope="module"
+)
 THINGS_CRD = simple_crd("e2e.metashard.io", "Thing")
 PLAIN_CRD = simple_crd("e2e.metashard.io", "Plain", status=False)  # no status subresource
 
@@ -84,7 +94,7 @@ def faults(cluster: str) -> Iterator[FaultControl]:
 
 @pytest_asyncio.fixture
 async def kube(cluster: str) -> AsyncIterator[Client]:
-    async with Session(load_config(cluster), qps=0) as session:
+    async with Session(load_config(cluster), qps=0, user_agent=E2E_USER_AGENT) as session:
         yield Client(session)
 
 
@@ -117,11 +127,20 @@ def hooks() -> Iterator[HookServer]:
 
 
 @pytest.fixture(scope="module")
-def stack(cluster: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Processes]:
+def apply_strategy(request: pytest.FixtureRequest) -> str:
+    """The ``--apply-strategy`` of the module's ``stack`` (see the module docstring)."""
+    return str(getattr(request, "param", APPLY_STRATEGIES[0]))
+
+
+@pytest.fixture(scope="module")
+def stack(
+    cluster: str, tmp_path_factory: pytest.TempPathFactory, apply_strategy: str
+) -> Iterator[Processes]:
     processes = Processes(kubeconfig=cluster, workdir=Path(tmp_path_factory.mktemp("stack")))
     processes.coordinator()
-    processes.worker("w-a")
-    processes.worker("w-b")
+    strategy = ["--apply-strategy", apply_strategy]
+    processes.worker("w-a", extra=strategy)
+    processes.worker("w-b", extra=strategy)
     yield processes
     processes.close()
 

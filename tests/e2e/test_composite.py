@@ -25,16 +25,17 @@ from proto.api.names import LAST_APPLIED_ANNOTATION
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.resources import Resource
-from tests.e2e.conftest import KUBECONFIG_ENV
+from tests.e2e.conftest import BOTH_APPLY_STRATEGIES, KUBECONFIG_ENV
 from tests.e2e.harness import Processes, eventually
 from tests.e2e.hookserver import HookServer, Reply
 
-pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio, BOTH_APPLY_STRATEGIES]
 
 THINGS = Resource(
     "e2e.metashard.io", "v1", "things", "Thing", namespaced=True, subresources=("status",)
 )
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
+PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 CCS = Resource(
     "metacontroller.k8s.io", "v1alpha1", "compositecontrollers", "CompositeController", False
@@ -52,58 +53,69 @@ MakeController = Callable[..., Awaitable[str]]
 GC_WITHIN = 60.0 if os.environ.get(KUBECONFIG_ENV) else 30.0
 
 
+async def make_controller(
+    kube: Client,
+    hooks: HookServer,
+    answer: Answer,
+    *,
+    method: str = "InPlace",
+    generate_selector: bool = True,
+    finalize: bool = False,
+    hook_timeout: str | None = None,
+    resync: int | None = None,
+    children: str = "configmaps",
+    annotations: dict[str, str] | None = None,
+) -> str:
+    """A new CompositeController for Things labelled with its name, ``children`` of one
+    type, hooks answered by ``answer``, with ``annotations``; its name."""
+    name = f"e2e-{secrets.token_hex(3)}"
+    hooks.program(name, answer)
+
+    def webhook(hook: str) -> dict[str, Any]:
+        found: dict[str, Any] = {"url": hooks.url(name, hook)}
+        if hook_timeout is not None:
+            found["timeout"] = hook_timeout
+        return {"webhook": found}
+
+    spec: dict[str, Any] = {
+        "generateSelector": generate_selector,
+        "parentResource": {
+            "apiVersion": "e2e.metashard.io/v1",
+            "resource": "things",
+            "labelSelector": {"matchLabels": {SELECTED_BY: name}},
+        },
+        "childResources": [
+            {"apiVersion": "v1", "resource": children, "updateStrategy": {"method": method}}
+        ],
+        "hooks": {
+            "sync": webhook("sync"),
+            **({"finalize": webhook("finalize")} if finalize else {}),
+        },
+    }
+    if resync is not None:
+        spec["resyncPeriodSeconds"] = resync
+    await kube.create(
+        CCS,
+        {
+            "apiVersion": "metacontroller.k8s.io/v1alpha1",
+            "kind": "CompositeController",
+            "metadata": {"name": name, "annotations": annotations or {}},
+            "spec": spec,
+        },
+    )
+    return name
+
+
 @pytest_asyncio.fixture
 async def controller(
     kube: Client, hooks: HookServer, stack: Processes
 ) -> AsyncIterator[MakeController]:
-    """``await controller(answer, **options)``: a new CompositeController for Things labelled
-    with its name, ConfigMap children, hooks answered by ``answer``."""
+    """``await controller(answer, **options)``: ``make_controller`` for the module's stack;
+    the controllers are deleted at the end of the test."""
     made: list[str] = []
 
-    async def make(
-        answer: Answer,
-        *,
-        method: str = "InPlace",
-        generate_selector: bool = True,
-        finalize: bool = False,
-        hook_timeout: str | None = None,
-        resync: int | None = None,
-    ) -> str:
-        name = f"e2e-{secrets.token_hex(3)}"
-        hooks.program(name, answer)
-
-        def webhook(hook: str) -> dict[str, Any]:
-            found: dict[str, Any] = {"url": hooks.url(name, hook)}
-            if hook_timeout is not None:
-                found["timeout"] = hook_timeout
-            return {"webhook": found}
-
-        spec: dict[str, Any] = {
-            "generateSelector": generate_selector,
-            "parentResource": {
-                "apiVersion": "e2e.metashard.io/v1",
-                "resource": "things",
-                "labelSelector": {"matchLabels": {SELECTED_BY: name}},
-            },
-            "childResources": [
-                {"apiVersion": "v1", "resource": "configmaps", "updateStrategy": {"method": method}}
-            ],
-            "hooks": {
-                "sync": webhook("sync"),
-                **({"finalize": webhook("finalize")} if finalize else {}),
-            },
-        }
-        if resync is not None:
-            spec["resyncPeriodSeconds"] = resync
-        await kube.create(
-            CCS,
-            {
-                "apiVersion": "metacontroller.k8s.io/v1alpha1",
-                "kind": "CompositeController",
-                "metadata": {"name": name},
-                "spec": spec,
-            },
-        )
+    async def make(answer: Answer, **options: Any) -> str:
+        name = await make_controller(kube, hooks, answer, **options)
         made.append(name)
         return name
 
@@ -178,8 +190,8 @@ async def sync_errors(kube: Client, namespace: str) -> dict[str, list[str]]:
 
 
 async def api_writes(kube: Client) -> Counter[tuple[str, str]] | None:
-    """Write requests the API server counted for Things and ConfigMaps, by (verb, resource);
-    None when ``/metrics`` cannot be read."""
+    """Write requests the API server counted for Things and ConfigMaps, by (verb, resource;
+    a server-side apply is verb ``APPLY``); None when ``/metrics`` cannot be read."""
     try:
         text = (await kube.session.request("GET", "/metrics")).body.decode()
     except errors.KubeError:
@@ -193,7 +205,9 @@ async def api_writes(kube: Client) -> Counter[tuple[str, str]] | None:
             part.split("=", 1) for part in head[len("apiserver_request_total{") : -1].split(",")
         )
         labels = {k: v.strip('"') for k, v in labels.items()}
-        if labels.get("verb") in ("POST", "PUT", "PATCH", "DELETE") and labels.get("resource") in (
+        if labels.get("verb") in ("POST", "PUT", "PATCH", "APPLY", "DELETE") and labels.get(
+            "resource"
+        ) in (
             "things",
             "configmaps",
         ):
@@ -238,8 +252,14 @@ async def all_converged(
 
 
 async def test_fanout_writes_exactly_what_is_needed_and_updates_in_place(
-    kube: Client, namespace: str, controller: MakeController, hooks: HookServer, stack: Processes
+    kube: Client,
+    namespace: str,
+    controller: MakeController,
+    hooks: HookServer,
+    stack: Processes,
+    apply_strategy: str,
 ) -> None:
+    server_side = apply_strategy == "server-side-apply"
     if os.environ.get(KUBECONFIG_ENV):  # a real cluster adds kube-root-ca.crt to new namespaces
         await eventually(lambda: _has_root_ca(kube, namespace), within=10)
     name = await controller(fanout, resync=1)
@@ -268,16 +288,18 @@ async def test_fanout_writes_exactly_what_is_needed_and_updates_in_place(
             # The counts are cluster-wide: a real cluster's garbage collector and namespace
             # controller may be deleting what earlier tests left behind meanwhile.
             made = Counter({k: v for k, v in made.items() if k[0] != "DELETE"})
-        assert made == Counter(
-            {("POST", "things"): 5, ("POST", "configmaps"): 15, ("PUT", "things/status"): 5}
-        ), "per parent: its own POST, 3 ConfigMap POSTs, 1 status PUT and nothing else"
+        create = ("APPLY", "configmaps") if server_side else ("POST", "configmaps")
+        assert made == Counter({("POST", "things"): 5, create: 15, ("PUT", "things/status"): 5}), (
+            "per parent: its own POST, 3 ConfigMap creates, 1 status PUT and nothing else"
+        )
 
     child = (await configmaps(kube, namespace))["p0-1"]
     assert child["metadata"]["labels"] == {
         "controller-uid": child["metadata"]["ownerReferences"][0]["uid"]
     }
     assert child["metadata"]["ownerReferences"][0]["blockOwnerDeletion"] is True
-    assert LAST_APPLIED_ANNOTATION in child["metadata"]["annotations"]
+    annotations = child["metadata"].get("annotations") or {}
+    assert (LAST_APPLIED_ANNOTATION in annotations) is not server_side
 
     # someone else adds a field; an InPlace update keeps it
     uid = child["metadata"]["uid"]
@@ -338,8 +360,97 @@ async def test_recreate_and_on_delete(
     assert second["metadata"]["uid"] != first["metadata"]["uid"]
 
 
-async def test_adoption_and_orphaning(
+def pod_with_defaults(hook: str, request: dict[str, Any]) -> dict[str, Any]:
+    """One Pod ``<parent>-pod`` whose env ``valueFrom.fieldRef`` the server completes with
+    ``apiVersion: v1``, and a container the server fills with defaults."""
+    env = [{"name": "ME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{request['parent']['metadata']['name']}-pod"},
+        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9", "env": env}]},
+    }
+    return {"children": [] if request["finalizing"] else [pod]}
+
+
+async def test_server_defaults_cause_no_recreate_loop(
+    kube: Client, namespace: str, controller: MakeController, hooks: HookServer, stack: Processes
+) -> None:
+    name = await controller(pod_with_defaults, method="Recreate", children="pods", resync=1)
+    await thing(kube, namespace, "p", name, {})
+
+    async def created() -> bool:
+        return await get(kube, PODS, namespace, "p-pod") is not None
+
+    await eventually(created, message=stack.logs)
+    first = await get(kube, PODS, namespace, "p-pod")
+    assert first is not None
+    calls = len(hooks.calls(name))
+    await eventually(lambda: _more(hooks, name, calls + 3), within=15, message=stack.logs)
+    now = await get(kube, PODS, namespace, "p-pod")
+    assert now is not None and now["metadata"]["uid"] == first["metadata"]["uid"]
+    assert await sync_errors(kube, namespace) == {}
+
+
+async def test_a_second_field_managers_field_survives(
     kube: Client, namespace: str, controller: MakeController, stack: Processes
+) -> None:
+    name = await controller(fanout)
+    await thing(kube, namespace, "p", name, {"children": 1, "data": "one"})
+    await eventually(lambda: all_converged(kube, namespace, ["p"], "one", 1), message=stack.logs)
+    theirs = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "p-0", "namespace": namespace},
+        "data": {"theirs": "kept"},
+    }
+    await kube.apply(CONFIGMAPS, theirs, field_manager="another-tool")
+    await kube.patch(THINGS, "p", {"spec": {"data": "two"}}, namespace=namespace)
+    await eventually(lambda: all_converged(kube, namespace, ["p"], "two", 1), message=stack.logs)
+    child = (await configmaps(kube, namespace))["p-0"]
+    assert child["data"] == {"value": "two", "index": "0", "theirs": "kept"}
+
+
+async def test_without_force_another_managers_value_stays_and_is_reported(
+    kube: Client, namespace: str, controller: MakeController, stack: Processes, apply_strategy: str
+) -> None:
+    name = await controller(fanout, annotations={"metashard.io/apply-force": "false"})
+    await thing(kube, namespace, "p", name, {"children": 1, "data": "one"})
+    await eventually(lambda: all_converged(kube, namespace, ["p"], "one", 1), message=stack.logs)
+    taken = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "p-0", "namespace": namespace},
+        "data": {"value": "theirs"},
+    }
+    await kube.apply(CONFIGMAPS, taken, field_manager="another-tool", force=True)
+    if apply_strategy == "dynamic-apply":  # the annotation has no effect: ours again
+        await eventually(
+            lambda: all_converged(kube, namespace, ["p"], "one", 1), message=stack.logs
+        )
+        return
+
+    async def reported() -> list[str]:
+        return [
+            e["message"]
+            for e in (await kube.list(EVENTS, namespace=namespace)).items
+            if e.get("reason") == "ApplyConflict" and e["involvedObject"]["name"] == "p"
+        ]
+
+    await eventually(lambda: _truthy(reported()), message=stack.logs)
+    message = (await reported())[0]
+    assert "ConfigMap" in message and ".data.value" in message and "another-tool" in message
+    child = (await configmaps(kube, namespace))["p-0"]
+    assert child["data"]["value"] == "theirs"
+    assert await sync_errors(kube, namespace) == {}
+
+
+async def _truthy(value: Awaitable[Any]) -> bool:
+    return bool(await value)
+
+
+async def test_adoption_and_orphaning(
+    kube: Client, namespace: str, controller: MakeController, stack: Processes, apply_strategy: str
 ) -> None:
     def answer(hook: str, request: dict[str, Any]) -> dict[str, Any]:
         wanted = request["parent"]["spec"]["names"]
@@ -396,7 +507,9 @@ async def test_adoption_and_orphaning(
         )
 
     await eventually(adopted, message=stack.logs)
-    # a child whose labels stop matching is released, and left alone
+    # a child whose labels stop matching is released; the hook still wants it: dynamic apply
+    # leaves it alone (its create finds the name taken), server-side apply's create is an
+    # apply, which makes it what the hook wants again: labelled, and ours
     await kube.patch(
         CONFIGMAPS, "b", {"metadata": {"labels": {"app": "gone"}}}, namespace=namespace
     )
@@ -405,6 +518,15 @@ async def test_adoption_and_orphaning(
         child = await get(kube, CONFIGMAPS, namespace, "b")
         return child is not None and not child["metadata"].get("ownerReferences")
 
+    async def reapplied() -> bool:
+        child = await get(kube, CONFIGMAPS, namespace, "b")
+        meta = (child or {}).get("metadata") or {}
+        owners = [r["uid"] for r in meta.get("ownerReferences") or []]
+        return meta.get("labels") == {"app": "adopt"} and owners == [uid]
+
+    if apply_strategy == "server-side-apply":
+        await eventually(reapplied, message=stack.logs)
+        return
     await eventually(released, message=stack.logs)
     await asyncio.sleep(0.5)
     assert (await get(kube, CONFIGMAPS, namespace, "b"))["data"] == {"value": "mine"}  # type: ignore[index]

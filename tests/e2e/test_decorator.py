@@ -22,14 +22,15 @@ import pytest
 import pytest_asyncio
 
 from loadtest.crds import simple_crd
-from proto.api.names import DECORATOR_ANNOTATION
+from proto.api.names import DECORATOR_ANNOTATION, LAST_APPLIED_ANNOTATION
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.resources import Resource
+from tests.e2e.conftest import BOTH_APPLY_STRATEGIES
 from tests.e2e.harness import Processes, eventually
 from tests.e2e.hookserver import HookServer
 
-pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio, BOTH_APPLY_STRATEGIES]
 
 PODS = Resource("", "v1", "pods", "Pod", True, subresources=("status",))
 SERVICES = Resource("", "v1", "services", "Service", True)
@@ -162,7 +163,7 @@ SERVICE_ATTACHMENT = [{"apiVersion": "v1", "resource": "services"}]
 
 
 async def test_service_per_pod_and_opt_out(
-    kube: Client, namespace: str, decorator: Make, hooks: HookServer
+    kube: Client, namespace: str, decorator: Make, hooks: HookServer, apply_strategy: str
 ) -> None:
     name = await decorator(
         service_per_pod, resources=pods_of, attachments=SERVICE_ATTACHMENT, finalize=True
@@ -183,6 +184,10 @@ async def test_service_per_pod_and_opt_out(
     await eventually(decorated, within=60, message="a Service and a label per pod")
     service = await get(kube, SERVICES, "web-1", namespace)
     assert service["metadata"]["annotations"][DECORATOR_ANNOTATION] == name
+    # the last-applied annotation is dynamic apply's alone (Metacontroller #1139 writes it
+    # under server-side apply too)
+    last_applied = LAST_APPLIED_ANNOTATION in service["metadata"]["annotations"]
+    assert last_applied is (apply_strategy == "dynamic-apply")
     ref = service["metadata"]["ownerReferences"][0]
     assert (ref["kind"], ref["name"], ref["controller"]) == ("Pod", "web-1", True)
     web1 = await get(kube, PODS, "web-1", namespace)

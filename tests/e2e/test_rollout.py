@@ -8,7 +8,8 @@ the same tests run on a real cluster (its kubelet then decides when Pods are Rea
 
 The processes run with ``POD_NAMESPACE`` set to a namespace of this module's own, so the
 ControllerRevisions of cluster-scoped parents (``Herd``) land there (the default of
-``--cluster-revision-namespace``).
+``--cluster-revision-namespace``). The tests marked ``BOTH_APPLY_STRATEGIES`` run under
+dynamic apply and under server-side apply (one stack per strategy).
 """
 
 from __future__ import annotations
@@ -31,12 +32,13 @@ from loadtest.crds import install, simple_crd
 from loadtest.processes import Processes
 from manager import rollout
 from proto.api.crds import load_crds
+from proto.api.names import LAST_APPLIED_ANNOTATION
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.resources import Resource
 from proto.kube.session import Session
-from tests.e2e.conftest import KUBECONFIG_ENV
+from tests.e2e.conftest import BOTH_APPLY_STRATEGIES, KUBECONFIG_ENV
 from tests.e2e.harness import eventually
 from tests.e2e.hookserver import HookServer
 from tests.e2e.podwatch import PODS, pod_watch, ready
@@ -98,16 +100,20 @@ def cluster() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def stack(cluster: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Processes]:
-    """The conftest's stack, run as if in ``REVISION_NAMESPACE`` (see the module docstring)."""
+def stack(
+    cluster: str, tmp_path_factory: pytest.TempPathFactory, apply_strategy: str
+) -> Iterator[Processes]:
+    """The conftest's stack (with the module's ``apply_strategy``), run as if in
+    ``REVISION_NAMESPACE`` (see the module docstring)."""
     processes = Processes(
         kubeconfig=cluster,
         workdir=Path(tmp_path_factory.mktemp("stack")),
         env={"POD_NAMESPACE": REVISION_NAMESPACE},
     )
     processes.coordinator()
-    processes.worker("w-a")
-    processes.worker("w-b")
+    strategy = ["--apply-strategy", apply_strategy]
+    processes.worker("w-a", extra=strategy)
+    processes.worker("w-b", extra=strategy)
     yield processes
     processes.close()
 
@@ -211,6 +217,21 @@ def image(pod: dict[str, Any]) -> str:
     return str(pod["spec"]["containers"][0]["image"])
 
 
+async def written_under(kube: Client, namespace: str, apply_strategy: str) -> None:
+    """Every Pod was written by ``apply_strategy``: server-side apply leaves an ``Apply`` entry
+    of the field manager ``metacontroller`` and no last-applied annotation, dynamic apply the
+    annotation and no such entry."""
+    server_side = apply_strategy == "server-side-apply"
+    for name, pod in (await pods(kube, namespace)).items():
+        metadata = pod["metadata"]
+        applied = any(
+            entry.get("manager") == "metacontroller" and entry.get("operation") == "Apply"
+            for entry in metadata.get("managedFields") or ()
+        )
+        annotated = LAST_APPLIED_ANNOTATION in (metadata.get("annotations") or {})
+        assert (applied, annotated) == (server_side, not server_side), name
+
+
 async def updated(
     kube: Client, namespace: str, parent_type: Resource = THINGS, name: str = "set"
 ) -> dict[str, Any] | None:
@@ -285,8 +306,9 @@ async def make_set(
     )
 
 
+@BOTH_APPLY_STRATEGIES
 async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
-    kube: Client, namespace: str, controller: str, cluster: str
+    kube: Client, namespace: str, controller: str, cluster: str, apply_strategy: str
 ) -> None:
     await make_set(kube, namespace, controller, replicas=3)
     await eventually(lambda: rolled(kube, namespace, "nginx:1"), within=60, message="no pods")
@@ -299,6 +321,7 @@ async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
     assert {p["metadata"]["labels"][HASH] for p in (await pods(kube, namespace)).values()} == {one}
 
     assert await roll_to(kube, namespace, "nginx:2") == ["web-2", "web-1", "web-0"]
+    await written_under(kube, namespace, apply_strategy)
     listed = (await kube.list(REVISIONS, namespace=namespace)).items
     by_image = {r["parentPatch"]["spec"]["image"]: r for r in listed}
     assert set(by_image) == {"nginx:1", "nginx:2"}  # the old one is history now
@@ -385,6 +408,7 @@ def members(hook: str, request: dict[str, Any]) -> dict[str, Any]:
     return {"status": {}, "children": children}
 
 
+@BOTH_APPLY_STRATEGIES
 async def test_rolling_in_place_waits_for_each_member_to_observe_its_generation(
     kube: Client, namespace: str, make_controller: MakeController
 ) -> None:
@@ -495,8 +519,13 @@ def herd(hook: str, request: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+@BOTH_APPLY_STRATEGIES
 async def test_a_cluster_scoped_parent_rolls_out_with_its_revisions_in_metashards_namespace(
-    kube: Client, namespace: str, make_controller: MakeController, cluster: str
+    kube: Client,
+    namespace: str,
+    make_controller: MakeController,
+    cluster: str,
+    apply_strategy: str,
 ) -> None:
     """Revisions of a cluster-scoped Herd live in the namespace metashard runs in (the module's
     ``REVISION_NAMESPACE``), owned by the Herd: rolled like a namespaced parent's, listed by
@@ -525,6 +554,7 @@ async def test_a_cluster_scoped_parent_rolls_out_with_its_revisions_in_metashard
         change = kube.patch(HERDS, herd_name, {"spec": {"image": "nginx:2"}})
         order = await roll_to(kube, namespace, "nginx:2", change=change, parent=parent)
         assert order == ["web-2", "web-1", "web-0"]
+        await written_under(kube, namespace, apply_strategy)
 
         async def owned() -> list[dict[str, Any]]:
             listed = (await kube.list(REVISIONS, namespace=REVISION_NAMESPACE)).items
@@ -581,8 +611,13 @@ def configured(hook: str, request: dict[str, Any]) -> dict[str, Any]:
     return statefulset(hook, request)
 
 
+@BOTH_APPLY_STRATEGIES
 async def test_each_revisions_sync_gets_the_related_objects_of_its_own_parent(
-    kube: Client, namespace: str, make_controller: MakeController, hooks: HookServer
+    kube: Client,
+    namespace: str,
+    make_controller: MakeController,
+    hooks: HookServer,
+    apply_strategy: str,
 ) -> None:
     """Customize is called once per revision: while the Pods move from config ``a`` to ``b``,
     the older revision's sync requests carry ``config-a`` and the latest's ``config-b``."""
@@ -616,6 +651,7 @@ async def test_each_revisions_sync_gets_the_related_objects_of_its_own_parent(
         THINGS, "set", {"spec": {"image": "nginx:2", "config": "b"}}, namespace=namespace
     )
     await roll_to(kube, namespace, "nginx:2", change=change)
+    await written_under(kube, namespace, apply_strategy)
 
     seen: dict[tuple[bool, str], set[frozenset[str]]] = {}
     for at, _, request in hooks.calls(name, "sync"):
@@ -645,6 +681,7 @@ def selected(hook: str, request: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+@BOTH_APPLY_STRATEGIES
 async def test_revisions_orphaned_with_their_parent_are_adopted_by_a_new_one(
     kube: Client, namespace: str, make_controller: MakeController
 ) -> None:

@@ -12,6 +12,7 @@ from manager.informer_metrics import PrometheusInformerMetrics
 from manager.term_metrics import TermMetrics
 from proto.hooks.metrics import PrometheusHookMetrics
 from proto.wire import dropped_frames_counter
+from workers.apply_metrics import PrometheusApplyMetrics
 from workers.controller_metrics import PrometheusControllerMetrics
 from workers.workqueue.metrics import PrometheusMetricsProvider
 
@@ -35,12 +36,13 @@ def coordinator() -> set[str]:
 
 
 def worker() -> set[str]:
-    # What workers.worker.Worker registers.
+    # What workers.worker.Worker registers (the apply counts under server-side apply).
     registry = CollectorRegistry()
     PrometheusHookMetrics(registry)
     dropped_frames_counter(registry)
     PrometheusMetricsProvider(registry=registry)
     PrometheusControllerMetrics(registry=registry)
+    PrometheusApplyMetrics(registry=registry)
     return exposed(registry)
 
 

@@ -28,6 +28,10 @@ Invariants:
   (``merge_recorded``). ``shortcut=False`` always parses; both give equal results.
 - Annotations are read as ``Unstructured.GetAnnotations`` reads them: an annotations map with
   a non-string value counts as none, and writing the annotation then replaces that map.
+
+The pure core of the other strategy, server-side apply, lives beside it: ``ssa`` (apply body,
+comparisons, update planner), ``cache`` (the last applied body per child) and ``upgrade``
+(managed fields moved from dynamic apply's Update managers).
 """
 
 from __future__ import annotations

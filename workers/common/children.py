@@ -22,6 +22,8 @@ Metacontroller's ``ManageChildren`` does with dynamic apply:
   for that child only; the others still proceed.
 
 Writes are listed deletions first, then the desired children in the hook's order.
+``pair(observed, desired)`` is the matching both apply strategies start from (server-side
+apply: ``workers.common.ssa``).
 
 ``ChildWriter.run(writes, wrote)`` performs them concurrently and returns the errors (one
 message per failed write) instead of stopping at the first, so one bad child does not block
@@ -100,15 +102,10 @@ def plan(
     owner: ControllerRef,
     in_place_labels: frozenset[str] = frozenset(),
 ) -> Plan:
-    unmatched: dict[TypeKey, dict[tuple[str, str], Observed]] = {
-        type_key: {(child.namespace, child.name): child for child in children}
-        for type_key, children in observed.items()
-    }
+    pairs, deletes = pair(observed, desired)
     writes: list[Write] = []
     problems: list[str] = []
-    for child in desired:
-        group = unmatched.get(child.type)
-        current = group.pop((child.namespace, child.name), None) if group else None
+    for child, current in pairs:
         ident = (child.type, child.namespace, child.name)
         try:
             if current is None:
@@ -125,13 +122,30 @@ def plan(
             writes.append(Write(Action.RECREATE, *ident, uid=current.uid))
         elif method in _RECREATE or method in _IN_PLACE:
             writes.append(Write(Action.UPDATE, *ident, body=merged))
+    return Plan((*deletes, *writes), tuple(problems))
+
+
+def pair(
+    observed: Mapping[TypeKey, Iterable[Observed]], desired: Sequence[DesiredChild]
+) -> tuple[list[tuple[DesiredChild, Observed | None]], list[Write]]:
+    """Each desired child with its observed one (None: to create), in the hook's order, and
+    the deletions of the observed children no longer desired (those not already being
+    deleted). Both apply strategies start here."""
+    unmatched: dict[TypeKey, dict[tuple[str, str], Observed]] = {
+        type_key: {(child.namespace, child.name): child for child in children}
+        for type_key, children in observed.items()
+    }
+    pairs: list[tuple[DesiredChild, Observed | None]] = []
+    for child in desired:
+        group = unmatched.get(child.type)
+        pairs.append((child, group.pop((child.namespace, child.name), None) if group else None))
     deletes = [
         Write(Action.DELETE, type_key, child.namespace, child.name, uid=child.uid)
         for type_key, group in unmatched.items()
         for child in group.values()
         if not child.deleting
     ]
-    return Plan((*deletes, *writes), tuple(problems))
+    return pairs, deletes
 
 
 def _only_labels(current: dict[str, Any], desired: dict[str, Any], keys: frozenset[str]) -> bool:

@@ -11,6 +11,7 @@ from proto.hooks.client import HookClient
 from proto.http1 import HttpClient
 from proto.kube.client import Client
 from proto.kube.events import EventRecorder
+from workers.common.ssa import ServerSideApply
 from workers.common.writer import Writer
 
 
@@ -23,7 +24,9 @@ class WorkerContext:
     controller of the process. ``cluster_revision_namespace`` is where the ControllerRevisions
     of cluster-scoped parents are written (``--cluster-revision-namespace``);
     ``revision_history_limit`` how many childless ones a parent keeps unless its controller's
-    annotation says otherwise (``--revision-history-limit``)."""
+    annotation says otherwise (``--revision-history-limit``). ``ssa`` is set under
+    ``--apply-strategy server-side-apply``: children are then applied through it instead of
+    dynamic apply."""
 
     worker_id: str
     client: Client  # reads
@@ -34,3 +37,4 @@ class WorkerContext:
     events: EventRecorder
     cluster_revision_namespace: str = "default"
     revision_history_limit: int = DEFAULT_HISTORY_LIMIT
+    ssa: ServerSideApply | None = None

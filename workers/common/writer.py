@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from proto.kube.client import Body
+from proto.kube.client import Body, PatchType
 from proto.kube.resources import Resource
 
 
@@ -48,4 +48,36 @@ class Writer(Protocol):
         uid: str | None = None,
     ) -> dict[str, Any]:
         """DELETE, with an optional uid precondition."""
+        ...
+
+
+class ApplyWriter(Writer, Protocol):
+    """A ``Writer`` that also speaks server-side apply and the other PATCH flavours
+    (``proto.kube.client.Client`` conforms)."""
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Body,
+        *,
+        namespace: str | None = None,
+        patch_type: PatchType = PatchType.MERGE,
+    ) -> dict[str, Any]:
+        """A PATCH of ``patch_type`` (a JSON merge patch by default)."""
+        ...
+
+    async def apply(
+        self,
+        resource: Resource,
+        body: Body,
+        *,
+        field_manager: str,
+        namespace: str | None = None,
+        name: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Server-side apply of ``body`` as ``field_manager`` (``dryRun=All`` with
+        ``dry_run``)."""
         ...

@@ -57,6 +57,10 @@ def test_configuration_failures_are_one_line_and_exit_2(
         (["--kubeconfig", good, "--metrics-address", f"127.0.0.1:{busy_port}"], "cannot listen"),
         (["--kubeconfig", good, "--health-probe-bind-address", f":{busy_port}"], "cannot listen"),
     ]
+    cases += [
+        (["--kubeconfig", good, "--apply-strategy", "patch"], "'patch' is not one of"),
+        (["--kubeconfig", good, "--apply-strategy-ssa-field-manager="], "must not be empty"),
+    ]
     for flags, says in cases:
         assert says in _refused([*argv, *ports, *flags]), flags
     home = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
@@ -167,3 +171,17 @@ def test_run_gives_its_workers_the_revision_flags() -> None:
     assert given[given.index("--revision-history-limit") + 1] == "2"
     assert given[given.index("--cluster-revision-namespace") + 1] == "revs"
     assert "--revision-history-limit" not in flags()
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [[], ["--apply-strategy=server-side-apply", "--apply-strategy-ssa-field-manager", "me"]],
+)
+def test_run_passes_the_apply_strategy_to_its_workers(flags: list[str]) -> None:
+    from workers.settings import from_args as worker_settings
+
+    args = run_parser().parse_args(["--bind", "ipc:///x", *flags])
+    settings = from_namespace(args, role="run")
+    worker = worker_settings(["--coordinator=ipc:///x", *_worker_flags(settings, args)], {})
+    assert worker.apply.strategy == args.apply_strategy
+    assert worker.apply.field_manager == (args.apply_strategy_ssa_field_manager or "metacontroller")

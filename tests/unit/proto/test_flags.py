@@ -5,7 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from proto.flags import Parser, Role, add_common, common, default_namespace, zap_level
+from proto.flags import (
+    ApplyStrategy,
+    Parser,
+    Role,
+    add_common,
+    common,
+    default_namespace,
+    zap_level,
+)
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -34,6 +42,7 @@ METACONTROLLER_FLAGS = [
     ["--leader-election-id=metacontroller"],
     ["--apply-strategy=dynamic-apply"],
     ["--apply-strategy-ssa-field-manager=metacontroller"],
+    ["--apply-strategy=server-side-apply"],
     ["--kubeconfig=/etc/kube/config"],
     ["--zap-log-level=4"],
     ["--zap-log-level=debug"],
@@ -57,8 +66,11 @@ def test_every_metacontroller_flag_parses_in_every_role(argv: list[str], role: R
     [
         ["--no-such-flag"],
         ["--target-label-selector=shard in (a"],
-        ["--apply-strategy=server-side-apply"],
         ["--apply-strategy=patch"],
+        ["--apply-strategy=Server-Side-Apply"],
+        ["--apply-strategy-ssa-field-manager="],
+        ["--apply-strategy-ssa-field-manager=" + "m" * 129],
+        ["--apply-strategy-ssa-field-manager=tab\there"],
         ["--leader-election-resource-lock=configmaps"],
         ["--zap-log-level=0"],
         ["--zap-log-level=trace"],
@@ -135,7 +147,12 @@ def test_defaults_follow_metacontroller_where_it_has_them() -> None:
         (
             ["--apply-strategy-ssa-field-manager=x"],
             "worker",
-            "--apply-strategy-ssa-field-manager has",
+            "--apply-strategy-ssa-field-manager has no effect: --apply-strategy is dynamic",
+        ),
+        (
+            ["--apply-strategy=server-side-apply"],
+            "coordinator",
+            "--apply-strategy has no effect on a coordinator",
         ),
     ],
 )
@@ -150,6 +167,8 @@ def test_a_flag_without_effect_is_reported(argv: list[str], role: Role, says: st
         (["--discovery-interval=20s", "--leader-election"], "coordinator"),
         (["--workers=5"], "worker"),
         (["--pprof-address=0", "--zap-time-encoding=iso8601"], "run"),
+        (["--apply-strategy=server-side-apply", "--apply-strategy-ssa-field-manager=m"], "run"),
+        (["--apply-strategy=server-side-apply"], "worker"),
     ],
 )
 def test_a_flag_with_effect_is_not_reported(argv: list[str], role: Role) -> None:
@@ -195,3 +214,20 @@ def test_the_revision_history_limit_has_no_effect_on_a_coordinator() -> None:
         "--revision-history-limit has no effect on a coordinator (workers write revisions)",
     )
     assert common(args, role="run", environ={}).notices == ()
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], ApplyStrategy("dynamic-apply", "metacontroller")),
+        (["--apply-strategy=server-side-apply"], ApplyStrategy("server-side-apply")),
+        (
+            ["--apply-strategy", "server-side-apply", "--apply-strategy-ssa-field-manager=me"],
+            ApplyStrategy("server-side-apply", "me"),
+        ),
+    ],
+)
+def test_the_apply_strategy_is_resolved(argv: list[str], expected: ApplyStrategy) -> None:
+    resolved = common(parse(argv), role="worker", environ={}).apply
+    assert resolved == expected
+    assert resolved.server_side is (expected.strategy == "server-side-apply")

@@ -74,3 +74,14 @@ def test_the_revision_flags_reach_the_worker_settings() -> None:
         {"POD_NAMESPACE": "metashard"},
     )
     assert (given.revision_history_limit, given.cluster_revision_namespace) == (0, "revs")
+
+
+def test_the_apply_strategy_reaches_the_worker_settings() -> None:
+    base = ["--coordinator=tcp://c:7070"]
+    assert not from_args(base, {}).apply.server_side
+    s = from_args(
+        [*base, "--apply-strategy=server-side-apply", "--apply-strategy-ssa-field-manager=mine"],
+        {},
+    )
+    assert (s.apply.strategy, s.apply.field_manager) == ("server-side-apply", "mine")
+    assert s.notices == ()

@@ -19,4 +19,5 @@ def build(definition: ControllerDef, context: WorkerContext) -> Reconciler:
         events=context.events,
         cluster_revision_namespace=context.cluster_revision_namespace,
         revision_history_limit=context.revision_history_limit,
+        ssa=context.ssa,
     )

@@ -17,7 +17,8 @@ functions in their own modules, the writes happen here:
 6. The response is decoded and its children checked (``proto.api.hooks``): namespaces
    defaulted, ``controller-uid`` added, types declared, labels matched by the selector.
 7. ``finalized: true`` from the finalize hook removes our finalizer.
-8. Children are created, updated and deleted (``workers.common.children``) while the parent is
+8. Children are created, updated and deleted (``workers.common.children``, or
+   ``workers.common.ssa`` under ``--apply-strategy server-side-apply``) while the parent is
    alive, or being deleted under our finalizer without a garbage-collector finalizer.
 9. The status (``workers.common.status``) is PUT to ``/status`` only when it differs, with the
    snapshot's resourceVersion as the precondition; NotFound and Conflict are let go (the
@@ -77,6 +78,7 @@ from workers.common.claims import Claimant, adoption_patch, claim, release_patch
 from workers.common.hookcall import Events, HookCaller, Hooks, resource_of
 from workers.common.observed import Observed
 from workers.common.patches import describe, guarded_patch, set_finalizers, sync_finalizer
+from workers.common.ssa import ServerSideApply, applier_of
 from workers.common.sync_errors import SyncFailure
 from workers.common.writer import Writer
 from workers.kinds.composite import rolling
@@ -100,11 +102,13 @@ class CompositeReconciler:
         events: Events,
         cluster_revision_namespace: str = "default",
         revision_history_limit: int = DEFAULT_HISTORY_LIMIT,
+        ssa: ServerSideApply | None = None,
     ) -> None:
         """``cluster_revision_namespace``: where the ControllerRevisions of cluster-scoped
         parents live (``--cluster-revision-namespace``); ``revision_history_limit``: the
         childless revisions a parent keeps unless the controller's annotation says otherwise
-        (``--revision-history-limit``)."""
+        (``--revision-history-limit``); ``ssa``: apply children server-side through it
+        instead of dynamic apply."""
         spec = parse_composite_controller(orjson.loads(definition.object))
         if len(definition.resources) != 1 + len(spec.children):
             raise ValueError(
@@ -133,6 +137,7 @@ class CompositeReconciler:
             self._child_types.append(ChildType(info.api_version, info.kind, info.namespaced))
         self._targets = targets
         self._child_writer = children.ChildWriter(writer, targets)
+        self._applier = applier_of(ssa, definition, targets)
         self._rollouts = (
             rolling.Rollouts(
                 spec,
@@ -142,6 +147,7 @@ class CompositeReconciler:
                 kinds=list(targets),
                 cluster_revision_namespace=cluster_revision_namespace,
                 default_history_limit=revision_history_limit,
+                server_side=ssa is not None,
             )
             if spec.rolling
             else None
@@ -388,6 +394,17 @@ class CompositeReconciler:
         observed: dict[TypeKey, list[Observed]],
         desired: tuple[DesiredChild, ...],
     ) -> list[str]:
+        if self._applier is not None:
+            return await self._applier.run(
+                key=request.key,
+                parent=parent,
+                observed=observed,
+                desired=desired,
+                methods=self._methods,
+                owner=self._owner(parent, uid),
+                wrote=request.wrote,
+                in_place_labels=IN_PLACE_LABELS,
+            )
         plan = children.plan(
             observed=observed,
             desired=desired,

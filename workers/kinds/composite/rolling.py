@@ -66,7 +66,7 @@ from proto.api.revisions import (
 from proto.kube import errors
 from proto.kube.resources import Resource
 from proto.logs import get_logger
-from workers.apply import ControllerRef
+from workers.apply import ControllerRef, ssa
 from workers.common import children
 from workers.common.claims import Claimant, adoption_patch, claim
 from workers.common.hookcall import Events
@@ -145,11 +145,14 @@ class Rollouts:
         kinds: Sequence[TypeKey],
         cluster_revision_namespace: str = "default",
         default_history_limit: int = DEFAULT_HISTORY_LIMIT,
+        server_side: bool = False,
     ) -> None:
         """``kinds`` are the child types, in ``spec.children`` order;
         ``cluster_revision_namespace`` is where the revisions of cluster-scoped parents live;
         ``default_history_limit`` is the history limit unless the controller's annotation
-        says otherwise."""
+        says otherwise; ``server_side``: the children are written by server-side apply (a
+        child is "already updated" when it holds what would be applied,
+        ``workers.apply.ssa.up_to_date``)."""
         self._spec = spec
         self._cluster_namespace = cluster_revision_namespace
         self._writer = writer
@@ -157,6 +160,7 @@ class Rollouts:
         self._parent = parent
         self._paths = spec.parent.revision_field_paths
         self._history = history_limit(spec.raw, default_history_limit)
+        self._updated: rollout.Updated | None = ssa.up_to_date if server_side else None
         self._strategies: dict[rollout.GroupKind, rollout.Strategy] = {}
         for child, type_key in zip(spec.children, kinds, strict=True):
             strategy = child.update_strategy
@@ -224,6 +228,7 @@ class Rollouts:
             observed=current,
             strategies=self._strategies,
             history_limit=self._history,
+            updated=self._updated,
         )
         latest_name = await self._write(request, plan, parent, owner, what)
 

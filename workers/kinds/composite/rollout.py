@@ -41,7 +41,7 @@ stall after one child; here both sides use the same key.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -53,6 +53,9 @@ from workers.apply import ApplyError, apply_update, deep_equal
 ChildId = tuple[str, str, str]
 """``(apiGroup, kind, relative name)``."""
 GroupKind = tuple[str, str]
+Updated = Callable[[Mapping[str, Any] | None, Mapping[str, Any]], bool]
+"""Whether an observed child (None: missing) already holds a desired state: under dynamic apply
+``dynamic_up_to_date``, under server-side apply ``workers.apply.ssa.up_to_date``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,9 +172,12 @@ def plan(
     observed: Mapping[ChildId, Mapping[str, Any]],
     strategies: Mapping[GroupKind, Strategy],
     history_limit: int,
+    updated: Updated | None = None,
 ) -> Rollout:
     """Step 2 (see the module docstring). ``desired`` holds the answer of each revision in
-    ``arrangement.hooked``, by revision name; ``observed`` the claimed children."""
+    ``arrangement.hooked``, by revision name; ``observed`` the claimed children; ``updated``
+    the "already updated" check of the apply strategy (default: dynamic apply's)."""
+    up_to_date = updated or dynamic_up_to_date
     latest = arrangement.latest
     latest_desired = desired[latest.name]
     wanted = {d.id: d for d in latest_desired}
@@ -197,7 +203,7 @@ def plan(
         owner = claims.owner.get(child)
         if owner is None:
             claims.add(latest.name, child)
-        elif owner != latest.name and _up_to_date(observed.get(child), wanted[child].obj):
+        elif owner != latest.name and up_to_date(observed.get(child), wanted[child].obj):
             claims.remove(owner, child)
             claims.add(latest.name, child)
 
@@ -210,7 +216,9 @@ def plan(
         child = item.id
         if not rolling(child[0], child[1]) or claims.owner.get(child) == latest.name:
             continue
-        waiting = _blocker(claims.children(latest.name), wanted, observed, strategies)
+        waiting = _blocker(
+            claims.children(latest.name), wanted, observed, strategies, updated=updated
+        )
         if waiting is not None:
             condition = _condition("False", names.REASON_ROLLOUT_WAITING, waiting)
             break
@@ -248,7 +256,8 @@ def _condition(status: str, reason: str, message: str) -> dict[str, Any]:
     return {"type": names.CONDITION_UPDATED, "status": status, "reason": reason, "message": message}
 
 
-def _up_to_date(current: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> bool:
+def dynamic_up_to_date(current: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> bool:
+    """Dynamic apply's "already updated": applying ``wanted`` to ``current`` is a no-op."""
     if current is None:
         return False
     try:
@@ -263,6 +272,8 @@ def _blocker(
     wanted: Mapping[ChildId, Desired],
     observed: Mapping[ChildId, Mapping[str, Any]],
     strategies: Mapping[GroupKind, Strategy],
+    *,
+    updated: Updated | None,
 ) -> str | None:
     """Why the rollout may not move another child (``shouldContinueRolling``), or None."""
     for group, kind, listed in on_latest:
@@ -273,10 +284,13 @@ def _blocker(
             child = observed.get((group, kind, name))
             if child is None:
                 return f"missing child {kind} {name}"
-            try:
-                _, different = apply_update(dict(child), dict(wanted[(group, kind, name)].obj))
-            except ApplyError as err:
-                return f"can't check if child {kind} {name} is updated: {err}"
+            if updated is not None:
+                different = not updated(child, wanted[(group, kind, name)].obj)
+            else:
+                try:
+                    _, different = apply_update(dict(child), dict(wanted[(group, kind, name)].obj))
+                except ApplyError as err:
+                    return f"can't check if child {kind} {name} is updated: {err}"
             if different:
                 return f"child {kind} {name} is not updated yet"
             if strategy.method is UpdateMethod.ROLLING_IN_PLACE and not _observed_latest(child):

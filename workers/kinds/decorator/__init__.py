@@ -12,5 +12,9 @@ KIND = ControllerKind.DECORATOR
 
 def build(definition: ControllerDef, context: WorkerContext) -> Reconciler:
     return DecoratorReconciler(
-        definition, writer=context.writer, hooks=context.hooks, events=context.events
+        definition,
+        writer=context.writer,
+        hooks=context.hooks,
+        events=context.events,
+        ssa=context.ssa,
     )

@@ -21,8 +21,10 @@ Each ``reconcile`` follows Metacontroller's ``decorator.syncParentObject``:
    is written when nothing differs. NotFound and Conflict are let go (the target is gone, or
    changed and is synced again), as in Metacontroller.
 6. Desired attachments get our annotation and are created, updated (per the attachment's
-   ``updateStrategy``) and deleted (``workers.common.children``), while the target is alive,
-   or being deleted under our finalizer without a garbage-collector finalizer.
+   ``updateStrategy``) and deleted (``workers.common.children``, or ``workers.common.ssa``
+   under ``--apply-strategy server-side-apply``: then without the last-applied annotation,
+   unlike Metacontroller #1139), while the target is alive, or being deleted under our
+   finalizer without a garbage-collector finalizer.
 7. ``finalized: true`` from the finalize hook removes our finalizer.
 8. Attachment write errors fail the sync at the end; ``resyncAfterSeconds`` becomes
    ``Outcome.requeue_after``.
@@ -65,6 +67,7 @@ from workers.common.claims import adoption_patch
 from workers.common.hookcall import Events, HookCaller, Hooks, resource_of
 from workers.common.observed import Observed
 from workers.common.patches import describe, guarded_patch, set_finalizers, sync_finalizer
+from workers.common.ssa import ServerSideApply, applier_of
 from workers.common.sync_errors import SyncFailure
 from workers.common.writer import Writer
 from workers.kinds.decorator import attachments, metadata
@@ -77,8 +80,15 @@ class DecoratorReconciler:
     """Reconciles the targets of one DecoratorController (see the module docstring)."""
 
     def __init__(
-        self, definition: ControllerDef, *, writer: Writer, hooks: Hooks, events: Events
+        self,
+        definition: ControllerDef,
+        *,
+        writer: Writer,
+        hooks: Hooks,
+        events: Events,
+        ssa: ServerSideApply | None = None,
     ) -> None:
+        """``ssa``: apply attachments server-side through it instead of dynamic apply."""
         spec = parse_decorator_controller(orjson.loads(definition.object))
         count = len(spec.resources)
         if len(definition.resources) != count + len(spec.attachments):
@@ -104,6 +114,7 @@ class DecoratorReconciler:
             self._types.append(ChildType(info.api_version, info.kind, info.namespaced))
         self._targets = targets
         self._child_writer = children.ChildWriter(writer, targets)
+        self._applier = applier_of(ssa, definition, targets)
         self._hooks = HookCaller(
             hooks,
             controller_type=names.DECORATOR_CONTROLLER,
@@ -188,11 +199,7 @@ class DecoratorReconciler:
                 api_version=resource.api_version, kind=resource.kind, name=meta["name"], uid=uid
             )
             await self._adopt(request, owner, desired, owned, adoptable, problems)
-            plan = children.plan(
-                observed=owned, desired=desired, methods=self._methods, owner=owner
-            )
-            problems += plan.errors
-            problems += await self._child_writer.run(plan.writes, request.wrote)
+            problems += await self._attach(request, obj, owner, owned, desired)
         if finalizing and response.finalized and ours in finalizers:
             await set_finalizers(
                 self._writer,
@@ -209,6 +216,28 @@ class DecoratorReconciler:
         return Outcome(requeue_after=response.resync_after_seconds)
 
     # --- steps --------------------------------------------------------------------------
+
+    async def _attach(
+        self,
+        request: ReconcileRequest,
+        obj: dict[str, Any],
+        owner: ControllerRef,
+        owned: dict[TypeKey, list[Observed]],
+        desired: tuple[DesiredChild, ...],
+    ) -> list[str]:
+        """Create, update and delete attachments; one message per failed one."""
+        if self._applier is not None:
+            return await self._applier.run(
+                key=request.key,
+                parent=obj,
+                observed=owned,
+                desired=desired,
+                methods=self._methods,
+                owner=owner,
+                wrote=request.wrote,
+            )
+        plan = children.plan(observed=owned, desired=desired, methods=self._methods, owner=owner)
+        return [*plan.errors, *await self._child_writer.run(plan.writes, request.wrote)]
 
     def _observed(
         self, request: ReconcileRequest, uid: str, namespace: str
