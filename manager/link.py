@@ -18,11 +18,11 @@ Contract:
   handshakes are counted in ``metashard_wire_peers_refused_total{reason}``. Without one,
   anybody who reaches the endpoint can join: use it only on ipc or loopback.
 - ``send(routing_id, msg)`` never waits and never raises for a peer problem; it returns a
-  ``SendResult``. Every send is a non-blocking send that is awaited, and completes (or fails)
-  at once: a worker that stops reading fills its own pipe and gets ``FULL`` results without
-  stalling the sends to the others, and since no send is ever left pending, the socket has a
-  single writer at any moment. The high-water mark is a safety valve, not flow control: the
-  coordinator must bound what it sends (credits, batching).
+  ``SendResult``. Every send is non-blocking and completes (or fails) at once: a worker that
+  stops reading fills its own pipe and gets ``FULL`` results without stalling the sends to
+  the others. The socket's I/O goes through ``proto.loopsocket`` (no future per message).
+  The high-water mark is a safety valve, not flow control: the coordinator must bound what
+  it sends (credits, batching).
 - ``recv()`` returns the next valid ``(routing_id, message)``; ``async for`` iterates until the
   link is closed. Bad frames (not msgpack, wrong version or type, oversized, a multipart
   message that is not exactly routing id + one frame) are dropped by a ``proto.wire.Intake``:
@@ -39,7 +39,6 @@ Contract:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from enum import Enum
 from typing import Final
@@ -51,6 +50,7 @@ from prometheus_client import Counter
 from manager.link_auth import Gatekeeper
 from proto.curve import ServerCurve
 from proto.logs import get_logger
+from proto.loopsocket import LoopSocket, SocketClosed
 from proto.wire import (
     DEFAULT_MAX_FRAME_SIZE,
     FrameError,
@@ -91,7 +91,8 @@ class RouterLink:
     ) -> None:
         self._max_frame_size = max_frame_size
         ctx = context if context is not None else zmq.asyncio.Context.instance()
-        sock = ctx.socket(zmq.ROUTER)
+        self._io = LoopSocket(ctx, zmq.ROUTER)
+        sock = self._io.socket
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.SNDHWM, hwm)
@@ -126,33 +127,24 @@ class RouterLink:
         except FrameError:
             return SendResult.TOO_LARGE
         try:
-            await self._socket.send_multipart((worker_id, frame), flags=zmq.NOBLOCK)
+            self._io.send((worker_id, frame))
         except zmq.Again:
             return SendResult.FULL
+        except SocketClosed as e:
+            raise LinkClosed(f"the coordinator link is closed ({e})") from None
         except zmq.ZMQError as e:
             if e.errno == zmq.EHOSTUNREACH:
                 return SendResult.UNREACHABLE
-            if e.errno in (zmq.ETERM, zmq.ENOTSOCK):
-                raise LinkClosed(f"the coordinator link is closed ({e})") from None
             raise
         return SendResult.SENT
 
     async def recv(self) -> tuple[bytes, Message]:
         """The next valid message and the routing id of its sender."""
         while True:
-            self._check_open()
             try:
-                parts = await self._socket.recv_multipart()
-            except asyncio.CancelledError:
-                # close() cancels a pending receive; a cancellation of this task propagates.
-                task = asyncio.current_task()
-                if self.closed and task is not None and not task.cancelling():
-                    raise LinkClosed("the coordinator link is closed") from None
-                raise
-            except zmq.ZMQError as e:
-                if self.closed or e.errno in (zmq.ETERM, zmq.ENOTSOCK):
-                    raise LinkClosed(f"the coordinator link is closed ({e})") from None
-                raise
+                parts = await self._io.recv()
+            except SocketClosed as e:
+                raise LinkClosed(f"the coordinator link is closed ({e})") from None
             routing_id, *payload = parts
             msg = self._intake.accept(_peer(routing_id), payload)
             if msg is not None:
@@ -168,10 +160,10 @@ class RouterLink:
 
     @property
     def closed(self) -> bool:
-        return self._socket.closed
+        return self._io.closed
 
     def _check_open(self) -> None:
-        if self._socket.closed:
+        if self._io.closed:
             raise LinkClosed("the coordinator link is closed")
 
     def close(self) -> None:
@@ -179,4 +171,4 @@ class RouterLink:
         if self._gatekeeper is not None:
             self._gatekeeper.stop()
             self._gatekeeper = None
-        self._socket.close(linger=0)
+        self._io.close(linger=0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any, cast
 
 import zmq
 import zmq.asyncio
@@ -76,17 +77,18 @@ class Gatekeeper:
         self._auth.configure_curve_callback(DOMAIN, credentials_provider=_Admitted(curve.admitted))
         self._monitor: asyncio.Task[None] | None = None
 
-    def secure(self, sock: zmq.asyncio.Socket) -> None:
+    def secure(self, sock: zmq.Socket[Any]) -> None:
         sock.setsockopt(zmq.CURVE_SERVER, 1)
         sock.setsockopt(zmq.CURVE_SECRETKEY, self._curve.secret)
         sock.setsockopt(zmq.CURVE_PUBLICKEY, self._curve.public)
         sock.setsockopt_string(zmq.ZAP_DOMAIN, DOMAIN)
 
-    def watch(self, sock: zmq.asyncio.Socket) -> None:
+    def watch(self, sock: zmq.Socket[Any]) -> None:
         events = 0
         for event in _EVENTS:
             events |= event
-        monitor = sock.get_monitor_socket(events)
+        # The monitor socket comes from the socket's context, an asyncio one.
+        monitor = cast(zmq.asyncio.Socket, sock.get_monitor_socket(events))
         self._monitor = asyncio.ensure_future(self._count(monitor))
 
     async def _count(self, monitor: zmq.asyncio.Socket) -> None:

@@ -22,8 +22,9 @@ Contract:
 - ``send(msg, wait=0)`` returns ``True`` once the message is queued to a live connection. With
   ``wait=0`` it never waits: ``False`` when there is no connection or the pipe is full. With
   ``wait > 0`` it waits up to that many seconds for room (for example a HELLO right after
-  connecting). Sends are queued in call order by pyzmq; a ``reconnect()`` fails the sends
-  still waiting (``False``). ``FrameError`` if the message exceeds the frame limit.
+  connecting); a ``reconnect()`` fails the sends still waiting (``False``). The socket's I/O
+  goes through ``proto.loopsocket`` (no future per message). ``FrameError`` if the message
+  exceeds the frame limit.
 - ``recv()`` returns the next valid message from the coordinator; ``async for`` iterates until
   the link is closed and carries on across ``reconnect()``. Bad frames (not msgpack, wrong
   version or type, oversized, not exactly one frame) are dropped by a ``proto.wire.Intake``:
@@ -37,7 +38,6 @@ Contract:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Final
 
@@ -47,6 +47,7 @@ from prometheus_client import Counter
 
 from proto.curve import ClientCurve
 from proto.logs import get_logger
+from proto.loopsocket import LoopSocket, SocketClosed
 from proto.wire import (
     DEFAULT_MAX_FRAME_SIZE,
     Intake,
@@ -60,12 +61,6 @@ DEFAULT_HWM: Final = 10_000
 
 def _ms(seconds: float) -> int:
     return round(seconds * 1000)
-
-
-def _cancelled_by_us() -> bool:
-    """Whether the current task itself is being cancelled (not just a future it awaited)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 class DealerLink:
@@ -131,14 +126,15 @@ class DealerLink:
         """The coordinator endpoint this link is connected to."""
         return self._endpoint
 
-    def _connected(self, endpoint: str) -> zmq.asyncio.Socket:
-        sock = self._context.socket(zmq.DEALER)
+    def _connected(self, endpoint: str) -> LoopSocket:
+        io = LoopSocket(self._context, zmq.DEALER)
+        sock = io.socket
         for option, value in self._options.items():
             sock.setsockopt(option, value)
         for key_option, key in self._keys.items():
             sock.setsockopt(key_option, key)
         sock.connect(endpoint)
-        return sock
+        return io
 
     def reconnect(self, endpoint: str | None = None) -> None:
         """Drop the socket with everything it queued; connect a fresh one (to ``endpoint``)."""
@@ -154,31 +150,26 @@ class DealerLink:
         frame = encode(msg, max_size=self._max_frame_size)
         try:
             if wait <= 0:
-                await sock.send(frame, flags=zmq.NOBLOCK)
-            else:
-                await asyncio.wait_for(sock.send(frame), wait)
-        except (zmq.Again, TimeoutError):
+                sock.send((frame,))
+                return True
+            # reconnect() closes the socket a waiting send retries on: it fails.
+            return await sock.send_within((frame,), wait)
+        except zmq.Again:
             return False
-        except (asyncio.CancelledError, zmq.ZMQError) as e:
-            # reconnect() cancels the sends still waiting on the old socket: they fail.
-            if _cancelled_by_us():
-                raise
-            if sock is not self._socket:
+        except (SocketClosed, zmq.ZMQError) as e:
+            if sock is not self._socket and not self._closed:
                 return False
             raise self._gone(sock, e) from None
-        return True
 
     async def recv(self) -> Message:
         """The next valid message from the coordinator (across reconnects)."""
         while True:
             sock = self._current()
             try:
-                parts = await sock.recv_multipart()
-            except (asyncio.CancelledError, zmq.ZMQError) as e:
-                # reconnect() cancels a receive pending on the old socket: go on with the new.
-                if _cancelled_by_us():
-                    raise
-                if sock is not self._socket:
+                parts = await sock.recv()
+            except (SocketClosed, zmq.ZMQError) as e:
+                # reconnect() closes the socket a receive waits on: go on with the new one.
+                if sock is not self._socket and not self._closed:
                     continue
                 raise self._gone(sock, e) from None
             msg = self._intake.accept(self._endpoint, parts)
@@ -193,7 +184,7 @@ class DealerLink:
                 return
             yield msg
 
-    def _gone(self, sock: zmq.asyncio.Socket, error: BaseException) -> BaseException:
+    def _gone(self, sock: LoopSocket, error: BaseException) -> BaseException:
         """What to raise for ``error`` on the current socket: ``LinkClosed`` if it was closed
         (by ``close()``, or by the context's termination), else the error itself."""
         errno = error.errno if isinstance(error, zmq.ZMQError) else None
@@ -205,7 +196,7 @@ class DealerLink:
         if self._closed:
             raise LinkClosed("the worker link is closed")
 
-    def _current(self) -> zmq.asyncio.Socket:
+    def _current(self) -> LoopSocket:
         self._check_open()
         return self._socket
 
