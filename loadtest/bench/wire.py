@@ -151,14 +151,14 @@ async def _round_trips_links(endpoint: str, count: int) -> float:
     push = Keys(1, Priority.LIVE, _keys(1))
     reply = Fetch(1, 1, push.keys[0], {})
     assert await worker.send(reply, wait=5)
-    await coordinator.recv()
+    route, _ = await coordinator.recv()  # the ROUTER names the connection
 
     async def echo() -> None:
         async for _ in worker:
             await worker.send(reply, wait=5)
 
     async def send() -> None:
-        assert await coordinator.send(b"bench-worker", push) is SendResult.SENT
+        assert await coordinator.send(route, push) is SendResult.SENT
 
     echoing = asyncio.create_task(echo())
     result = await _pump(count, send, coordinator.recv)
