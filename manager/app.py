@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry
 
 from manager.election import ElectionConfig, LeaderElector, default_identity
 from manager.election_metrics import PrometheusLeaderMetrics
+from manager.grace import Grace, Timings, first_assignment
 from manager.hookrefs import HookReferences
 from manager.informer_metrics import PrometheusInformerMetrics
 from manager.informers import Informers
@@ -74,6 +75,7 @@ class Coordinator:
         self._recorder: EventRecorder | None = None
         self._stop: asyncio.Event | None = None
         self.failed: str | None = None  # why the process gave up, if it did
+        self._elector: LeaderElector | None = None
 
     def _ready(self) -> str | None:
         term = self.term
@@ -101,7 +103,7 @@ class Coordinator:
             )
             if settings.leader_election:
                 namespace = settings.leader_election_namespace or config.namespace
-                elector = LeaderElector(
+                elector = self._elector = LeaderElector(
                     ClientLeaseLock(
                         self._client, namespace=namespace, name=settings.leader_election_id
                     ),
@@ -132,6 +134,17 @@ class Coordinator:
                 await self._recorder.flush()
         log.info("coordinator stopped")
 
+    def _grace(self) -> Grace:
+        settings = self.settings
+        timings = Timings(
+            worker_timeout=settings.worker_timeout,
+            heartbeat_interval=settings.heartbeat_interval,
+            lease_duration=settings.lease_duration,
+            renew_deadline=settings.renew_deadline,
+        )
+        previous = self._elector.previous_term if self._elector is not None else None
+        return first_assignment(timings, previous=previous, own_workers=settings.own_workers)
+
     async def _lead(self, epoch: int) -> None:
         assert self._client is not None and self._recorder is not None
         assert self._hooks is not None
@@ -143,7 +156,7 @@ class Coordinator:
             settings=TermSettings(
                 bind=settings.bind,
                 timing=Timing(settings.heartbeat_interval, settings.worker_timeout),
-                grace=settings.worker_timeout - settings.heartbeat_interval,
+                grace=self._grace(),
                 retry_interval=settings.discovery_interval,
                 cache_flush_interval=settings.cache_flush_interval,
                 curve=settings.curve,

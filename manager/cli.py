@@ -110,16 +110,25 @@ def _run(argv: list[str]) -> int:
     # the worker link's ipc socket, the workers' metrics sockets, ephemeral CURVE keys.
     private = tempfile.mkdtemp(prefix=f"metashard-{os.getpid()}-")
     try:
+        # Only this process's workers can reach a private ipc socket or hold ephemeral keys.
+        private_link = args.bind is None or not args.curve_keys
         if args.bind is None:
             args.bind = f"ipc://{private}/link.sock"
         elif not args.curve_keys and not args.bind.startswith(("ipc://", "inproc://")):
             args.curve_keys = str(curve.generate(Path(private) / "curve"))
+        elif not args.curve_keys:
+            private_link = False  # an ipc or inproc endpoint the user chose: maybe shared
         peers = [
             Peer(worker_id(i), os.path.join(private, f"w{i}.sock")) for i in range(args.processes)
         ]
         metrics = parse_address(args.metrics_address) is not None
         try:
-            settings = from_namespace(args, role="run", peers=peers if metrics else ())
+            settings = from_namespace(
+                args,
+                role="run",
+                peers=peers if metrics else (),
+                own_workers=args.processes if private_link else 0,
+            )
         except ValueError as e:
             parser.error(str(e))
         logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]

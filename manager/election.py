@@ -37,6 +37,13 @@ Algorithm (client-go ``tools/leaderelection``):
   try, within about one retry period instead of a whole lease duration. With
   ``release_on_cancel=False`` the lease simply expires.
 - ``leader_election_master_status{name}`` is 1 exactly while a term lasts.
+- **How the previous term ended** (``previous_term``, set before a term starts): ``NONE`` when
+  this elector created the Lease; ``EXPIRED`` when it took over a holder it had observed
+  unchanged for that holder's whole lease duration; ``RELEASED`` when the holder had released
+  it; ``UNKNOWN`` when the Lease already named this identity. Only ``NONE`` and ``EXPIRED``
+  bound when the previous leader stopped acting: ``EXPIRED`` means it stopped renewing at least
+  a lease duration ago, so (with the same configuration) its term ended at least
+  ``lease_duration - renew_deadline`` ago.
 
 What this needs from the rest of the process: the elector shares the event loop, so a renew
 can only be as punctual as the loop. Everything else on the loop must yield often: no
@@ -57,6 +64,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import Enum
 
 import orjson
 
@@ -115,6 +123,15 @@ def _wall_now() -> datetime:
     return datetime.now(UTC)
 
 
+class PreviousTerm(Enum):
+    """How the term before the one starting ended (see the module docstring)."""
+
+    NONE = "none"
+    EXPIRED = "expired"
+    RELEASED = "released"
+    UNKNOWN = "unknown"
+
+
 class LeaderElector:
     """One candidate for one Lease (see the module docstring)."""
 
@@ -147,6 +164,7 @@ class LeaderElector:
         self._leading = False
         self._epoch: int | None = None
         self._candidate_failure: str | None = None
+        self._previous = PreviousTerm.UNKNOWN
 
     @property
     def identity(self) -> str:
@@ -161,6 +179,11 @@ class LeaderElector:
     def epoch(self) -> int | None:
         """The current term's epoch, None when not leading."""
         return self._epoch if self._leading else None
+
+    @property
+    def previous_term(self) -> PreviousTerm:
+        """How the term before the current (or last) one ended."""
+        return self._previous
 
     @property
     def observed_record(self) -> LeaderRecord | None:
@@ -313,6 +336,7 @@ class LeaderElector:
             if lease is None:
                 created = LeaderRecord(identity, duration, now, now, 0)
                 self._observe(await self._lock.create(created))
+                self._previous = PreviousTerm.NONE
                 self._candidate_ok()
                 return True
             self._observe(lease)
@@ -321,13 +345,21 @@ class LeaderElector:
             if record.holder and record.holder != identity and self._valid():
                 self._candidate_ok()
                 return False
+            previous = self._previous
             if record.holder == identity and self._leading:
                 taken = LeaderRecord(
                     identity, duration, record.acquire_time, now, record.transitions
                 )
             else:
                 taken = LeaderRecord(identity, duration, now, now, record.transitions + 1)
+                if not record.holder:
+                    previous = PreviousTerm.RELEASED
+                elif record.holder == identity:
+                    previous = PreviousTerm.UNKNOWN
+                else:
+                    previous = PreviousTerm.EXPIRED  # another holder, observed past its duration
             self._observe(await self._lock.update(lease, taken))
+            self._previous = previous
         except KubeError as exc:
             self._attempt_failed(type(exc).__name__, str(exc))
             return False

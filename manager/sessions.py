@@ -14,9 +14,10 @@ Contract:
   contact and joins again): no key notification is silently lost to a live member. A
   snapshot over the frame limit is answered with NACK(TOO_LARGE) instead.
 - ``tick()`` expires silent workers, moves slots, and sends heartbeats. Nothing is assigned
-  before the caches are ready (``ready()``) and ``grace`` has passed since the term began
-  (workers of a previous term have fenced by then; a positive ``grace`` is logged when the
-  wait begins); ``assigning`` is set from then on.
+  before the caches are ready (``ready()``) and ``grace.seconds`` have passed since the term
+  began (workers of a previous term have fenced by then; ``manager.grace``; the wait and its
+  reason are logged), nor, when ``grace.expected_workers`` is set, before that many workers
+  joined or ``grace.join_within`` passed; ``assigning`` is set from then on.
 - ``goodbye()`` sends BYE to every member, so they stop at once when the term ends.
 """
 
@@ -27,6 +28,7 @@ import math
 from collections.abc import Callable
 
 from manager.dispatch import Dispatch
+from manager.grace import Grace
 from manager.link import RouterLink, SendResult
 from manager.membership import Membership
 from manager.snapshot_server import SnapshotServer
@@ -60,7 +62,7 @@ class WorkerSessions:
         dispatch: Dispatch,
         snapshots: SnapshotServer,
         ready: Callable[[], bool],
-        grace: float,
+        grace: Grace,
         metrics: TermMetrics,
         clock: Clock,
     ) -> None:
@@ -174,15 +176,28 @@ class WorkerSessions:
         next_heartbeat = started
         membership = self._membership
         interval = membership.timing.heartbeat_interval
-        if self._grace > 0:
+        grace = self._grace
+        if grace.seconds > 0:
             log.info(
-                f"waiting {self._grace:g} s for workers of a previous term to fence "
+                f"waiting {grace.seconds:g} s for workers of a previous term to fence "
                 "before the first assignment",
                 epoch=self._epoch,
+                reason=grace.reason,
             )
+        else:
+            log.info("no wait for workers of a previous term", reason=grace.reason)
         while True:
             now = self._clock.now()
-            if membership.start_at == math.inf and now - started >= self._grace and self._ready():
+            elapsed = now - started
+            if (
+                membership.start_at == math.inf
+                and elapsed >= grace.seconds
+                and (
+                    len(membership.workers) >= grace.expected_workers
+                    or elapsed >= grace.join_within
+                )
+                and self._ready()
+            ):
                 membership.start_at = now
                 self.assigning.set()
                 log.info("assigning slots", workers=len(membership.workers))

@@ -54,6 +54,8 @@ class CoordinatorSettings:
     cluster_revision_namespace: str = "default"  # ControllerRevisions of cluster-scoped parents
     # The local processes whose metrics the coordinator also serves (``metashard run``).
     metrics_peers: tuple[Peer, ...] = ()
+    # How many workers this process starts on a private endpoint (``metashard run``).
+    own_workers: int = 0
     notices: tuple[str, ...] = ()
 
     @property
@@ -171,7 +173,11 @@ def check_timings(args: argparse.Namespace) -> None:
 
 
 def from_namespace(
-    args: argparse.Namespace, *, role: Role = "coordinator", peers: Sequence[Peer] = ()
+    args: argparse.Namespace,
+    *,
+    role: Role = "coordinator",
+    peers: Sequence[Peer] = (),
+    own_workers: int = 0,
 ) -> CoordinatorSettings:
     """The settings of parsed flags; ``ValueError`` when they cannot work (say why)."""
     check_timings(args)
@@ -202,6 +208,7 @@ def from_namespace(
         target_label_selector=args.target_label_selector,
         cluster_revision_namespace=shared.cluster_revision_namespace,
         metrics_peers=tuple(peers),
+        own_workers=own_workers,
         notices=shared.notices,
     )
 

@@ -30,6 +30,7 @@ from prometheus_client import Counter
 from manager.controllers import Controllers
 from manager.dispatch import Dispatch
 from manager.finalizers import FinalizerWriter
+from manager.grace import Grace
 from manager.hookrefs import HookReferences
 from manager.informers import Informers, store_of
 from manager.link import RouterLink
@@ -62,7 +63,7 @@ class TermFailed(Exception):
 class TermSettings:
     bind: str  # ZeroMQ endpoint to bind, e.g. tcp://0.0.0.0:7070
     timing: Timing = Timing()  # noqa: RUF009 - frozen, never mutated
-    grace: float = 4.0  # seconds from the start of the term before the first assignment
+    grace: Grace = Grace(4.0)  # noqa: RUF009 - the wait before the first assignment
     barrier_timeout: float = 5.0
     retry_interval: float = 30.0  # retry of controllers that could not start
     cache_flush_interval: float = 1800.0  # every parent is pushed again (LOW) this often

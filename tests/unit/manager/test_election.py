@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from manager.election import ElectionConfig, LeaderElector, default_identity
+from manager.election import ElectionConfig, LeaderElector, PreviousTerm, default_identity
 from manager.election_metrics import PrometheusLeaderMetrics
 from manager.leaselock import LeaderRecord, Lease, micro_time
 from proto.clock import FakeClock
@@ -179,6 +179,7 @@ async def test_first_candidate_creates_the_lease_and_leads_with_epoch_0() -> Non
     a = candidate(server, clock, "a")
     async with running(a):
         assert a.elector.is_leader and a.elector.epoch == 0
+        assert a.elector.previous_term is PreviousTerm.NONE  # it created the Lease
         assert a.log == ["started 0 holder=a"]
         assert a.status() == 1
         spec = server.lease["spec"]  # type: ignore[index]
@@ -219,6 +220,7 @@ async def test_two_candidates_never_lead_at_once_and_a_crash_fails_over_within_t
         # most one retry period before the crash), then take it on its next jittered try.
         assert 15.0 - 2.0 <= took_over <= 15.0 + 2.0 * 2.2 + 0.5
         assert b.elector.epoch == 1 and server.lease["spec"]["leaseTransitions"] == 1  # type: ignore[index]
+        assert b.elector.previous_term is PreviousTerm.EXPIRED
         assert b.log == ["started 1 holder=b"]
         assert b.status() == 1 and a.status() == 0
 
@@ -243,6 +245,7 @@ async def test_release_on_cancel_hands_over_within_a_retry_period() -> None:
             waited += 0.1
         assert waited <= 2.0 * 2.2 + 0.2  # one jittered retry period, not a lease duration
         assert b.elector.epoch == 1
+        assert b.elector.previous_term is PreviousTerm.RELEASED
 
 
 @pytest.mark.asyncio
@@ -261,6 +264,8 @@ async def test_renewals_failing_past_the_deadline_end_the_term_then_a_new_one_be
         server.down = False
         while not a.elector.is_leader:
             await step(clock, 0.1)
+        # The Lease still named it: whether its old term's workers stopped is not known.
+        assert a.elector.previous_term is PreviousTerm.UNKNOWN
         # Same identity, but a new term: a new epoch.
         assert a.elector.epoch == 1
         assert a.log[-1] == "started 1 holder=a"

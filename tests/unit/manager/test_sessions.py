@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import structlog
 
+from manager.grace import Grace
 from manager.membership import Membership
 from manager.sessions import WorkerSessions
 from manager.term_metrics import TermMetrics
@@ -25,7 +26,7 @@ class Dispatch:
         pass
 
 
-def sessions(grace: float, clock: FakeClock, ready: list[bool]) -> WorkerSessions:
+def sessions(grace: float | Grace, clock: FakeClock, ready: list[bool]) -> WorkerSessions:
     membership = Membership(
         epoch=7, coordinator_id="c", keys_of=lambda _: (), controllers=tuple, start_at=math.inf
     )
@@ -36,7 +37,7 @@ def sessions(grace: float, clock: FakeClock, ready: list[bool]) -> WorkerSession
         dispatch=Dispatch(),  # type: ignore[arg-type]
         snapshots=None,  # type: ignore[arg-type]  # nor the snapshot server
         ready=lambda: ready[0],
-        grace=grace,
+        grace=grace if isinstance(grace, Grace) else Grace(grace),
         metrics=TermMetrics(None),
         clock=clock,
     )
@@ -83,3 +84,30 @@ async def test_no_grace_no_waiting_line_but_the_caches_still_gate() -> None:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
     assert not [e for e in logs if str(e["event"]).startswith("waiting")]
+
+
+@pytest.mark.asyncio
+async def test_expected_workers_are_waited_for_until_they_joined_or_the_bound_passed() -> None:
+    clock, ready = FakeClock(), [True]
+    s = sessions(Grace(0.0, expected_workers=2, join_within=4.0), clock, ready)
+    task = asyncio.create_task(s.tick())
+    membership = s._membership
+    membership.hello("w-0", "a", 4, clock.now(), b"r0")
+    await step(clock, 1.0)
+    assert not s.assigning.is_set()  # one of two
+    membership.hello("w-1", "b", 4, clock.now(), b"r1")
+    await step(clock, 0.2)
+    assert s.assigning.is_set()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+    clock, ready = FakeClock(), [True]
+    s = sessions(Grace(0.0, expected_workers=2, join_within=4.0), clock, ready)
+    task = asyncio.create_task(s.tick())
+    s._membership.hello("w-0", "a", 4, clock.now(), b"r0")
+    await step(clock, 3.8)
+    assert not s.assigning.is_set()
+    await step(clock, 0.4)
+    assert s.assigning.is_set()  # the second never came: assign to the one there is
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
