@@ -49,4 +49,3 @@ def test_the_wait_before_the_first_assignment(
         join_within,
     )
     assert grace.reason
-
