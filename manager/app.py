@@ -76,6 +76,7 @@ class Coordinator:
         self._stop: asyncio.Event | None = None
         self.failed: str | None = None  # why the process gave up, if it did
         self._elector: LeaderElector | None = None
+        self._workers_stopped = False  # the last term's workers all confirmed they stopped
 
     def _ready(self) -> str | None:
         term = self.term
@@ -119,6 +120,7 @@ class Coordinator:
                     metrics=PrometheusLeaderMetrics(self.registry).for_lease(
                         settings.leader_election_id
                     ),
+                    workers_stopped=lambda: self._workers_stopped,
                 )
                 log.info(
                     "candidate for leadership", lease=f"{namespace}/{settings.leader_election_id}"
@@ -175,6 +177,7 @@ class Coordinator:
             clock=self._clock,
         )
         self.term = term
+        self._workers_stopped = False
         try:
             await term.run()
         except TermFailed as e:
@@ -183,6 +186,7 @@ class Coordinator:
             if self._stop is not None:
                 self._stop.set()
         finally:
+            self._workers_stopped = term.workers_stopped
             self.term = None
             await informers.close()
 

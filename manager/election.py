@@ -39,8 +39,11 @@ Algorithm (client-go ``tools/leaderelection``):
 - ``leader_election_master_status{name}`` is 1 exactly while a term lasts.
 - **How the previous term ended** (``previous_term``, set before a term starts): ``NONE`` when
   this elector created the Lease; ``EXPIRED`` when it took over a holder it had observed
-  unchanged for that holder's whole lease duration; ``RELEASED`` when the holder had released
-  it; ``UNKNOWN`` when the Lease already named this identity. Only ``NONE`` and ``EXPIRED``
+  unchanged for that holder's whole lease duration; ``HANDED_OVER`` when the holder released
+  it saying the term's workers had stopped (``workers_stopped()`` was true when it released:
+  the annotation ``metashard.io/stopped-term`` names the released term's transition count);
+  ``RELEASED`` when it released it without saying so; ``UNKNOWN`` when the Lease already
+  named this identity. Only ``NONE`` and ``EXPIRED``
   bound when the previous leader stopped acting: ``EXPIRED`` means it stopped renewing at least
   a lease duration ago, so (with the same configuration) its term ended at least
   ``lease_duration - renew_deadline`` ago.
@@ -65,6 +68,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
+from typing import Any
 
 import orjson
 
@@ -76,6 +80,8 @@ from proto.kube.errors import Conflict, KubeError
 from proto.logs import get_logger
 
 JITTER_FACTOR = 1.2
+STOPPED_TERM = "metashard.io/stopped-term"
+"""On a released Lease: the transition count of the term whose workers confirmed they stopped."""
 
 
 def default_identity() -> str:
@@ -128,6 +134,7 @@ class PreviousTerm(Enum):
 
     NONE = "none"
     EXPIRED = "expired"
+    HANDED_OVER = "handed over"
     RELEASED = "released"
     UNKNOWN = "unknown"
 
@@ -146,6 +153,7 @@ class LeaderElector:
         wall_clock: Callable[[], datetime] = _wall_now,
         metrics: LeaderMetrics = NO_LEADER_METRICS,
         rng: random.Random | None = None,
+        workers_stopped: Callable[[], bool] = lambda: False,
     ) -> None:
         self._lock = lock
         self.config = config
@@ -155,6 +163,7 @@ class LeaderElector:
         self._wall = wall_clock
         self._metrics = metrics
         self._rng = rng if rng is not None else random.Random()
+        self._workers_stopped = workers_stopped
         # Built here, not at import: a logger bound before logging is configured ignores it.
         self._log = get_logger(__name__, lease=lock.description, identity=config.identity)
         self._lease: Lease | None = None
@@ -268,6 +277,7 @@ class LeaderElector:
         """Hand the lease over: empty holder, 1 s duration, same transition count."""
         identity = self.config.identity
         deadline = self._clock.now() + self.config.renew_deadline
+        stopped = self._workers_stopped()
         while self._lease is not None and self._record is not None:
             if self._record.holder != identity:
                 return
@@ -283,9 +293,10 @@ class LeaderElector:
             try:
                 if remaining <= 0:
                     raise TimeoutError("the renew deadline passed")
-                lease = await within(
-                    self._clock, remaining, self._lock.update(self._lease, released)
-                )
+                body = self._lease
+                if stopped:
+                    body = _annotated(body, STOPPED_TERM, str(self._record.transitions))
+                lease = await within(self._clock, remaining, self._lock.update(body, released))
             except Conflict:
                 # Someone wrote the lease since we read it: re-read; still ours -> retry.
                 if await self._read(remaining) is None:
@@ -353,7 +364,8 @@ class LeaderElector:
             else:
                 taken = LeaderRecord(identity, duration, now, now, record.transitions + 1)
                 if not record.holder:
-                    previous = PreviousTerm.RELEASED
+                    stopped = _annotations(lease).get(STOPPED_TERM) == str(record.transitions)
+                    previous = PreviousTerm.HANDED_OVER if stopped else PreviousTerm.RELEASED
                 elif record.holder == identity:
                     previous = PreviousTerm.UNKNOWN
                 else:
@@ -395,3 +407,16 @@ class LeaderElector:
         if self._candidate_failure is not None:
             self._log.info("lease attempts work again")
             self._candidate_failure = None
+
+
+def _annotations(lease: Lease) -> dict[str, Any]:
+    metadata = lease.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    return annotations if isinstance(annotations, dict) else {}
+
+
+def _annotated(lease: Lease, key: str, value: str) -> Lease:
+    metadata = lease.get("metadata")
+    metadata = dict(metadata) if isinstance(metadata, dict) else {}
+    metadata["annotations"] = {**_annotations(lease), key: value}
+    return {**lease, "metadata": metadata}

@@ -12,8 +12,10 @@ seconds from the start of the term:
   leader stopped renewing at least ``lease_duration`` ago and its term ended at most
   ``renew_deadline`` after its last renewal (same configuration assumed), so what is left of
   ``worker_timeout`` after ``lease_duration - renew_deadline``, at least 0;
-- leader election, Lease released by its holder or still naming this identity: the full
-  ``worker_timeout - heartbeat_interval`` (a release does not say its workers have fenced);
+- leader election, Lease handed over (``PreviousTerm.HANDED_OVER``: released by a leader
+  whose workers all confirmed they had stopped): 0;
+- leader election, Lease released without that, or still naming this identity: the full
+  ``worker_timeout - heartbeat_interval``;
 - no leader election: 0 when the workers are this process's own children on a private endpoint
   (``metashard run``: no other worker can connect), else the full wait.
 
@@ -59,6 +61,8 @@ def first_assignment(timings: Timings, *, previous: PreviousTerm | None, own_wor
         seconds, reason = full, "no leader election: a previous coordinator's workers may act"
     elif previous is PreviousTerm.NONE:
         seconds, reason = 0.0, "the Lease is new: there was no previous term"
+    elif previous is PreviousTerm.HANDED_OVER:
+        seconds, reason = 0.0, "the previous leader's workers confirmed they stopped"
     elif previous is PreviousTerm.EXPIRED:
         ended = timings.lease_duration - timings.renew_deadline
         seconds = max(0.0, timings.worker_timeout - ended)

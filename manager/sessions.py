@@ -18,7 +18,8 @@ Contract:
   began (workers of a previous term have fenced by then; ``manager.grace``; the wait and its
   reason are logged), nor, when ``grace.expected_workers`` is set, before that many workers
   joined or ``grace.join_within`` passed; ``assigning`` is set from then on.
-- ``goodbye()`` sends BYE to every member, so they stop at once when the term ends.
+- ``goodbye(within)`` sends BYE to every member, so they stop at once when the term ends, and
+  says whether every one confirmed it stopped (its BYE) within ``within`` seconds.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from proto.wire import (
     Fetch,
     Heartbeat,
     Hello,
+    LinkClosed,
     Message,
     Nack,
     NackReason,
@@ -164,10 +166,29 @@ class WorkerSessions:
                 )
                 self._dispatch.emit(membership.lost(target, self._clock.now()))
 
-    async def goodbye(self) -> None:
+    async def goodbye(self, within: float) -> bool:
+        """BYE to every member; whether each answered BYE (it has stopped) within ``within``
+        seconds. Call it once the receive loop has stopped."""
         reason = f"coordinator term {self._epoch} ended"
+        waiting: set[bytes] = set()
+        answered = True
         for worker in list(self._membership.workers.values()):
-            await self._link.send(worker.route, Bye(reason))
+            if await self._link.send(worker.route, Bye(reason)) is SendResult.SENT:
+                waiting.add(worker.route)
+            else:
+                answered = False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while waiting:
+            left = deadline - loop.time()
+            try:
+                route, msg = await asyncio.wait_for(self._link.recv(), max(left, 0.0))
+            except (TimeoutError, LinkClosed):
+                log.info("workers did not confirm they stopped", workers=len(waiting))
+                return False
+            if isinstance(msg, Bye):
+                waiting.discard(route)
+        return answered
 
     # --- time ---------------------------------------------------------------------------------
 

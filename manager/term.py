@@ -55,6 +55,9 @@ from proto.wire import Priority
 log = get_logger("metashard.coordinator")
 
 
+GOODBYE_WAIT = 1.0  # seconds the ending term waits for its workers to confirm they stopped
+
+
 class TermFailed(Exception):
     """A part of the term failed or stopped: the term cannot do its job."""
 
@@ -103,6 +106,8 @@ class Term:
             else RouterLink(dropped=dropped_frames, curve=settings.curve, refused=refused_peers)
         )
         self.endpoint = ""
+        # Set when the term ends: every worker confirmed it stopped (``sessions.goodbye``).
+        self.workers_stopped = False
         self.membership = Membership(
             epoch=epoch,
             coordinator_id=coordinator_id,
@@ -212,7 +217,7 @@ class Term:
             for task in [*tasks, *waiting]:
                 task.cancel()
             await asyncio.gather(*tasks, *waiting, return_exceptions=True)
-            await self.sessions.goodbye()
+            self.workers_stopped = await self.sessions.goodbye(GOODBYE_WAIT)
             self.link.close()
             log.info("stopped leading", epoch=self.epoch)
 

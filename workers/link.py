@@ -5,7 +5,8 @@ Contract:
   does not wait: the connection is made, and remade after a loss, in the background). The
   socket sets no routing id: the coordinator's ROUTER gives each connection its own, and the
   worker id travels in HELLO, so no two connections can ever collide on an id.
-- ``reconnect(endpoint=None)`` closes the socket and connects a new one (to ``endpoint``, or
+- ``reconnect(endpoint=None, flush=0)`` closes the socket (its queued messages get ``flush``
+  seconds to leave, in the background) and connects a new one (to ``endpoint``, or
   the same one as before). Use it on every leader change or rejoin: a DEALER keeps the
   messages it could not deliver and would hand them, stale, to the next coordinator, and a
   DEALER connected to two endpoints would spread messages over both.
@@ -19,12 +20,12 @@ Contract:
   drop us after that long without traffic), reconnect intervals, high-water marks, and
   ``MAXMSGSIZE`` at twice the frame limit as a transport ceiling. The transport heartbeats only
   close dead TCP connections; liveness of the coordinator itself is the HEARTBEAT message's job.
-- ``send(msg, wait=0)`` returns ``True`` once the message is queued to a live connection. With
-  ``wait=0`` it never waits: ``False`` when there is no connection or the pipe is full. With
-  ``wait > 0`` it waits up to that many seconds for room (for example a HELLO right after
-  connecting); a ``reconnect()`` fails the sends still waiting (``False``). The socket's I/O
-  goes through ``proto.loopsocket`` (no future per message). ``FrameError`` if the message
-  exceeds the frame limit.
+- ``send(msg, wait=0)`` (``send_now(msg)``: the same without waiting, from plain code) returns
+  ``True`` once the message is queued to a live connection. With ``wait=0`` it never waits:
+  ``False`` when there is no connection or the pipe is full. With ``wait > 0`` it waits up to that
+  many seconds for room (for example a HELLO right after connecting); a ``reconnect()`` fails the
+  sends still waiting (``False``). The socket's I/O goes through ``proto.loopsocket`` (no future per
+  message). ``FrameError`` if the message exceeds the frame limit.
 - ``recv()`` returns the next valid message from the coordinator; ``async for`` iterates until
   the link is closed and carries on across ``reconnect()``. Bad frames (not msgpack, wrong
   version or type, oversized, not exactly one frame) are dropped by a ``proto.wire.Intake``:
@@ -136,26 +137,36 @@ class DealerLink:
         sock.connect(endpoint)
         return io
 
-    def reconnect(self, endpoint: str | None = None) -> None:
-        """Drop the socket with everything it queued; connect a fresh one (to ``endpoint``)."""
+    def reconnect(self, endpoint: str | None = None, *, flush: float = 0.0) -> None:
+        """Drop the socket (after up to ``flush`` seconds of delivering what it queued, in the
+        background); connect a fresh one (to ``endpoint``)."""
         self._check_open()
-        self._socket.close(linger=0)
+        self._socket.close(linger=_ms(flush))
         if endpoint is not None:
             self._endpoint = endpoint
         self._socket = self._connected(self._endpoint)
 
-    async def send(self, msg: Message, *, wait: float = 0.0) -> bool:
-        """Queue ``msg`` to the coordinator; ``False`` if it could not be queued in time."""
+    def send_now(self, msg: Message) -> bool:
+        """``send(msg)`` without waiting, callable outside a coroutine."""
         sock = self._current()
         frame = encode(msg, max_size=self._max_frame_size)
         try:
-            if wait <= 0:
-                sock.send((frame,))
-                return True
-            # reconnect() closes the socket a waiting send retries on: it fails.
-            return await sock.send_within((frame,), wait)
+            sock.send((frame,))
+            return True
         except zmq.Again:
             return False
+        except (SocketClosed, zmq.ZMQError) as e:
+            raise self._gone(sock, e) from None
+
+    async def send(self, msg: Message, *, wait: float = 0.0) -> bool:
+        """Queue ``msg`` to the coordinator; ``False`` if it could not be queued in time."""
+        if wait <= 0:
+            return self.send_now(msg)
+        sock = self._current()
+        frame = encode(msg, max_size=self._max_frame_size)
+        try:
+            # reconnect() closes the socket a waiting send retries on: it fails.
+            return await sock.send_within((frame,), wait)
         except (SocketClosed, zmq.ZMQError) as e:
             if sock is not self._socket and not self._closed:
                 return False

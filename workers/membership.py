@@ -13,10 +13,11 @@ Contract (see ``proto.wire.messages`` for the messages):
   joining again. The fence timeout is derived from the coordinator's own timeout
   (``heartbeat_timeout - 2 * heartbeat_interval``), so a worker has stopped before the
   coordinator gives its slots to someone else.
-- A BYE from the coordinator fences at once; a NACK(STALE_EPOCH) with request id 0 (the
-  coordinator does not know this worker) makes it join again. While not welcomed, such a
-  NACK answers the HELLO itself (for example: another process with this worker id is a
-  member); its reason is logged once.
+- A BYE from the coordinator fences at once and is answered with BYE once fenced (the
+  coordinator's next leader then knows this worker stopped). A NACK(STALE_EPOCH) with
+  request id 0 (the coordinator does not know this worker) makes it join again. While not
+  welcomed, such a NACK answers the HELLO itself (for example: another process with this
+  worker id is a member); its reason is logged once.
 - A fence recreates the socket, so the coordinator sees the HELLO that follows on a new
   connection and knows the worker dropped its queues: it answers with WELCOME and an ASSIGN
   of every key of the slots the worker still owns.
@@ -71,6 +72,8 @@ from workers.runner import KeyDropped
 from workers.workqueue import Priority
 
 log = get_logger("metashard.membership")
+
+ACK_FLUSH = 0.5  # seconds a BYE acknowledgement gets to leave before the socket is dropped
 
 _PRIORITY = {WirePriority.LIVE: Priority.LIVE, WirePriority.LOW: Priority.LOW}
 _DROP = frozenset(
@@ -227,10 +230,12 @@ class Membership:
                     )
                 await self._clock.sleep(self._hello_interval)
 
-    def _fence(self, reason: str) -> None:
+    def _fence(self, reason: str, *, ack: Bye | None = None) -> None:
         log.warning("fenced: stopped all reconciles", reason=reason, epoch=self.epoch)
         self._reset()
-        self._link.reconnect()
+        if ack is not None:
+            self._link.send_now(ack)
+        self._link.reconnect(flush=ACK_FLUSH if ack is not None else 0.0)
 
     def _reset(self) -> None:
         """Forget everything of the current epoch: work, slots, pending fetches."""
@@ -259,7 +264,8 @@ class Membership:
             return
         if isinstance(msg, Bye):
             if self.welcomed:
-                self._fence(f"the coordinator left: {msg.reason}")
+                # Acknowledge once stopped: the next leader need not wait for this worker.
+                self._fence(f"the coordinator left: {msg.reason}", ack=Bye("stopped"))
             return
         if not self.welcomed or getattr(msg, "epoch", None) != self.epoch:
             if isinstance(msg, Nack):

@@ -210,6 +210,29 @@ async def test_leader_killed_and_replaced(world: World, procs: Processes) -> Non
     assert_exclusive(world)
 
 
+async def test_a_leader_stopped_gracefully_hands_over_without_a_wait(
+    world: World, procs: Processes
+) -> None:
+    """SIGTERM: the leader's workers confirm they stopped, the Lease says so, and the next
+    leader assigns at once instead of waiting out the worker timeout."""
+    first = procs.coordinator("coordinator-1", leader_election=True)
+    await eventually(first.ready, within=30, message=procs.logs)
+    second = procs.coordinator("coordinator-2", leader_election=True)
+    start_workers(procs, ["w-a", "w-b"])
+    await settle(world, procs)
+
+    async def stop_leader() -> None:
+        assert await asyncio.to_thread(procs.stop, first) == 0
+        await eventually(second.ready, within=30, message=procs.logs)
+
+    await disturbed(world, procs, stop_leader)
+    assert_exclusive(world)
+    log = second.log.read_text()
+    assert "no wait for workers of a previous term" in log, procs.logs()
+    assert "the previous leader's workers confirmed they stopped" in log, procs.logs()
+    assert "waiting 4 s for workers" not in log
+
+
 async def test_adding_a_fifth_worker_moves_about_a_fifth_of_the_slots(
     world: World, procs: Processes
 ) -> None:

@@ -121,6 +121,7 @@ def candidate(
     name: str,
     *,
     release: bool = True,
+    workers_stopped: bool = False,
     wall: datetime | None = None,
     **timings: float,
 ) -> Candidate:
@@ -144,6 +145,7 @@ def candidate(
         wall_clock=(lambda: wall) if wall is not None else (lambda: datetime.now(UTC)),
         metrics=PrometheusLeaderMetrics(registry).for_lease("lead"),
         rng=random.Random(name),
+        workers_stopped=lambda: workers_stopped,
     )
     return Candidate(elector, registry, log)
 
@@ -246,6 +248,30 @@ async def test_release_on_cancel_hands_over_within_a_retry_period() -> None:
         assert waited <= 2.0 * 2.2 + 0.2  # one jittered retry period, not a lease duration
         assert b.elector.epoch == 1
         assert b.elector.previous_term is PreviousTerm.RELEASED
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("stopped", [True, False])
+async def test_a_release_says_whether_the_terms_workers_stopped(stopped: bool) -> None:
+    server, clock = LeaseServer(), FakeClock()
+    a = candidate(server, clock, "a", workers_stopped=stopped)
+    b = candidate(server, clock, "b")
+    async with running(a, b):
+        await step(clock, 3.0)
+        await a.stop()
+        while not b.elector.is_leader:
+            await step(clock, 0.1)
+        expected = PreviousTerm.HANDED_OVER if stopped else PreviousTerm.RELEASED
+        assert b.elector.previous_term is expected
+        # The mark names the term it was written for: b's own release (no mark) is not
+        # taken for a hand-over by the next leader.
+        c = candidate(server, clock, "c")
+        c.start()
+        await b.stop()
+        while not c.elector.is_leader:
+            await step(clock, 0.1)
+        assert c.elector.previous_term is PreviousTerm.RELEASED
+        await c.stop()
 
 
 @pytest.mark.asyncio

@@ -29,6 +29,8 @@ SHORT_LEASE = Timings(
         (DEFAULTS, PreviousTerm.EXPIRED, 0, 0.0, 0, 0.0),
         # With a shorter lease only 2 s are known to have passed: 3 s are left.
         (SHORT_LEASE, PreviousTerm.EXPIRED, 0, 3.0, 0, 0.0),
+        # Handed over: the old leader's workers confirmed they stopped.
+        (DEFAULTS, PreviousTerm.HANDED_OVER, 0, 0.0, 0, 0.0),
         # A release or our own old record says nothing about the workers.
         (DEFAULTS, PreviousTerm.RELEASED, 0, 4.0, 0, 0.0),
         (DEFAULTS, PreviousTerm.UNKNOWN, 2, 4.0, 2, 4.0),
