@@ -24,10 +24,18 @@ async def ctx() -> AsyncIterator[zmq.asyncio.Context]:
         yield c
 
 
-def _pair(ctx: zmq.asyncio.Context, endpoint: str) -> tuple[LoopSocket, LoopSocket]:
+def _pair(
+    ctx: zmq.asyncio.Context, endpoint: str, *, unbounded: bool = False
+) -> tuple[LoopSocket, LoopSocket]:
+    """A bound ROUTER and a DEALER (routing id ``d``) connected to it; ``unbounded``: no
+    message is dropped at a high-water mark (a ROUTER drops silently)."""
     router = LoopSocket(ctx, zmq.ROUTER)
-    router.socket.bind(endpoint)
     dealer = LoopSocket(ctx, zmq.DEALER)
+    if unbounded:
+        for side in (router, dealer):
+            side.socket.setsockopt(zmq.SNDHWM, 0)
+            side.socket.setsockopt(zmq.RCVHWM, 0)
+    router.socket.bind(endpoint)
     dealer.socket.setsockopt(zmq.ROUTING_ID, b"d")
     dealer.socket.connect(endpoint)
     return router, dealer
@@ -71,7 +79,7 @@ async def test_sending_while_a_reader_waits_on_the_same_socket_loses_nothing(
 ) -> None:
     """The coordinator's shape: one task always waiting to receive, another sending on the
     same socket; a send that consumes the readiness signal must not strand the reader."""
-    router, dealer = _pair(ctx, f"ipc://{tmp_path}/same.sock")
+    router, dealer = _pair(ctx, f"ipc://{tmp_path}/same.sock", unbounded=True)
     assert await dealer.send_within((b"hello",), 5)
     await within(router.recv())
     count = 3000
@@ -100,10 +108,7 @@ async def test_sending_while_a_reader_waits_on_the_same_socket_loses_nothing(
 
 @pytest.mark.asyncio
 async def test_more_than_the_inbox_limit_all_arrive(ctx: zmq.asyncio.Context) -> None:
-    router, dealer = _pair(ctx, "inproc://limit")
-    for side in (router, dealer):  # no message is dropped at a high-water mark
-        side.socket.setsockopt(zmq.SNDHWM, 0)
-        side.socket.setsockopt(zmq.RCVHWM, 0)
+    router, dealer = _pair(ctx, "inproc://limit", unbounded=True)
     assert await dealer.send_within((b"hello",), 5)
     await within(router.recv())
     count = INBOX_LIMIT * 2 + 10
