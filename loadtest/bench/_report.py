@@ -49,10 +49,16 @@ def format_row(
 
 
 def row(
-    label: str, value: float, unit: str, *, baseline: float | None = None, target: str = ""
+    label: str,
+    value: float,
+    unit: str,
+    *,
+    baseline: float | None = None,
+    target: str = "",
+    vs: str = "baseline",
 ) -> None:
     """Print one result line; with ``baseline``, also the ratio value/baseline."""
-    print(format_row(label, value, unit, baseline=baseline, target=target), flush=True)
+    print(format_row(label, value, unit, baseline=baseline, target=target, vs=vs), flush=True)
 
 
 def header(title: str) -> None:
