@@ -158,8 +158,12 @@ def main(quick: bool, argv: Sequence[str] = ()) -> None:
         return
     opts = parsed
     opts.out.parent.mkdir(parents=True, exist_ok=True)
-    with _terminate_as_interrupt(), _cluster(opts) as (kubeconfig, pids):
-        records = asyncio.run(Bench(opts, kubeconfig, pids).run())
+    try:
+        with _terminate_as_interrupt(), _cluster(opts) as (kubeconfig, pids):
+            records = asyncio.run(Bench(opts, kubeconfig, pids).run())
+    except KeyboardInterrupt:
+        print(f"  interrupted; the waves measured so far are in {opts.out}", file=sys.stderr)
+        raise SystemExit(130) from None
     where = f"kubeconfig {opts.kubeconfig}" if opts.kubeconfig else "the embedded cluster"
     header(
         f"fanout on {where}: N={opts.n}, K={opts.k}, median of {opts.repeat}, {os.cpu_count()} CPUs"
