@@ -185,6 +185,104 @@ def _role(role: str, r: Record) -> float | None:
     return (r.get("cpu_processes") or {}).get(role)
 
 
+def _seconds(r: Record) -> float:
+    return float(r["seconds"])
+
+
+@dataclass(frozen=True, slots=True)
+class _Wave:
+    """One wave's medians and same-run baselines, for the report's rows."""
+
+    records: list[Record]
+    wave: str
+    n: int
+    raw_seconds: float
+    raw_apiserver: float | None
+    raw_client_ms: float | None  # the raw client's CPU per parent
+
+    def median(self, label: str, fn: Callable[[Record], Any]) -> Any:
+        return median(self.records, label, self.wave, fn)
+
+    def seconds_row(self, label: str, value: float, **ratio: Any) -> str:
+        return format_row(label, value, "s", digits=2, **ratio)
+
+    def apiserver_row(self, label: str) -> list[str]:
+        cpu = self.median(label, _cpu("apiserver"))
+        if cpu is None:
+            return []
+        return [self.seconds_row("  API server CPU", cpu, baseline=self.raw_apiserver, vs="raw")]
+
+
+def _baseline_rows(w: _Wave) -> tuple[list[str], float | None]:
+    """The raw and raw+watchers rows, and the zero-cost-controller limit (None: not measured)."""
+    out = [w.seconds_row("raw client, seconds", w.raw_seconds)]
+    if w.raw_apiserver is not None:
+        out.append(w.seconds_row("  API server CPU", w.raw_apiserver))
+    if w.raw_client_ms is not None:
+        out.append(format_row("  raw client CPU per parent", w.raw_client_ms, "ms", digits=3))
+    watched = w.median(WATCHED, _seconds)
+    if watched is None:
+        return out, None
+    out.append(
+        w.seconds_row(
+            "raw client + idle watchers, seconds", watched, baseline=w.raw_seconds, vs="raw"
+        )
+    )
+    out += w.apiserver_row(WATCHED)
+    cpu = w.median(WATCHED, _cpu("apiserver"))
+    summary = {"seconds": watched, "cpu": {} if cpu is None else {"apiserver": cpu}}
+    limit = zero_cost_limit(w.raw_seconds, w.raw_apiserver, summary)
+    if limit is not None:
+        out.append(
+            w.seconds_row("zero-cost-controller limit", limit, baseline=w.raw_seconds, vs="raw")
+        )
+    return out, limit
+
+
+def _metashard_rows(w: _Wave, label: str, limit: float | None) -> tuple[list[str], float | None]:
+    """One metashard configuration's rows, and its CPU per parent in ms (None: not measured)."""
+    seconds = w.median(label, _seconds)
+    if seconds is None:
+        return [], None
+    out = [w.seconds_row(f"{label}, seconds", seconds, baseline=w.raw_seconds, vs="raw")]
+    if limit is not None:
+        out.append(
+            w.seconds_row(f"{label}, seconds", seconds, baseline=limit, vs="limit", target="<= 1.1")
+        )
+    out += w.apiserver_row(label)
+    cpu = w.median(label, controller_cpu)
+    per_parent = None if cpu is None else cpu * 1e3 / w.n
+    if per_parent is not None:
+        out.append(
+            format_row(
+                "  CPU per parent, all processes",
+                per_parent,
+                "ms",
+                baseline=w.raw_client_ms,
+                vs="raw client",
+                target="<= 1.0 ms",
+                digits=3,
+            )
+        )
+    out += _per_role_rows(w.records, label, w.wave, w.n)
+    count = w.median(label, reconciles)
+    if count is not None:
+        out.append(format_row("  reconciles per parent", count / w.n, "", digits=2))
+    share = w.median(label, coordinator_share)
+    if share is not None:
+        out.append(
+            format_row(
+                "  coordinator/worker CPU per reconcile", share, "x", target="<= 0.1", digits=3
+            )
+        )
+    for q, target in ((0.5, ""), (0.99, "<= 100 ms" if w.wave == "create" else "")):
+        value = w.median(label, quantile_of(q))
+        if value is not None:
+            name = f"  p{round(q * 100)} reconcile latency"
+            out.append(format_row(name, value * 1e3, "ms", target=target))
+    return out, per_parent
+
+
 def _per_role_rows(records: list[Record], label: str, wave: str, n: int) -> list[str]:
     roles = sorted(
         {
@@ -207,126 +305,77 @@ def _per_role_rows(records: list[Record], label: str, wave: str, n: int) -> list
     return lines
 
 
+def _cold_rows(records: list[Record], n: int, workers: list[int]) -> list[str]:
+    cold = median(records, RAW_COLD, "coldstart", _seconds)
+    if cold is None:
+        return []
+    out = [
+        f"\ncold start: N={n} parents waiting, process start included",
+        format_row(
+            "raw-cold: new client process lists them, writes children + status",
+            cold,
+            "s",
+            digits=2,
+        ),
+    ]
+    for count in workers:
+        label = metashard_label(count)
+        seconds = median(records, label, "coldstart", _seconds)
+        if seconds is not None:
+            out.append(
+                format_row(
+                    f"{label}, seconds",
+                    seconds,
+                    "s",
+                    digits=2,
+                    baseline=cold,
+                    vs="raw-cold",
+                    target="<= 1.3",
+                )
+            )
+    return out
+
+
+def split(records: Iterable[Record]) -> dict[tuple[int, int], list[Record]]:
+    """Records grouped by (N, K), each group one report."""
+    groups: dict[tuple[int, int], list[Record]] = {}
+    for r in records:
+        groups.setdefault((int(r["n"]), int(r["k"])), []).append(r)
+    return groups
+
+
 def report(records: list[Record], *, workers: Iterable[int]) -> list[str]:
-    """The report's lines (see the module docstring)."""
-    out: list[str] = []
+    """The report's lines (see the module docstring); all records of one N and K."""
     workers = list(workers)
     first = next(iter(records), None)
     if first is None:
         return ["  no measurements"]
     n = int(first["n"])
-    raw_api = {w: median(records, RAW, w, _cpu("apiserver")) for w in WAVES}
-    raw_cpu = {w: median(records, RAW, w, _cpu("harness")) for w in WAVES}
+    if any((r["n"], r["k"]) != (n, first["k"]) for r in records):
+        raise ValueError("records of different N or K: report them separately (see split)")
+    out: list[str] = []
     for wave in WAVES:
-        raw_s = median(records, RAW, wave, lambda r: r["seconds"])
-        if raw_s is None:
+        raw_seconds = median(records, RAW, wave, _seconds)
+        if raw_seconds is None:
             continue
+        raw_client = median(records, RAW, wave, _cpu("harness"))
+        w = _Wave(
+            records,
+            wave,
+            n,
+            raw_seconds,
+            median(records, RAW, wave, _cpu("apiserver")),
+            raw_client * 1e3 / n if raw_client else None,
+        )
         out.append(f"\n{wave} wave: N={n} parents x K={first['k']} ConfigMaps + status")
-        out.append(format_row("raw client, seconds", raw_s, "s", digits=2))
-        if raw_api[wave] is not None:
-            out.append(format_row("  API server CPU", raw_api[wave], "s", digits=2))
-        if raw_cpu[wave] is not None:
-            out.append(
-                format_row("  raw client CPU per parent", raw_cpu[wave] * 1e3 / n, "ms", digits=3)
-            )
-        watched = [r for r in records if r.get("label") == WATCHED and r.get("wave") == wave]
-        limit = None
-        if watched:
-            w_s = median(records, WATCHED, wave, lambda r: r["seconds"])
-            out.append(
-                format_row(
-                    "raw client + idle watchers, seconds",
-                    w_s,
-                    "s",
-                    digits=2,
-                    baseline=raw_s,
-                    vs="raw",
-                )
-            )
-            w_api = median(records, WATCHED, wave, _cpu("apiserver"))
-            if w_api is not None:
-                out.append(
-                    format_row(
-                        "  API server CPU", w_api, "s", digits=2, baseline=raw_api[wave], vs="raw"
-                    )
-                )
-            summary = {"seconds": w_s, "cpu": {"apiserver": w_api} if w_api is not None else {}}
-            limit = zero_cost_limit(raw_s, raw_api[wave], summary)
-            if limit is not None:
-                out.append(
-                    format_row(
-                        "zero-cost-controller limit", limit, "s", digits=2, baseline=raw_s, vs="raw"
-                    )
-                )
+        rows, limit = _baseline_rows(w)
+        out += rows
         per_parent: dict[int, float] = {}
         for count in workers:
-            label = metashard_label(count)
-            seconds = median(records, label, wave, lambda r: r["seconds"])
-            if seconds is None:
-                continue
-            out.append(
-                format_row(f"{label}, seconds", seconds, "s", digits=2, baseline=raw_s, vs="raw")
-            )
-            if limit is not None:
-                out.append(
-                    format_row(
-                        f"{label}, seconds",
-                        seconds,
-                        "s",
-                        digits=2,
-                        baseline=limit,
-                        vs="limit",
-                        target="<= 1.1",
-                    )
-                )
-            api = median(records, label, wave, _cpu("apiserver"))
-            if api is not None:
-                out.append(
-                    format_row(
-                        "  API server CPU", api, "s", digits=2, baseline=raw_api[wave], vs="raw"
-                    )
-                )
-            cpu = median(records, label, wave, controller_cpu)
+            rows, cpu = _metashard_rows(w, metashard_label(count), limit)
+            out += rows
             if cpu is not None:
-                per_parent[count] = cpu * 1e3 / n
-                base = raw_cpu[wave] * 1e3 / n if raw_cpu[wave] else None
-                out.append(
-                    format_row(
-                        "  CPU per parent, all processes",
-                        per_parent[count],
-                        "ms",
-                        baseline=base,
-                        vs="raw client",
-                        target="<= 1.0 ms",
-                        digits=3,
-                    )
-                )
-            out.extend(_per_role_rows(records, label, wave, n))
-            count_r = median(records, label, wave, reconciles)
-            if count_r is not None:
-                out.append(format_row("  reconciles per parent", count_r / n, "", digits=2))
-            share = median(records, label, wave, coordinator_share)
-            if share is not None:
-                out.append(
-                    format_row(
-                        "  coordinator/worker CPU per reconcile",
-                        share,
-                        "x",
-                        target="<= 0.1",
-                        digits=3,
-                    )
-                )
-            for q, target in ((0.5, ""), (0.99, "<= 100 ms" if wave == "create" else "")):
-                value = median(records, label, wave, quantile_of(q))
-                if value is not None:
-                    out.append(
-                        format_row(
-                            f"  p{round(q * 100)} reconcile latency",
-                            value * 1e3,
-                            "ms",
-                            target=target,
-                        )
-                    )
+                per_parent[count] = cpu
         if 1 in per_parent and 2 in per_parent:
             out.append(
                 format_row(
@@ -339,27 +388,4 @@ def report(records: list[Record], *, workers: Iterable[int]) -> list[str]:
                     digits=3,
                 )
             )
-    cold = median(records, RAW_COLD, "coldstart", lambda r: r["seconds"])
-    if cold is not None:
-        out.append(f"\ncold start: N={n} parents waiting, process start included")
-        out.append(
-            format_row(
-                "raw-cold: new client process lists them, writes children + status", cold, "s"
-            )
-        )
-        for count in workers:
-            label = metashard_label(count)
-            seconds = median(records, label, "coldstart", lambda r: r["seconds"])
-            if seconds is not None:
-                out.append(
-                    format_row(
-                        f"{label}, seconds",
-                        seconds,
-                        "s",
-                        digits=2,
-                        baseline=cold,
-                        vs="raw-cold",
-                        target="<= 1.3",
-                    )
-                )
-    return out
+    return out + _cold_rows(records, n, workers)

@@ -25,7 +25,8 @@ cluster. The workload, checker, client and raw baseline are the shared harness's
 
 Each wave is one JSON line (the harness's fields and the ones above) appended to ``--out``
 (default: a new file under the temporary directory, printed at the end);
-``--report FILE ...`` prints the report of saved lines. Clean-up: the namespaces the run made
+``--report FILE ...`` prints the report of saved lines, one per (N, K); lines of several runs
+with the same N and K count as repeats. Clean-up: the namespaces the run made
 (label ``fanoutbench=1``), the CompositeController, and CRDs that were missing at the start are
 deleted at the end, also after a failure, Ctrl-C or SIGTERM.
 """
@@ -151,7 +152,9 @@ def main(quick: bool, argv: Sequence[str] = ()) -> None:
         workers = sorted(
             {int(r["label"][10:-1]) for r in records if r["label"].startswith("metashard-")}
         )
-        print("\n".join(report.report(records, workers=workers)))
+        for (n, k), group in sorted(report.split(records).items()):
+            header(f"fanout: N={n}, K={k}, {len(group)} waves from {len(parsed)} file(s)")
+            print("\n".join(report.report(group, workers=workers)))
         return
     if not _harness.available():
         print(f"  skipped: the fanout harness is expected at {_harness.SHARED_BENCH}")

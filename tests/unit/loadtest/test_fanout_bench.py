@@ -272,3 +272,12 @@ def test_options_default_small_full_and_kubeconfig_from_the_environment(
     assert fanout.parse(["--report", "a.jsonl"]) == [Path("a.jsonl")]
     with pytest.raises(SystemExit):
         fanout.parse(["--workers", "0"])
+
+
+def test_records_of_different_sizes_are_reported_separately() -> None:
+    other = {**RECORDS[0], "n": 200}
+    groups = report.split([*RECORDS, other])
+    assert sorted(groups) == [(100, 3), (200, 3)]
+    assert groups[(200, 3)] == [other]
+    with pytest.raises(ValueError, match="different N or K"):
+        report.report([*RECORDS, other], workers=(1,))
