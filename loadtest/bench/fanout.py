@@ -26,9 +26,11 @@ cluster. The workload, checker, client and raw baseline are the shared harness's
 Each wave is one JSON line (the harness's fields and the ones above) appended to ``--out``
 (default: a new file under the temporary directory, printed at the end);
 ``--report FILE ...`` prints the report of saved lines, one per (N, K); lines of several runs
-with the same N and K count as repeats. Clean-up: the namespaces the run made
-(label ``fanoutbench=1``), the CompositeController, and CRDs that were missing at the start are
-deleted at the end, also after a failure, Ctrl-C or SIGTERM.
+with the same N and K count as repeats. Clean-up, at the end and also after a failure,
+Ctrl-C or SIGTERM: the namespaces labelled ``fanoutbench=1`` that appeared during the run
+(so two runs must not share a cluster), the CompositeController ``fanout-bench``, and those
+of the Fanout and Metacontroller CRDs that were missing at the start. Process logs stay in a
+temporary directory, printed at the end.
 """
 
 from __future__ import annotations
@@ -163,7 +165,8 @@ def main(quick: bool, argv: Sequence[str] = ()) -> None:
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     try:
         with _terminate_as_interrupt(), _cluster(opts) as (kubeconfig, pids):
-            records = asyncio.run(Bench(opts, kubeconfig, pids).run())
+            bench = Bench(opts, kubeconfig, pids)
+            records, logs = asyncio.run(bench.run()), bench.logs
     except KeyboardInterrupt:
         print(f"  interrupted; the waves measured so far are in {opts.out}", file=sys.stderr)
         raise SystemExit(130) from None
@@ -172,7 +175,7 @@ def main(quick: bool, argv: Sequence[str] = ()) -> None:
         f"fanout on {where}: N={opts.n}, K={opts.k}, median of {opts.repeat}, {os.cpu_count()} CPUs"
     )
     print("\n".join(report.report(records, workers=opts.workers)))
-    print(f"\n  JSON lines: {opts.out}", flush=True)
+    print(f"\n  JSON lines: {opts.out}\n  logs: {logs}", flush=True)
 
 
 @contextlib.contextmanager
