@@ -3,9 +3,10 @@
 A record is one measured wave (the shared harness's fields plus this benchmark's):
 ``label``, ``wave`` (create, update, coldstart), ``repeat``, ``n``, ``seconds``, ``cpu``
 (seconds per named process: ``apiserver`` when it is a local process, ``harness`` = the
-raw client's own process for raw waves), ``requests``, and for metashard ``cpu_processes``
-(seconds per role: ``coordinator``, ``worker ID``), ``reconciles`` (per worker) and
-``reconcile_buckets`` (the wave's cumulative reconcile-time histogram, upper bound -> count).
+raw client's own process for raw waves, ``box`` = the whole machine's busy CPU in the
+controller waves), ``requests``, and for metashard ``cpu_processes`` (seconds per role:
+``coordinator``, ``worker ID``), ``reconciles`` (per worker) and ``reconcile_buckets`` (the
+wave's cumulative reconcile-time histogram, upper bound -> count).
 
 Every figure is the median over the repeats of one (label, wave), and every row that has a
 baseline measured in the same run prints its ratio to it:
@@ -152,6 +153,17 @@ def role_cpu(r: Record, worker: bool) -> float | None:
     return float(sum(v for role, v in procs.items() if (role != COORDINATOR) == worker))
 
 
+def other_load(r: Record) -> float | None:
+    """Cores busy with processes outside the benchmark during the wave: the machine's busy
+    CPU seconds less every process the benchmark measured, over the wave's seconds. Noise
+    indicator only (by subtraction, and 0 when the API server is not a local process)."""
+    cpu = r.get("cpu") or {}
+    if "box" not in cpu or not r.get("seconds"):
+        return None
+    ours = sum(float(v) for k, v in cpu.items() if k != "box")
+    return max(0.0, float(cpu["box"]) - ours) / float(r["seconds"])
+
+
 def reconciles(r: Record) -> float | None:
     counts = r.get("reconciles")
     return None if counts is None else float(sum(counts.values()))
@@ -275,6 +287,9 @@ def _metashard_rows(w: _Wave, label: str, limit: float | None) -> tuple[list[str
                 "  coordinator/worker CPU per reconcile", share, "x", target="<= 0.1", digits=3
             )
         )
+    other = w.median(label, other_load)
+    if other is not None:
+        out.append(format_row("  other load on the machine (noise)", other, "cores", digits=2))
     for q, target in ((0.5, ""), (0.99, "<= 100 ms" if w.wave == "create" else "")):
         value = w.median(label, quantile_of(q))
         if value is not None:

@@ -7,6 +7,8 @@
 - ``role_of`` names a process of ``metashard run`` from its command line: a process started
   as ``python -m workers ... --id ID`` is ``worker ID``; the root of the tree is
   ``coordinator`` (``metashard run`` hosts the coordinator in its own process).
+- ``busy_seconds`` reads the first line of ``/proc/stat``: CPU seconds the whole machine
+  spent busy (all but idle and iowait), to tell how much other load ran during a wave.
 - ``RoleCpu`` samples a tree at chosen moments and reports per role the CPU seconds each
   process used between two samples. Every figure is read from the process itself, never
   derived by subtracting one total from another. A process that exits between two samples
@@ -69,6 +71,23 @@ def cpu_seconds(pid: int) -> float | None:
     """``utime + stime`` of one live process in seconds, or None if it is gone."""
     stat = read_stat(pid)
     return None if stat is None else stat.cpu_seconds()
+
+
+def parse_busy(stat_line: str, clk_tck: int = CLK_TCK) -> float:
+    """Busy CPU seconds of the machine from the ``cpu`` line of ``/proc/stat`` (all fields but
+    idle and iowait, up to steal; guest time is already inside user and nice)."""
+    name, *fields = stat_line.split()
+    if name != "cpu" or len(fields) < 4:
+        raise ValueError(f"not the cpu line of /proc/stat: {stat_line[:80]!r}")
+    ticks = [int(x) for x in fields[:8]]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+    return (sum(ticks) - idle) / clk_tck
+
+
+def busy_seconds(proc: str = "/proc") -> float:
+    """Busy CPU seconds of the whole machine since boot."""
+    with open(f"{proc}/stat", encoding="ascii") as f:
+        return parse_busy(f.readline())
 
 
 def read_cmdline(pid: int, proc: str = "/proc") -> list[str]:

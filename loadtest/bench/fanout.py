@@ -60,7 +60,7 @@ import orjson
 from loadtest.apiserver.background import ClusterProcess
 from loadtest.bench import _fanout_report as report
 from loadtest.bench import _harness
-from loadtest.bench._proc import RoleCpu, per_role
+from loadtest.bench._proc import RoleCpu, busy_seconds, per_role
 from loadtest.bench._report import header
 from loadtest.processes import free_port
 
@@ -451,11 +451,12 @@ class Bench:
             else await asyncio.to_thread(_scrape, target.port)
         )
         procs0 = target.roles.sample() if target.roles and not target.fresh else {}
-        cpu0, t0 = self.meter.snap(), time.perf_counter()
+        box0, cpu0, t0 = busy_seconds(), self.meter.snap(), time.perf_counter()
         await action
         ok = await self._converge(checker, target, f"{label} {wave}")
         t1 = checker.converged_at if ok and checker.converged_at else time.perf_counter()
         cpu = h.cpu.CpuMeter.delta(cpu0, self.meter.snap())
+        cpu["box"] = round(busy_seconds() - box0, 3)
         rec: dict[str, Any] = {"mode": "controller", "label": label, "wave": wave, "repeat": rep}
         if target.roles is not None:
             rec["cpu_processes"] = per_role(procs0, target.roles.sample())

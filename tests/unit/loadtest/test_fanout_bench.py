@@ -17,7 +17,9 @@ from loadtest.bench import fanout
 from loadtest.bench._proc import (
     ProcStat,
     RoleCpu,
+    busy_seconds,
     descendants,
+    parse_busy,
     parse_stat,
     per_role,
     role_of,
@@ -281,3 +283,17 @@ def test_records_of_different_sizes_are_reported_separately() -> None:
     assert groups[(200, 3)] == [other]
     with pytest.raises(ValueError, match="different N or K"):
         report.report([*RECORDS, other], workers=(1,))
+
+
+def test_parse_busy_counts_all_but_idle_and_iowait() -> None:
+    line = "cpu  100 5 50 1000 20 3 2 1 0 0"
+    assert parse_busy(line, clk_tck=100) == pytest.approx(1.61)
+    with pytest.raises(ValueError, match="cpu line"):
+        parse_busy("cpu0 1 2 3 4", clk_tck=100)
+    assert busy_seconds() > 0
+
+
+def test_other_load_is_the_machine_less_the_measured_processes_per_second() -> None:
+    record = {"seconds": 2.0, "cpu": {"box": 3.0, "apiserver": 1.0, "controller": 0.5}}
+    assert report.other_load(record) == pytest.approx(0.75)
+    assert report.other_load({"seconds": 2.0, "cpu": {"apiserver": 1.0}}) is None
