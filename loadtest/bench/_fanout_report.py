@@ -169,6 +169,17 @@ def reconciles(r: Record) -> float | None:
     return None if counts is None else float(sum(counts.values()))
 
 
+def role_per_reconcile(role: str, r: Record) -> float | None:
+    """CPU seconds per reconcile of one role: the coordinator's over all reconciles, a
+    worker's (``worker ID``) over its own (the ``worker`` label of its metrics)."""
+    cpu = (r.get("cpu_processes") or {}).get(role)
+    counts = r.get("reconciles") or {}
+    count = (
+        sum(counts.values()) if role == COORDINATOR else counts.get(role.removeprefix("worker "))
+    )
+    return None if cpu is None or not count else float(cpu) / float(count)
+
+
 def per_reconcile(r: Record, worker: bool) -> float | None:
     cpu, count = role_cpu(r, worker), reconciles(r)
     return None if cpu is None or not count else cpu / count
@@ -309,14 +320,14 @@ def _per_role_rows(records: list[Record], label: str, wave: str, n: int) -> list
         key=lambda role: (role != COORDINATOR, role),
     )
     lines = []
-    count = median(records, label, wave, reconciles)
     for role in roles:
         cpu = median(records, label, wave, partial(_role, role))
         if cpu is None:
             continue
         lines.append(format_row(f"    {role}: CPU per parent", cpu * 1e3 / n, "ms", digits=3))
-        if count:
-            lines.append(format_row(f"    {role}: CPU per reconcile", cpu * 1e6 / count, "us"))
+        each = median(records, label, wave, partial(role_per_reconcile, role))
+        if each is not None:
+            lines.append(format_row(f"    {role}: CPU per reconcile", each * 1e6, "us"))
     return lines
 
 

@@ -245,6 +245,8 @@ def test_report_prints_medians_with_their_same_run_baselines() -> None:
     cpu = _line(lines, "CPU per parent, all processes")
     assert cpu[5:11] == ["2.000", "ms", "x", "4.00", "vs", "raw"]  # raw client: 0.5 ms
     assert _line(lines, "coordinator: CPU per reconcile")[4] == "100.0"  # us
+    assert _line(lines, "worker a: CPU per reconcile")[5] == "900.0"  # 0.18 s / 200
+    assert _line(lines, "worker b: CPU per reconcile")[5] == "1,000.0"  # 0.1 s / its 100
     assert _line(lines, "coordinator/worker")[4:5] == ["0.111"]  # 0.02/200 over 0.18/200
     assert _line(lines, "p50 reconcile latency")[3] == "10.0"
     assert _line(lines, "CPU per parent, 2 workers vs 1")[9:11] == ["x", "1.15"]
