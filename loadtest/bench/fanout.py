@@ -171,8 +171,10 @@ def main(quick: bool, argv: Sequence[str] = ()) -> None:
         print(f"  interrupted; the waves measured so far are in {opts.out}", file=sys.stderr)
         raise SystemExit(130) from None
     where = f"kubeconfig {opts.kubeconfig}" if opts.kubeconfig else "the embedded cluster"
+    loads = [float(r["loadavg"]) for r in records] or [os.getloadavg()[0]]
     header(
-        f"fanout on {where}: N={opts.n}, K={opts.k}, median of {opts.repeat}, {os.cpu_count()} CPUs"
+        f"fanout on {where}: N={opts.n}, K={opts.k}, median of {opts.repeat},"
+        f" {os.cpu_count()} CPUs, load average {min(loads):.2f} to {max(loads):.2f} while measuring"
     )
     print("\n".join(report.report(records, workers=opts.workers)))
     print(f"\n  JSON lines: {opts.out}\n  logs: {logs}", flush=True)
@@ -306,7 +308,12 @@ class Bench:
 
     def _record(self, rec: dict[str, Any]) -> None:
         rec.update(
-            n=self.opts.n, k=self.opts.k, nproc=os.cpu_count(), server=self.version, ts=time.time()
+            n=self.opts.n,
+            k=self.opts.k,
+            nproc=os.cpu_count(),
+            loadavg=os.getloadavg()[0],
+            server=self.version,
+            ts=time.time(),
         )
         self.records.append(rec)
         with self.opts.out.open("ab") as f:
