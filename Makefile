@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint unit bench demo docs chaos clean image crds
+.PHONY: test lint unit bench bench-fanout demo docs chaos clean image crds
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ $(BENCH_STAMP): $(STAMP)
 
 bench: $(BENCH_STAMP)
 	$(PY) -m loadtest.bench $(BENCH)
+
+# The fanout job with its own flags, e.g. FANOUT="--full" or FANOUT="--kubeconfig ~/.kube/config".
+bench-fanout: $(BENCH_STAMP)
+	$(PY) -m loadtest.bench.fanout $(FANOUT)
 
 # The container image (needs a Docker daemon with BuildKit; nothing in `make test` builds it).
 IMAGE ?= metashard:dev

@@ -32,13 +32,33 @@ def rate(fn: Callable[[], object], *, seconds: float = 1.0, repeat: int = 5) -> 
     return statistics.median(results)
 
 
+def format_row(
+    label: str,
+    value: float,
+    unit: str,
+    *,
+    baseline: float | None = None,
+    target: str = "",
+    vs: str = "baseline",
+    digits: int = 1,
+) -> str:
+    """One result line; with ``baseline``, also the ratio value/baseline, named by ``vs``."""
+    ratio = f"  x{value / baseline:6.2f} vs {vs}" if baseline else ""
+    goal = f"  (target {target})" if target else ""
+    return f"  {label:<52} {value:>14,.{digits}f} {unit}{ratio}{goal}"
+
+
 def row(
-    label: str, value: float, unit: str, *, baseline: float | None = None, target: str = ""
+    label: str,
+    value: float,
+    unit: str,
+    *,
+    baseline: float | None = None,
+    target: str = "",
+    vs: str = "baseline",
 ) -> None:
     """Print one result line; with ``baseline``, also the ratio value/baseline."""
-    ratio = f"  x{value / baseline:6.2f} vs baseline" if baseline else ""
-    goal = f"  (target {target})" if target else ""
-    print(f"  {label:<52} {value:>14,.1f} {unit}{ratio}{goal}", flush=True)
+    print(format_row(label, value, unit, baseline=baseline, target=target, vs=vs), flush=True)
 
 
 def header(title: str) -> None:

@@ -1,236 +1,601 @@
-"""The fanout job: N parents x K child ConfigMaps plus status, timed against a raw client.
+"""The fanout job: N parents x K child ConfigMaps plus status, timed against baselines measured
+in the same run, on the embedded cluster or on any cluster.
 
-Runs the reference harness in ``../shared/bench`` (``fanoutbench``) against the embedded
-cluster, in one run and interleaved:
-- ``raw``: a tuned aiohttp client writing exactly the objects a perfect controller writes
-  (the API-server limit for the job; the baseline);
-- ``metashard``: ``metashard run`` with 1 and with 2 worker processes, driven by the harness's
-  sync-hook server and CompositeController (create wave, update wave, and a cold start with the
-  N parents waiting);
-- ``metashard-2w-ssa``: ``metashard run`` with 2 workers under ``--apply-strategy
-  server-side-apply`` (create and update waves), against dynamic apply's ``metashard-2w``;
-- ``kopf``: the harness's kopf operator (the peer).
-For each it prints the wave time and its ratio to raw, metashard's CPU per parent (all its
-processes), API writes per parent, and for metashard its reconciles/s and p50/p99 reconcile
-latency from the workers' ``controller_runtime_reconcile_time_seconds``.
+``python -m loadtest.bench fanout`` (``make bench``) uses N=500; ``python -m loadtest.bench.fanout
+--full`` the issue's size (N=2000, 3 repeats); ``--help`` lists the flags. With ``--kubeconfig``
+(or ``METASHARD_E2E_KUBECONFIG``) it runs against that cluster; otherwise it starts the embedded
+cluster. The workload, checker, client and raw baseline are the shared harness's
+(``../shared/bench``, see ``_harness``). Configurations are interleaved, each repeat in turn
+(the order of the metashard configurations alternates), and every figure is the median over
+``--repeat`` repeats. Measured per repeat:
+
+- ``raw``: the harness's raw client, 128 requests in flight, writes what a perfect controller
+  writes (create wave, then update wave);
+- ``raw+watchers``: the same while ``_watchers`` runs metashard's informers doing nothing, for
+  the zero-cost-controller limit (see ``_fanout_report``);
+- ``metashard-{1,2}w``: ``metashard run --processes W`` with the harness's sync hook and
+  CompositeController: warm-up parent, create wave, update wave. Per wave: CPU seconds of
+  every metashard process from ``/proc`` (``_proc``), reconciles per worker and the
+  reconcile-time histogram from ``/metrics`` scraped at the wave's start and end, the API
+  server's CPU when it is a local process (the embedded one, or ``--apiserver-pid``), and its
+  request counts (``APPLY``, server-side apply, counts as a write);
+- ``metashard-{W}w-ssa``: the same under ``--apply-strategy server-side-apply`` for the worker
+  counts of ``--ssa-workers`` (default 2; create and update waves, no cold start), reported
+  next to dynamic apply's ``metashard-{W}w`` with their CPU and writes per parent compared;
+- cold start: ``raw-cold`` (``_coldraw``: a new client process writing the waiting parents'
+  children and status) and ``metashard-{1,2}w`` started with N parents waiting; the clock
+  starts before the process is spawned.
+
+Each wave is one JSON line (the harness's fields and the ones above) appended to ``--out``
+(default: a new file under the temporary directory, printed at the end);
+``--report FILE ...`` prints the report of saved lines, one per (N, K); lines of several runs
+with the same N and K count as repeats. Clean-up, at the end and also after a failure,
+Ctrl-C or SIGTERM: the namespaces labelled ``fanoutbench=1`` that appeared during the run
+(so two runs must not share a cluster), the CompositeController ``fanout-bench``, and those
+of the Fanout and Metacontroller CRDs that were missing at the start. Process logs stay in a
+temporary directory, printed at the end.
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import contextlib
+import io
 import os
-import statistics
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
-import threading
+import time
 import urllib.request
+import uuid
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
 
 from loadtest.apiserver.background import ClusterProcess
-from loadtest.bench._report import header, row
-from loadtest.processes import REPO, free_port
+from loadtest.bench import _fanout_report as report
+from loadtest.bench import _harness
+from loadtest.bench._proc import RoleCpu, busy_seconds, per_role
+from loadtest.bench._report import header
+from loadtest.processes import free_port
 
-SHARED_BENCH = REPO.parent / "shared" / "bench"
-WRITE_VERBS = ("POST", "PUT", "PATCH", "APPLY", "DELETE")  # APPLY: server-side apply PATCHes
-# The runs under another apply strategy: (label, worker processes, --apply-strategy).
-STRATEGY_RUNS = (("metashard-2w-ssa", 2, "server-side-apply"),)
+KUBECONFIG_ENV = "METASHARD_E2E_KUBECONFIG"
+LABEL = "fanoutbench"
+CRDS = {
+    "fanouts.bench.metashard.io",
+    "compositecontrollers.metacontroller.k8s.io",
+    "decoratorcontrollers.metacontroller.k8s.io",
+    "controllerrevisions.metacontroller.k8s.io",
+}
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
-def _metashard_cmd(workers: int, metrics_port: int, strategy: str = "dynamic-apply") -> str:
-    return (
-        f"{{python}} -m manager.cli run --processes {workers} --kubeconfig {{kubeconfig}} "
-        f"--metrics-address 127.0.0.1:{metrics_port} --health-probe-bind-address 0 "
-        f"--log-format json --log-level warning --apply-strategy {strategy}"
+@dataclass(frozen=True, slots=True)
+class Options:
+    n: int
+    k: int
+    repeat: int
+    workers: tuple[int, ...]
+    ssa_workers: tuple[int, ...]
+    kubeconfig: str | None
+    apiserver_pid: int | None
+    out: Path
+    concurrency: int
+    coldstart: bool
+    watchers: bool
+    timeout: float
+
+
+def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
+    """Options from flags, or with ``--report`` the files to report on."""
+    p = argparse.ArgumentParser(
+        prog="python -m loadtest.bench.fanout", description=__doc__.split("\n")[0]
+    )
+    p.add_argument("--n", type=int, help="parents (default 500; 50 with --quick; 2000 with --full)")
+    p.add_argument("--k", type=int, default=3, help="ConfigMaps per parent (default 3)")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        help="repeats, interleaved; medians reported (default 1; 3 with --full)",
+    )
+    p.add_argument("--full", action="store_true", help="the issue's size: N=2000, 3 repeats")
+    p.add_argument("--quick", action="store_true", default=quick, help="N=50 (a smoke run)")
+    p.add_argument("--workers", default="1,2", help="metashard worker counts to run (default 1,2)")
+    p.add_argument(
+        "--ssa-workers",
+        default="2",
+        help="worker counts also run under server-side apply (default 2; '' for none)",
+    )
+    p.add_argument(
+        "--kubeconfig",
+        default=os.environ.get(KUBECONFIG_ENV) or None,
+        help=f"run on this cluster (default ${KUBECONFIG_ENV}; unset: the embedded cluster)",
+    )
+    p.add_argument("--apiserver-pid", type=int, help="pid of the cluster's API server, when local")
+    p.add_argument("--out", type=Path, help="append the JSON lines here")
+    p.add_argument("--concurrency", type=int, default=128, help="raw client's requests in flight")
+    p.add_argument(
+        "--no-coldstart", dest="coldstart", action="store_false", help="skip cold starts"
+    )
+    p.add_argument("--no-watchers", dest="watchers", action="store_false", help="skip raw+watchers")
+    p.add_argument("--timeout", type=float, default=600, help="seconds to wait for one wave")
+    p.add_argument("--report", nargs="+", type=Path, metavar="FILE", help="only report saved lines")
+    a = p.parse_args(list(argv))
+    if a.report:
+        return list(a.report)
+    workers = _counts(p, "--workers", a.workers)
+    if not workers:
+        p.error("--workers: at least one worker count")
+    ssa_workers = _counts(p, "--ssa-workers", a.ssa_workers)
+    n = a.n or (2000 if a.full else 50 if a.quick else 500)
+    repeat = a.repeat or (3 if a.full else 1)
+    if n < 1 or repeat < 1 or a.k < 1:
+        p.error("--n, --k and --repeat must be positive")
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    out = a.out or Path(tempfile.gettempdir()) / "metashard-bench" / f"fanout-{stamp}.jsonl"
+    return Options(
+        n=n,
+        k=a.k,
+        repeat=repeat,
+        workers=workers,
+        ssa_workers=ssa_workers,
+        kubeconfig=a.kubeconfig,
+        apiserver_pid=a.apiserver_pid,
+        out=out,
+        concurrency=a.concurrency,
+        coldstart=a.coldstart,
+        watchers=a.watchers,
+        timeout=a.timeout,
     )
 
 
-class Scraper:
-    """Polls /metrics while a run lasts (the coordinator's serves every worker's too);
-    keeps each port's last sample."""
-
-    def __init__(self, ports: list[int]) -> None:
-        self._ports = ports
-        self._last: dict[int, str] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._poll, daemon=True)
-
-    def __enter__(self) -> Scraper:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _poll(self) -> None:
-        while not self._stop.wait(0.25):
-            for port in self._ports:
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1) as r:
-                        self._last[port] = r.read().decode()
-                except OSError:
-                    pass
-
-    def reconciles(self) -> tuple[float, dict[float, float]]:
-        """Total reconciles and the merged reconcile-time histogram (upper bound -> count)."""
-        total = 0.0
-        buckets: dict[float, float] = {}
-        for text in self._last.values():
-            for line in text.splitlines():
-                if line.startswith("controller_runtime_reconcile_total{"):
-                    total += float(line.rpartition(" ")[2])
-                elif line.startswith("controller_runtime_reconcile_time_seconds_bucket{"):
-                    le = line.split('le="', 1)[1].split('"', 1)[0]
-                    bound = float("inf") if le == "+Inf" else float(le)
-                    buckets[bound] = buckets.get(bound, 0.0) + float(line.rpartition(" ")[2])
-        return total, buckets
+def _counts(p: argparse.ArgumentParser, flag: str, text: str) -> tuple[int, ...]:
+    """Positive worker counts separated by commas (exits through ``p.error`` otherwise)."""
+    try:
+        counts = tuple(int(w) for w in text.split(",") if w.strip())
+    except ValueError:
+        counts = (0,)
+    if counts and min(counts) < 1:
+        p.error(f"{flag}: positive counts separated by commas, got {text!r}")
+    return counts
 
 
-def _quantile(buckets: dict[float, float], q: float) -> float | None:
-    """The upper bound of the bucket holding quantile ``q`` (a cumulative histogram)."""
-    if not buckets:
-        return None
-    bounds = sorted(buckets)
-    total = buckets[bounds[-1]]
-    for bound in bounds:
-        if total and buckets[bound] >= q * total:
-            return bound
-    return None
-
-
-def _harness(args: list[str], *, env: dict[str, str]) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "fanoutbench", *args],
-        cwd=SHARED_BENCH,
-        env=env,
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-
-
-def _writes(line: dict[str, Any]) -> float:
-    requests = line.get("requests") or {}
-    return sum(
-        count
-        for key, count in requests.items()
-        if key.split(" ")[0] in WRITE_VERBS
-        and key.split(" ")[1].split("/")[0] in ("configmaps", "fanouts")
-    )
-
-
-def _cpu_ms(line: dict[str, Any]) -> float:
-    return float((line.get("cpu") or {}).get("controller", 0.0)) * 1e3
-
-
-def main(quick: bool) -> None:
-    if not SHARED_BENCH.is_dir():
-        print(f"  skipped: the fanout harness is expected at {SHARED_BENCH}")
+def main(quick: bool, argv: Sequence[str] = ()) -> None:
+    """Entry point of ``python -m loadtest.bench`` (defaults) and of this module (flags)."""
+    parsed = parse(argv, quick=quick)
+    if isinstance(parsed, list):
+        records = [orjson.loads(x) for path in parsed for x in path.read_bytes().splitlines() if x]
+        workers, ssa_workers = report.configurations(records)
+        for (n, k), group in sorted(report.split(records).items()):
+            header(f"fanout: N={n}, K={k}, {len(group)} waves from {len(parsed)} file(s)")
+            print("\n".join(report.report(group, workers=workers, ssa_workers=ssa_workers)))
         return
-    n = 300 if quick else 2000
-    k = 3
-    runs = 1 if quick else 2
-    with tempfile.TemporaryDirectory() as tmp:
-        results = Path(tmp) / "results.jsonl"
-        pid_dir = Path(tmp) / "pids"
-        pid_dir.mkdir()
-        cluster = ClusterProcess().start()
-        try:
-            assert cluster.process is not None
-            (pid_dir / "apiserver.pid").write_text(str(cluster.process.pid))
-            env = {
-                **os.environ,
-                "KUBECONFIG": str(cluster.kubeconfig),
-                "FANOUTBENCH_PID_DIR": str(pid_dir),
-                "PYTHONPATH": os.pathsep.join([str(SHARED_BENCH), str(REPO)]),
-            }
-            _harness(["install", "--metacontroller"], env=env)
-            common = ["--n", str(n), "--k", str(k), "--runs", "1", "--out", str(results)]
-            logs = ["--log-dir", str(Path(tmp) / "logs")]
-            reconciles: dict[int, list[tuple[float, dict[float, float]]]] = {1: [], 2: []}
-            for _ in range(runs):
-                _harness(["raw", *common, "--concurrency", "128", "--label", "raw"], env=env)
-                for w in (1, 2):
-                    flags = ["--label", f"metashard-{w}w", "--controller-cmd"]
-                    port = free_port()
-                    with Scraper([port]) as scraper:
-                        _harness(
-                            [
-                                "controller",
-                                *common,
-                                *logs,
-                                "--hook",
-                                *flags,
-                                _metashard_cmd(w, port),
-                            ],
-                            env=env,
-                        )
-                    reconciles[w].append(scraper.reconciles())
-                    cold = ["controller", *common, *logs, "--hook", "--coldstart", *flags]
-                    _harness([*cold, _metashard_cmd(w, free_port())], env=env)
-                for label, w, strategy in STRATEGY_RUNS:
-                    command = _metashard_cmd(w, free_port(), strategy)
-                    flags = ["--hook", "--label", label, "--controller-cmd", command]
-                    _harness(["controller", *common, *logs, *flags], env=env)
-                if not quick:
-                    _harness(["controller", *common, *logs, "--kopf", "--label", "kopf"], env=env)
-        finally:
-            cluster.stop()
-        lines = [orjson.loads(x) for x in results.read_bytes().splitlines() if x]
-    _report(lines, n, k)
-    for w, samples in reconciles.items():
-        label = f"metashard-{w}w"
-        seconds = sum(
-            _median(lines, label, wave, "seconds") or 0.0 for wave in ("create", "update")
-        )
-        total, buckets = samples[-1]
-        header(f"{label}: reconciles over the create and update waves (last run)")
-        if seconds:
-            row("reconciles per second", total / seconds, "reconciles/s")
-        row("reconciles per parent per wave", total / n / 2, "reconciles")
-        for q in (0.5, 0.99):
-            bound = _quantile(buckets, q)
-            if bound is not None:
-                row(f"p{int(q * 100)} reconcile latency (bucket upper bound)", bound * 1e3, "ms")
+    if not _harness.available():
+        print(f"  skipped: the fanout harness is expected at {_harness.SHARED_BENCH}")
+        return
+    opts = parsed
+    opts.out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with _terminate_as_interrupt(), _cluster(opts) as (kubeconfig, pids):
+            bench = Bench(opts, kubeconfig, pids)
+            records, logs = asyncio.run(bench.run()), bench.logs
+    except KeyboardInterrupt:
+        print(f"  interrupted; the waves measured so far are in {opts.out}", file=sys.stderr)
+        raise SystemExit(130) from None
+    where = f"kubeconfig {opts.kubeconfig}" if opts.kubeconfig else "the embedded cluster"
+    loads = [float(r["loadavg"]) for r in records] or [os.getloadavg()[0]]
+    header(
+        f"fanout on {where}: N={opts.n}, K={opts.k}, median of {opts.repeat},"
+        f" {os.cpu_count()} CPUs, load average {min(loads):.2f} to {max(loads):.2f} while measuring"
+    )
+    print("\n".join(report.report(records, workers=opts.workers, ssa_workers=opts.ssa_workers)))
+    print(f"\n  JSON lines: {opts.out}\n  logs: {logs}", flush=True)
 
 
-def _median(lines: list[dict[str, Any]], label: str, wave: str, key: str) -> float | None:
-    values = [
-        float(x[key])
-        for x in lines
-        if x.get("label") == label and x.get("wave") == wave and x.get(key) is not None
-    ]
-    return statistics.median(values) if values else None
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt as Ctrl-C does, so the clean-up runs either way."""
+
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
-def _report(lines: list[dict[str, Any]], n: int, k: int) -> None:
-    def med(label: str, wave: str, fn: Any) -> float | None:
-        values = [fn(x) for x in lines if x.get("label") == label and x.get("wave") == wave]
-        return statistics.median(values) if values else None
+@contextlib.contextmanager
+def _cluster(opts: Options) -> Iterator[tuple[str, dict[str, int]]]:
+    """(kubeconfig, local API-server pids by name): the given cluster or the embedded one."""
+    if opts.kubeconfig:
+        yield opts.kubeconfig, ({"apiserver": opts.apiserver_pid} if opts.apiserver_pid else {})
+        return
+    cluster = ClusterProcess().start()
+    try:
+        assert cluster.process is not None
+        yield str(cluster.kubeconfig), {"apiserver": cluster.process.pid}
+    finally:
+        cluster.stop()
 
-    raw = {w: _median(lines, "raw", w, "seconds") for w in ("create", "update")}
-    # The cold start's baseline: the raw create wave without its parent writes (4 of 5).
-    raw["coldstart"] = raw["create"] * 4 / 5 if raw["create"] else None
-    for label in ("metashard-1w", "metashard-2w", *(run[0] for run in STRATEGY_RUNS), "kopf"):
-        header(f"{label}: N={n} parents x K={k} ConfigMaps (embedded cluster)")
-        for wave in ("create", "update", "coldstart"):
-            seconds = _median(lines, label, wave, "seconds")
-            if seconds is None:
-                continue
-            base = raw.get(wave)
-            ratio = f" (raw {base:.2f} s)" if base else ""
-            row(f"{wave} wave, seconds{ratio}", seconds, "s", baseline=base)
-            row(f"  {wave}: parents/s", n / seconds, "parents/s")
-            cpu = med(label, wave, _cpu_ms)
-            if cpu is not None:
-                row(f"  {wave}: controller CPU per parent", cpu / n, "ms", target="<= 1 ms")
-            writes = med(label, wave, _writes)
-            if writes is not None:
-                row(
-                    f"  {wave}: API writes per parent (incl. harness)",
-                    writes / n,
-                    "writes",
-                    target="5",
+
+def _scrape(port: int) -> report.Reconciles:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        return report.parse_reconciles(r.read().decode())
+
+
+class Bench:
+    """One run of the matrix on one cluster (see the module docstring)."""
+
+    def __init__(self, opts: Options, kubeconfig: str, pids: dict[str, int]) -> None:
+        self.opts = opts
+        self.kubeconfig = kubeconfig
+        self.h = _harness.load()
+        self.meter = self.h.cpu.CpuMeter(pids)
+        self.pids = pids
+        self.env = _harness.env(kubeconfig)
+        self.records: list[dict[str, Any]] = []
+        self.logs = Path(tempfile.mkdtemp(prefix="metashard-fanout-logs-"))
+        self.kube: Any = None
+        self.hook: Any = None
+        self.hook_url = ""
+        self.version = "?"
+
+    # --- the run -------------------------------------------------------------------------------
+
+    async def run(self) -> list[dict[str, Any]]:
+        h, opts = self.h, self.opts
+        async with h.kube.Kube(
+            self.kubeconfig, concurrency=opts.concurrency, user_agent="metashard-bench/1.0"
+        ) as kube:
+            self.kube = kube
+            crds_before = await self._names(CRD_PATH)
+            namespaces_before = await self._names(f"/api/v1/namespaces?labelSelector={LABEL}%3D1")
+            cc_docs: list[dict[str, Any]] = []
+            try:
+                await h.runner.install(kube, metacontroller=True)
+                self.version = await h.runner._server_version(kube)
+                self._start_hook()
+                cc_docs = h.runner.load_manifest(
+                    "fanout-compositecontroller.yaml", HOOK_URL=self.hook_url
                 )
+                await h.runner.apply(kube, cc_docs)
+                for rep in range(opts.repeat):
+                    for step in self._plan(rep):
+                        await step()
+            finally:
+                await self._clean_up(cc_docs, crds_before, namespaces_before)
+        return self.records
+
+    def _plan(self, rep: int) -> list[Callable[[], Awaitable[None]]]:
+        opts = self.opts
+        workers = opts.workers if rep % 2 == 0 else tuple(reversed(opts.workers))
+        configs = [(w, report.DYNAMIC) for w in opts.workers] + [
+            (w, report.SSA) for w in opts.ssa_workers
+        ]
+        if rep % 2:
+            configs.reverse()
+        steps: list[Callable[[], Awaitable[None]]] = [partial(self._raw, rep, watched=False)]
+        if opts.watchers:
+            steps.append(partial(self._raw, rep, watched=True))
+        steps += [partial(self._metashard_waves, rep, w, strategy) for w, strategy in configs]
+        if opts.coldstart:
+            steps += [partial(self._cold, rep, w) for w in (None, *workers)]
+        return steps
+
+    async def _names(self, path: str) -> set[str]:
+        items = (await self.kube.get(path)).get("items") or []
+        return {item["metadata"]["name"] for item in items}
+
+    def _start_hook(self) -> None:
+        port = free_port()
+        self.hook_url = f"http://127.0.0.1:{port}/sync"
+        argv = [sys.executable, "-m", "fanoutbench", "hook", "--port", str(port)]
+        self.hook = self.h.runner.Proc(argv, self.env, self.logs / "hook.log")
+        deadline = time.monotonic() + 30
+        while not _listening(port):
+            if time.monotonic() > deadline or not self.hook.alive():
+                raise RuntimeError(f"the sync hook did not start; see {self.logs / 'hook.log'}")
+            time.sleep(0.05)
+
+    async def _clean_up(
+        self, cc_docs: list[dict[str, Any]], crds: set[str], namespaces: set[str]
+    ) -> None:
+        """Best effort: each step is tried even if another failed (the cluster may be gone)."""
+        steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = []
+        if cc_docs:
+            steps.append(("CompositeController", lambda: self.h.runner.delete(self.kube, cc_docs)))
+
+        async def namespaces_() -> None:
+            now = await self._names(f"/api/v1/namespaces?labelSelector={LABEL}%3D1")
+            await self.h.runner.delete_namespaces(self.kube, sorted(now - namespaces), timeout=120)
+
+        async def crds_() -> None:
+            for name in sorted(CRDS & (await self._names(CRD_PATH) - crds)):
+                await self.kube.request("DELETE", f"{CRD_PATH}/{name}", ok=(200, 202, 404))
+
+        steps += [("namespaces", namespaces_), ("CRDs", crds_)]
+        if self.hook is not None:
+            self.hook.stop()
+        for what, step in steps:
+            try:
+                await asyncio.wait_for(step(), 180)
+            except (Exception, asyncio.CancelledError) as err:
+                print(f"  clean-up of {what} failed: {err!r}", file=sys.stderr, flush=True)
+
+    def _record(self, rec: dict[str, Any]) -> None:
+        rec.update(
+            n=self.opts.n,
+            k=self.opts.k,
+            nproc=os.cpu_count(),
+            loadavg=os.getloadavg()[0],
+            server=self.version,
+            ts=time.time(),
+        )
+        self.records.append(rec)
+        with self.opts.out.open("ab") as f:
+            f.write(orjson.dumps(rec, option=orjson.OPT_SORT_KEYS) + b"\n")
+
+    # --- raw -----------------------------------------------------------------------------------
+
+    async def _raw(self, rep: int, *, watched: bool) -> None:
+        """The harness's raw suite in this process (one run: create and update waves), alone or
+        with the idle watchers running."""
+        with tempfile.TemporaryDirectory() as tmp:
+            pid_dir = Path(tmp)
+            for name, pid in self.pids.items():
+                (pid_dir / f"{name}.pid").write_text(str(pid))
+            out = pid_dir / "raw.jsonl"
+            args = SimpleNamespace(
+                kubeconfig=self.kubeconfig,
+                pid_dir=str(pid_dir),
+                out=str(out),
+                label=report.WATCHED if watched else report.RAW,
+                n=self.opts.n,
+                k=self.opts.k,
+                runs=1,
+                concurrency=self.opts.concurrency,
+                data_bytes=100,
+                update=True,
+            )
+            watchers = self._start_watchers() if watched else None
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    await self.h.runner.raw_suite(args)
+            finally:
+                if watchers is not None:
+                    _stop(watchers)
+            for line in out.read_bytes().splitlines():
+                self._record({**orjson.loads(line), "repeat": rep})
+
+    def _start_watchers(self) -> subprocess.Popen[str]:
+        argv = [sys.executable, "-m", "loadtest.bench._watchers", "--kubeconfig", self.kubeconfig]
+        proc = subprocess.Popen(
+            argv, env=self.env, stdout=subprocess.PIPE, text=True, start_new_session=True
+        )
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # the first list of every informer is in, or it failed
+        if line.strip() != "synced":
+            _stop(proc)
+            raise RuntimeError(
+                f"the idle watchers did not sync (exit code {proc.returncode}, {line!r})"
+            )
+        return proc
+
+    # --- metashard -----------------------------------------------------------------------------
+
+    def _metashard(self, workers: int, port: int, name: str, strategy: str = report.DYNAMIC) -> Any:
+        argv = [
+            *(sys.executable, "-m", "manager.cli", "run", "--processes", str(workers)),
+            *("--kubeconfig", self.kubeconfig, "--metrics-address", f"127.0.0.1:{port}"),
+            *("--health-probe-bind-address", "0", "--log-format", "json", "--log-level", "warning"),
+            *("--apply-strategy", strategy),
+        ]
+        return self.h.runner.Proc(argv, self.env, self.logs / f"{name}.log")
+
+    async def _namespace(self, suffix: str = "") -> str:
+        ns = f"fanout-{uuid.uuid4().hex[:6]}{suffix}"
+        await self.h.runner.create_namespace(self.kube, ns)
+        return ns
+
+    async def _metashard_waves(
+        self, rep: int, workers: int, strategy: str = report.DYNAMIC
+    ) -> None:
+        h, opts, kube = self.h, self.opts, self.kube
+        label = report.metashard_label(workers, strategy)
+        ns, warm_ns = await self._namespace(), await self._namespace("-warm")
+        port = free_port()
+        proc = self._metashard(workers, port, f"{label}-{rep}-{ns}", strategy)
+        target = _Target(proc=proc, roles=RoleCpu(proc.p.pid), port=port, fresh=False)
+        checker = h.checker.Checker(kube, ns, opts.n, opts.k)
+        try:
+            warm = h.checker.Checker(kube, warm_ns, 1, opts.k)
+            await warm.start()
+            warm.set_target("warm")
+            await h.runner.create_parents(kube, warm_ns, 1, opts.k, "warm", 1)
+            converged = await self._converge(warm, target, f"{label} warm-up")
+            await warm.stop()
+            if not converged:
+                raise RuntimeError(
+                    f"{label} did not converge the warm-up parent; see {proc.logfile}"
+                )
+            await checker.start()
+            for wave in report.WAVES:
+                data = h.workload.payload(f"{wave}{rep}", 100)
+                if wave == "create":
+                    action = h.runner.create_parents(
+                        kube, ns, opts.n, opts.k, data, opts.concurrency
+                    )
+                else:
+                    action = h.runner.patch_parents_data(kube, ns, opts.n, data, opts.concurrency)
+                await self._wave(label, wave, rep, data, checker, target, action)
+        finally:
+            await checker.stop()
+            proc.stop()
+            await h.runner.delete_namespaces(kube, [ns, warm_ns])
+
+    async def _converge(self, checker: Any, target: _Target, what: str) -> bool:
+        """Wait for ``checker``; False on timeout or when the process ended (unexpectedly: a
+        ``raw-cold`` client that exited 0 has done its writes, and its result is awaited)."""
+        deadline = time.monotonic() + self.opts.timeout
+        while (left := deadline - time.monotonic()) > 0:
+            if await checker.wait(min(10.0, left)):
+                return True
+            proc = target.proc
+            if (
+                proc is not None
+                and not proc.alive()
+                and not (target.may_exit and proc.p.returncode == 0)
+            ):
+                print(
+                    f"  {what}: exited with {proc.p.returncode}; see {proc.logfile}",
+                    file=sys.stderr,
+                )
+                return False
+            print(f"  {what}: {checker.progress()}", file=sys.stderr, flush=True)
+        return False
+
+    async def _wave(
+        self,
+        label: str,
+        wave: str,
+        rep: int,
+        data: str,
+        checker: Any,
+        target: _Target,
+        action: Awaitable[Any],
+    ) -> None:
+        """Time ``action`` until ``checker`` sees the job converged, and record the wave."""
+        h = self.h
+        checker.set_target(data)
+        await self.meter.settle()
+        await h.runner.warm_connections(self.kube, checker.ns, self.opts.concurrency)
+        req0 = await h.runner.api_requests(self.kube)
+        hook0 = self.hook.cpu.sample()
+        scrape0 = (
+            None
+            if target.fresh or not target.port
+            else await asyncio.to_thread(_scrape, target.port)
+        )
+        procs0 = target.roles.sample() if target.roles and not target.fresh else {}
+        box0, cpu0, t0 = busy_seconds(), self.meter.snap(), time.perf_counter()
+        await action
+        ok = await self._converge(checker, target, f"{label} {wave}")
+        t1 = checker.converged_at if ok and checker.converged_at else time.perf_counter()
+        cpu = h.cpu.CpuMeter.delta(cpu0, self.meter.snap())
+        cpu["box"] = round(busy_seconds() - box0, 3)
+        rec: dict[str, Any] = {"mode": "controller", "label": label, "wave": wave, "repeat": rep}
+        if target.roles is not None:
+            rec["cpu_processes"] = per_role(procs0, target.roles.sample())
+            cpu["controller"] = round(sum(rec["cpu_processes"].values()), 3)
+        if target.port:
+            counts = await asyncio.to_thread(_scrape, target.port)
+            if scrape0 is not None:
+                counts = counts.minus(scrape0)
+            rec["reconciles"] = counts.per_worker
+            rec["reconcile_buckets"] = {_bound(b): v for b, v in counts.buckets.items()}
+        cpu["hook"] = round(self.hook.cpu.sample() - hook0, 3)
+        rec.update(
+            seconds=round(t1 - t0, 3),
+            cpu=cpu,
+            requests=h.runner.requests_delta(req0, await h.runner.api_requests(self.kube)),
+            converged=ok,
+            progress=checker.progress(),
+        )
+        self._record(rec)
+        if not ok:
+            raise RuntimeError(
+                f"{label} {wave}: not converged ({checker.progress()}); logs in {self.logs}"
+            )
+
+    # --- cold start ----------------------------------------------------------------------------
+
+    async def _cold(self, rep: int, workers: int | None) -> None:
+        """N parents waiting, then the clock starts and the process is spawned: ``raw-cold``
+        (workers None) or metashard."""
+        h, opts, kube = self.h, self.opts, self.kube
+        label = report.RAW_COLD if workers is None else report.metashard_label(workers)
+        ns = await self._namespace()
+        data = h.workload.payload(f"cold{rep}", 100)
+        await h.runner.create_parents(kube, ns, opts.n, opts.k, data, opts.concurrency)
+        checker = h.checker.Checker(kube, ns, opts.n, opts.k)
+        await checker.start()
+        target = _Target(
+            port=free_port() if workers else None, fresh=True, may_exit=workers is None
+        )
+
+        async def spawn() -> None:
+            if workers is None:
+                argv = [
+                    *(
+                        sys.executable,
+                        "-m",
+                        "loadtest.bench._coldraw",
+                        "--kubeconfig",
+                        self.kubeconfig,
+                    ),
+                    *("--namespace", ns, "--concurrency", str(opts.concurrency)),
+                ]
+                target.proc = h.runner.Proc(argv, self.env, self.logs / f"raw-cold-{rep}-{ns}.log")
+                return
+            assert target.port is not None
+            target.proc = self._metashard(workers, target.port, f"{label}-cold-{rep}-{ns}")
+            target.roles = RoleCpu(target.proc.p.pid)
+
+        try:
+            await self._wave(label, "coldstart", rep, data, checker, target, spawn())
+        finally:
+            await checker.stop()
+            if target.proc is not None:
+                target.proc.stop()
+            await h.runner.delete_namespaces(kube, [ns])
+
+
+@dataclass(slots=True)
+class _Target:
+    """What a wave measures besides the cluster: the process it waits on (None until spawned),
+    metashard's process tree and metrics port, whether they start at zero in the wave (a cold
+    start), and whether the process may exit before convergence is seen (raw-cold)."""
+
+    proc: Any = None
+    roles: RoleCpu | None = None
+    port: int | None = None
+    fresh: bool = False
+    may_exit: bool = False
+
+
+def _bound(bound: float) -> str:
+    return "+Inf" if bound == float("inf") else repr(bound)
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+    except OSError:
+        return False
+    return True
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+if __name__ == "__main__":
+    main(quick=False, argv=sys.argv[1:])
