@@ -173,6 +173,8 @@ async def _in_process(parents: int, events: int) -> tuple[float, float]:
     routing = events / (time.perf_counter() - started)
     for task in drains:
         task.cancel()
+    # A link has one reader: the drains must have left recv() before the fetches read.
+    await asyncio.gather(*drains, return_exceptions=True)
 
     link = links[0]
     keys = [k for k in term.router.keys_of(term.membership.slots_of("w0"))]
