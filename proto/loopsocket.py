@@ -14,10 +14,11 @@ Contract:
   connection with ``IMMEDIATE``) or the ``zmq.ZMQError`` of the failure; it never waits.
   ``send_within(parts, seconds)`` retries a send that found no room until it is sent
   (``True``) or ``seconds`` have passed (``False``).
-- ``recv()`` returns the next multipart message. At most ``INBOX_LIMIT`` messages are taken
-  from the socket ahead of the reader, so the socket's high-water marks still push back on a
-  sender; a reader served from the inbox yields to the loop every ``YIELD_EVERY`` messages so
-  a busy link cannot starve other tasks.
+- ``recv()`` returns the next multipart message. One receiver at a time: the latest waiting
+  ``recv()`` is the one woken, also when an earlier one is cancelled later. At most
+  ``INBOX_LIMIT`` messages are taken from the socket ahead of the reader, so the socket's
+  high-water marks still push back on a sender; a reader served from the inbox yields to the
+  loop every ``YIELD_EVERY`` messages so a busy link cannot starve other tasks.
 - ``close()`` unregisters from the loop and closes the socket (``LINGER`` applies); a
   ``recv()`` waiting or called later raises ``SocketClosed``. Idempotent. The same happens
   when the socket is closed otherwise (``Context.destroy``).
@@ -130,11 +131,13 @@ class LoopSocket:
                 return self._inbox.popleft()
             self._served = 0
             assert self._loop is not None
-            self._waiter = self._loop.create_future()
+            waiter = self._waiter = self._loop.create_future()
             try:
-                await self._waiter
+                await waiter
             finally:
-                self._waiter = None
+                # A receive cancelled after another one began waiting leaves that one's waiter.
+                if self._waiter is waiter:
+                    self._waiter = None
 
     def close(self, linger: int | None = None) -> None:
         """Unregister and close the socket; wake a waiting ``recv()``. Idempotent."""

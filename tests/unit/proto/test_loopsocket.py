@@ -107,6 +107,22 @@ async def test_sending_while_a_reader_waits_on_the_same_socket_loses_nothing(
 
 
 @pytest.mark.asyncio
+async def test_a_receive_that_replaces_a_cancelled_one_is_woken(ctx: zmq.asyncio.Context) -> None:
+    router, dealer = _pair(ctx, "inproc://replaced")
+    assert await dealer.send_within((b"hello",), 5)
+    await within(router.recv())
+    first = asyncio.create_task(dealer.recv())
+    await asyncio.sleep(0.01)
+    second = asyncio.create_task(dealer.recv())  # the next phase's reader, already waiting
+    await asyncio.sleep(0.01)
+    first.cancel()  # its clean-up runs after the second began waiting
+    with contextlib.suppress(asyncio.CancelledError):
+        await first
+    router.send((b"d", b"late"))
+    assert await within(second, 2) == [b"late"]
+
+
+@pytest.mark.asyncio
 async def test_more_than_the_inbox_limit_all_arrive(ctx: zmq.asyncio.Context) -> None:
     router, dealer = _pair(ctx, "inproc://limit", unbounded=True)
     assert await dealer.send_within((b"hello",), 5)
