@@ -4,7 +4,8 @@
 field manager, the apply cache (``workers.apply.cache``, entries grouped by parent key and
 dropped with the parent's slot: ``discard``), the counts (``workers.apply_metrics``) and the
 event recorder. ``for_controller(...)`` gives one controller's ``ChildApplier``, whose
-``run(...)`` replaces ``children.plan`` + ``ChildWriter.run`` of dynamic apply:
+``run(...)`` replaces ``children.plan`` + ``ChildWriter.run`` of dynamic apply (reconcilers
+call ``write_children(...)``, which takes the one the worker's strategy says):
 
 1. Observed children that are not desired are deleted as under dynamic apply (background
    propagation, uid precondition; ``children.ChildWriter``).
@@ -57,6 +58,7 @@ from workers.apply.ssa import Step, apply_body, body_hash, plan_update
 from workers.apply.upgrade import upgrade_patch
 from workers.apply_metrics import ApplyMetrics, ApplyResult, NoApplyMetrics
 from workers.common.children import Action, ChildWriter, Target, Write, Wrote, describe, pair
+from workers.common.children import plan as children_plan
 from workers.common.hookcall import Events
 from workers.common.observed import Observed
 from workers.common.writer import ApplyWriter
@@ -155,6 +157,43 @@ def applier_of(
         queue=f"{definition.kind.value}-{definition.name}",
         targets=targets,
     )
+
+
+async def write_children(
+    applier: ChildApplier | None,
+    writer: ChildWriter,
+    *,
+    key: ParentKey,
+    parent: Mapping[str, Any],
+    observed: Mapping[TypeKey, Iterable[Observed]],
+    desired: Sequence[DesiredChild],
+    methods: Mapping[TypeKey, UpdateMethod],
+    owner: ControllerRef,
+    wrote: Wrote,
+    in_place_labels: frozenset[str] = frozenset(),
+) -> list[str]:
+    """Make the children match under the worker's apply strategy: ``applier`` (server-side
+    apply, ``applier_of``) or, when None, ``children.plan`` and ``writer`` (dynamic apply).
+    One message per child that failed."""
+    if applier is not None:
+        return await applier.run(
+            key=key,
+            parent=parent,
+            observed=observed,
+            desired=desired,
+            methods=methods,
+            owner=owner,
+            wrote=wrote,
+            in_place_labels=in_place_labels,
+        )
+    plan = children_plan(
+        observed=observed,
+        desired=desired,
+        methods=methods,
+        owner=owner,
+        in_place_labels=in_place_labels,
+    )
+    return [*plan.errors, *await writer.run(plan.writes, wrote)]
 
 
 @dataclass(frozen=True, slots=True)

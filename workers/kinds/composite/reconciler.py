@@ -78,7 +78,7 @@ from workers.common.claims import Claimant, adoption_patch, claim, release_patch
 from workers.common.hookcall import Events, HookCaller, Hooks, resource_of
 from workers.common.observed import Observed
 from workers.common.patches import describe, guarded_patch, set_finalizers, sync_finalizer
-from workers.common.ssa import ServerSideApply, applier_of
+from workers.common.ssa import ServerSideApply, applier_of, write_children
 from workers.common.sync_errors import SyncFailure
 from workers.common.writer import Writer
 from workers.kinds.composite import rolling
@@ -394,27 +394,18 @@ class CompositeReconciler:
         observed: dict[TypeKey, list[Observed]],
         desired: tuple[DesiredChild, ...],
     ) -> list[str]:
-        if self._applier is not None:
-            return await self._applier.run(
-                key=request.key,
-                parent=parent,
-                observed=observed,
-                desired=desired,
-                methods=self._methods,
-                owner=self._owner(parent, uid),
-                wrote=request.wrote,
-                in_place_labels=IN_PLACE_LABELS,
-            )
-        plan = children.plan(
+        return await write_children(
+            self._applier,
+            self._child_writer,
+            key=request.key,
+            parent=parent,
             observed=observed,
             desired=desired,
             methods=self._methods,
             owner=self._owner(parent, uid),
+            wrote=request.wrote,
             in_place_labels=IN_PLACE_LABELS,
         )
-        problems = list(plan.errors)
-        problems += await self._child_writer.run(plan.writes, request.wrote)
-        return problems
 
     async def _write_status(
         self, request: ReconcileRequest, parent: dict[str, Any], hook_status: dict[str, Any] | None

@@ -67,7 +67,7 @@ from workers.common.claims import adoption_patch
 from workers.common.hookcall import Events, HookCaller, Hooks, resource_of
 from workers.common.observed import Observed
 from workers.common.patches import describe, guarded_patch, set_finalizers, sync_finalizer
-from workers.common.ssa import ServerSideApply, applier_of
+from workers.common.ssa import ServerSideApply, applier_of, write_children
 from workers.common.sync_errors import SyncFailure
 from workers.common.writer import Writer
 from workers.kinds.decorator import attachments, metadata
@@ -226,18 +226,17 @@ class DecoratorReconciler:
         desired: tuple[DesiredChild, ...],
     ) -> list[str]:
         """Create, update and delete attachments; one message per failed one."""
-        if self._applier is not None:
-            return await self._applier.run(
-                key=request.key,
-                parent=obj,
-                observed=owned,
-                desired=desired,
-                methods=self._methods,
-                owner=owner,
-                wrote=request.wrote,
-            )
-        plan = children.plan(observed=owned, desired=desired, methods=self._methods, owner=owner)
-        return [*plan.errors, *await self._child_writer.run(plan.writes, request.wrote)]
+        return await write_children(
+            self._applier,
+            self._child_writer,
+            key=request.key,
+            parent=obj,
+            observed=owned,
+            desired=desired,
+            methods=self._methods,
+            owner=owner,
+            wrote=request.wrote,
+        )
 
     def _observed(
         self, request: ReconcileRequest, uid: str, namespace: str
