@@ -1,13 +1,16 @@
 """The fanout benchmark's arithmetic and report, pure: JSON-line records in, lines of text out.
 
 A record is one measured wave (the shared harness's fields plus this benchmark's):
-``label``, ``wave`` (create, update, coldstart), ``repeat``, ``n``, ``seconds``, ``cpu``
-(seconds per named process: ``apiserver`` when it is a local process, ``harness`` = the
-raw client's own process for raw waves, ``box`` = the whole machine's busy CPU in the
-controller waves), ``requests`` (the API server's request counts per ``VERB resource``), and
-for metashard ``cpu_processes`` (seconds per role: ``coordinator``, ``worker ID``),
-``reconciles`` (per worker) and ``reconcile_buckets`` (the wave's cumulative reconcile-time
-histogram, upper bound -> count).
+``label``, ``wave`` (create, update, coldstart), ``repeat``, ``n``, ``seconds`` (until the job
+converged), ``measured_seconds`` (metashard waves: until the controller was quiet, the span of
+``cpu``, ``cpu_processes`` and ``reconciles``, since work a wave causes after it converged is
+the wave's too), ``cpu`` (seconds per named process: ``apiserver`` when it is a local process,
+``harness`` = the raw client's own process for raw waves, ``watchers`` = the idle informers'
+process in ``raw+watchers`` waves, ``box`` = the whole machine's busy CPU in the controller
+waves), ``requests`` (the API server's request counts per ``VERB resource``), and for
+metashard ``cpu_processes`` (seconds per role: ``coordinator``, ``worker ID``), ``reconciles``
+(per worker) and ``reconcile_buckets`` (the wave's cumulative reconcile-time histogram, upper
+bound -> count).
 
 Every figure is the median over the repeats of one (label, wave), and every row that has a
 baseline measured in the same run prints its ratio to it:
@@ -17,7 +20,9 @@ baseline measured in the same run prints its ratio to it:
   seconds a do-nothing watcher adds (``raw+watchers`` minus ``raw``, both measured). Adding
   CPU seconds to wall seconds assumes the API server is on the critical path (true for the
   single-threaded embedded cluster); the measured ``raw+watchers`` wall time is printed too.
-  Without a local API-server pid there is no CPU to add and the limit is that wall time;
+  Without a local API-server pid there is no CPU to add and the limit is that wall time.
+  The idle watchers' own CPU per parent is printed beside it: the floor of the coordinator's
+  ingest (decode, store) with nothing to route;
 - CPU per parent against the raw client's CPU per parent, 2 workers against 1 (target <=
   1.15x), the coordinator's CPU per reconcile against a worker's (target <= 1/10);
 - API writes per parent (``POST``, ``PUT``, ``PATCH``, ``APPLY`` (server-side apply) and
@@ -42,6 +47,7 @@ from loadtest.bench._report import format_row
 
 Record = Mapping[str, Any]
 RAW, WATCHED, RAW_COLD = "raw", "raw+watchers", "raw-cold"
+WATCHERS = "watchers"  # the idle informers' process, in a raw+watchers record's ``cpu``
 WAVES = ("create", "update")
 COORDINATOR = "coordinator"
 WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "APPLY", "DELETE"})  # APPLY: server-side apply
@@ -190,10 +196,11 @@ def other_load(r: Record) -> float | None:
     CPU seconds less every process the benchmark measured, over the wave's seconds. Noise
     indicator only (by subtraction, and 0 when the API server is not a local process)."""
     cpu = r.get("cpu") or {}
-    if "box" not in cpu or not r.get("seconds"):
+    seconds = r.get("measured_seconds") or r.get("seconds")
+    if "box" not in cpu or not seconds:
         return None
     ours = sum(float(v) for k, v in cpu.items() if k != "box")
-    return max(0.0, float(cpu["box"]) - ours) / float(r["seconds"])
+    return max(0.0, float(cpu["box"]) - ours) / float(seconds)
 
 
 def writes(r: Record) -> float | None:
@@ -295,6 +302,9 @@ def _baseline_rows(w: _Wave) -> tuple[list[str], float | None]:
         )
     )
     out += w.apiserver_row(WATCHED)
+    ingest = w.median(WATCHED, _cpu(WATCHERS))
+    if ingest is not None:
+        out.append(format_row("  idle watchers CPU per parent", ingest * 1e3 / w.n, "ms", digits=3))
     cpu = w.median(WATCHED, _cpu("apiserver"))
     summary = {"seconds": watched, "cpu": {} if cpu is None else {"apiserver": cpu}}
     limit = zero_cost_limit(w.raw_seconds, w.raw_apiserver, summary)

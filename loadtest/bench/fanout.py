@@ -12,13 +12,17 @@ cluster. The workload, checker, client and raw baseline are the shared harness's
 - ``raw``: the harness's raw client, 128 requests in flight, writes what a perfect controller
   writes (create wave, then update wave);
 - ``raw+watchers``: the same while ``_watchers`` runs metashard's informers doing nothing, for
-  the zero-cost-controller limit (see ``_fanout_report``);
+  the zero-cost-controller limit (see ``_fanout_report``) and the informers' own CPU per
+  parent (``cpu.watchers``: what the coordinator's ingest costs with nothing to route);
 - ``metashard-{1,2}w``: ``metashard run --processes W`` with the harness's sync hook and
-  CompositeController: warm-up parent, create wave, update wave. Per wave: CPU seconds of
-  every metashard process from ``/proc`` (``_proc``), reconciles per worker and the
-  reconcile-time histogram from ``/metrics`` scraped at the wave's start and end, the API
-  server's CPU when it is a local process (the embedded one, or ``--apiserver-pid``), and its
-  request counts (``APPLY``, server-side apply, counts as a write);
+  CompositeController: warm-up parent, create wave, update wave. A wave's time ends when the
+  job converged; what it cost ends when the controller is quiet (no reconcile for a second,
+  ``_quiet``), since the reconciles its own writes queue again may run after the last parent
+  converged. Per wave: CPU seconds of every metashard process from ``/proc`` (``_proc``),
+  reconciles per worker and the reconcile-time histogram from ``/metrics`` scraped at the
+  wave's start and when quiet, the API server's CPU when it is a local process (the embedded
+  one, or ``--apiserver-pid``), and its request counts (``APPLY``, server-side apply, counts as
+  a write);
 - ``metashard-{W}w-ssa``: the same under ``--apply-strategy server-side-apply`` for the worker
   counts of ``--ssa-workers`` (default 2; create and update waves, no cold start), reported
   next to dynamic apply's ``metashard-{W}w`` with their CPU and writes per parent compared;
@@ -228,6 +232,10 @@ def _cluster(opts: Options) -> Iterator[tuple[str, dict[str, int]]]:
         cluster.stop()
 
 
+QUIET_WINDOW = 1.0
+QUIET_MAX = 60.0
+
+
 def _scrape(port: int) -> report.Reconciles:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
         return report.parse_reconciles(r.read().decode())
@@ -352,7 +360,11 @@ class Bench:
         with the idle watchers running."""
         with tempfile.TemporaryDirectory() as tmp:
             pid_dir = Path(tmp)
-            for name, pid in self.pids.items():
+            watchers = self._start_watchers() if watched else None
+            pids = dict(self.pids)
+            if watchers is not None:
+                pids[report.WATCHERS] = watchers.pid
+            for name, pid in pids.items():
                 (pid_dir / f"{name}.pid").write_text(str(pid))
             out = pid_dir / "raw.jsonl"
             args = SimpleNamespace(
@@ -367,7 +379,6 @@ class Bench:
                 data_bytes=100,
                 update=True,
             )
-            watchers = self._start_watchers() if watched else None
             try:
                 with contextlib.redirect_stdout(io.StringIO()):
                     await self.h.runner.raw_suite(args)
@@ -491,6 +502,10 @@ class Bench:
         await action
         ok = await self._converge(checker, target, f"{label} {wave}")
         t1 = checker.converged_at if ok and checker.converged_at else time.perf_counter()
+        counts = None
+        if ok and target.port:
+            counts = await self._quiet(target.port)
+        quiet = time.perf_counter()
         cpu = h.cpu.CpuMeter.delta(cpu0, self.meter.snap())
         cpu["box"] = round(busy_seconds() - box0, 3)
         rec: dict[str, Any] = {"mode": "controller", "label": label, "wave": wave, "repeat": rep}
@@ -498,7 +513,8 @@ class Bench:
             rec["cpu_processes"] = per_role(procs0, target.roles.sample())
             cpu["controller"] = round(sum(rec["cpu_processes"].values()), 3)
         if target.port:
-            counts = await asyncio.to_thread(_scrape, target.port)
+            if counts is None:
+                counts = await asyncio.to_thread(_scrape, target.port)
             if scrape0 is not None:
                 counts = counts.minus(scrape0)
             rec["reconciles"] = counts.per_worker
@@ -506,6 +522,7 @@ class Bench:
         cpu["hook"] = round(self.hook.cpu.sample() - hook0, 3)
         rec.update(
             seconds=round(t1 - t0, 3),
+            measured_seconds=round(quiet - t0, 3),
             cpu=cpu,
             requests=h.runner.requests_delta(req0, await h.runner.api_requests(self.kube)),
             converged=ok,
@@ -516,6 +533,22 @@ class Bench:
             raise RuntimeError(
                 f"{label} {wave}: not converged ({checker.progress()}); logs in {self.logs}"
             )
+
+    async def _quiet(self, port: int) -> report.Reconciles:
+        """Wait until the controller has stopped reconciling: its reconcile count unchanged
+        over ``QUIET_WINDOW`` (at most ``QUIET_MAX`` seconds); the last scrape. A wave's work
+        does not end when it converged: writes of the wave's own reconciles queue their keys
+        again (the hooks must see the children they created), and under a long queue those
+        reconciles run after the last parent converged."""
+        deadline = time.monotonic() + QUIET_MAX
+        last = await asyncio.to_thread(_scrape, port)
+        while time.monotonic() < deadline:
+            await asyncio.sleep(QUIET_WINDOW)
+            now = await asyncio.to_thread(_scrape, port)
+            if sum(now.per_worker.values()) == sum(last.per_worker.values()):
+                return now
+            last = now
+        return last
 
     # --- cold start ----------------------------------------------------------------------------
 

@@ -201,7 +201,7 @@ def _wave(label: str, wave: str, seconds: float, **extra: Any) -> dict[str, Any]
 RECORDS = [
     _wave("raw", "create", 2.0, cpu={"apiserver": 1.5, "harness": 0.05}),
     _wave("raw", "create", 4.0, cpu={"apiserver": 2.5, "harness": 0.05}),
-    _wave("raw+watchers", "create", 3.5, cpu={"apiserver": 2.5}),
+    _wave("raw+watchers", "create", 3.5, cpu={"apiserver": 2.5, "watchers": 0.01}),
     _wave(
         "metashard-1w",
         "create",
@@ -241,6 +241,7 @@ def test_report_prints_medians_with_their_same_run_baselines() -> None:
         "vs",
         "raw",
     ]
+    assert _line(lines, "idle watchers CPU per parent")[5] == "0.100"  # ms: 0.01 s / 100
     assert _line(lines, "metashard-1w, seconds", "limit")[3:6] == ["s", "x", "1.14"]
     cpu = _line(lines, "CPU per parent, all processes")
     assert cpu[5:11] == ["2.000", "ms", "x", "4.00", "vs", "raw"]  # raw client: 0.5 ms
@@ -299,6 +300,8 @@ def test_other_load_is_the_machine_less_the_measured_processes_per_second() -> N
     record = {"seconds": 2.0, "cpu": {"box": 3.0, "apiserver": 1.0, "controller": 0.5}}
     assert report.other_load(record) == pytest.approx(0.75)
     assert report.other_load({"seconds": 2.0, "cpu": {"apiserver": 1.0}}) is None
+    # a metashard wave's CPU spans until the controller was quiet, not only until convergence
+    assert report.other_load({**record, "measured_seconds": 3.0}) == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize(
