@@ -20,6 +20,12 @@ Invariants:
   predicate to ``on_discard`` (per-key state kept outside the runner, e.g. ETag caches).
 - Read-your-writes: the resourceVersions a reconcile reports through ``wrote`` become the
   barrier of the key's next fetch; a fetch that returned satisfied it.
+- Echoes wait their turn: a LIVE key whose running reconcile has written, or whose last
+  reconcile's writes no fetch has seen yet, is queued at LOW priority. Such a key is almost
+  always the echo of those writes (it still runs again: the hook must see the children it
+  created), and it must not go ahead of parents still waiting for their first reconcile
+  (after a start or a new slot, those are LOW): between them the order is first come, first
+  served, as in a one-priority queue. A key already queued LIVE stays LIVE.
 - A successful reconcile that wrote something is logged at info level, once: ``reconciled``
   with the controller, key, result, each write, the hook time and the whole reconcile's time
   (a reconcile that found nothing to write is logged at debug level).
@@ -100,6 +106,7 @@ class Runner:
         self._controllers: dict[str, _Controller] = {}
         self._running: dict[ParentKey, asyncio.Task[tuple[Outcome, ReconcileRequest]]] = {}
         self._barriers: dict[ParentKey, dict[str, int]] = {}
+        self._requests: dict[ParentKey, ReconcileRequest] = {}  # of the running reconciles
 
     # --- controllers --------------------------------------------------------------------------
 
@@ -170,8 +177,18 @@ class Runner:
         controller = self._controllers.get(f"{key.kind}-{key.controller}")
         if controller is None:
             return False
+        if priority is Priority.LIVE and self._echoing(key):
+            priority = Priority.LOW
         controller.queue.add(key, priority=priority)
         return True
+
+    def _echoing(self, key: ParentKey) -> bool:
+        """Whether events of ``key``'s own writes may be arriving: its running reconcile has
+        written, or its last one's writes wait for a fetch to see them."""
+        if key in self._barriers:
+            return True
+        running = self._requests.get(key)
+        return running is not None and bool(running.writes)
 
     def cancel(self, predicate: KeyFilter) -> int:
         """Drop queued keys and interrupt running reconciles that match; return how many ran."""
@@ -298,10 +315,11 @@ class Runner:
             if barrier:  # not satisfied: keep it for the next attempt
                 self._barriers[key] = barrier
             raise
-        request = ReconcileRequest(key, snapshot)
+        request = self._requests[key] = ReconcileRequest(key, snapshot)
         try:
             return await reconciler.reconcile(request), request
         finally:
+            del self._requests[key]
             if request.writes:
                 self._barriers[key] = request.writes
 

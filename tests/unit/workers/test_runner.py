@@ -33,6 +33,8 @@ class Script:
         self.peak = 0
         self.release = asyncio.Event()
         self.release.set()
+        self.after_write = asyncio.Event()  # a reconcile that wrote waits for this to end
+        self.after_write.set()
 
     async def fetch(self, k: ParentKey, barrier: Mapping[str, str]) -> Snapshot:
         self.calls.append((k.name, dict(barrier)))
@@ -51,6 +53,7 @@ class Script:
             if isinstance(action, dict):
                 for resource, rv in action.items():
                     request.wrote(resource, {"metadata": {"resourceVersion": rv}})
+                await self.after_write.wait()
                 return Outcome()
             assert isinstance(action, Outcome)
             return action
@@ -157,6 +160,57 @@ async def test_writes_become_the_next_fetch_barrier() -> None:
         ("a", {"configmaps": "41", "things.example.com": "40"}),
         ("a", {}),
     ]
+    await r.close()
+
+
+@pytest.mark.asyncio
+async def test_the_echo_of_a_reconciles_writes_waits_behind_parents_not_yet_reconciled() -> None:
+    script = Script()
+    script.actions = {"a": [{"configmaps": "41"}, Outcome()], "b": [Outcome()]}
+    r = runner(script, concurrency=1)
+    r.set_controllers((definition(),))
+    for name in "abc":  # the initial list: LOW
+        r.enqueue(key(name), Priority.LOW)
+    await settle()
+    assert script.reconciled == ["a", "b", "c"]
+    # a wrote; the change seen on the watch meanwhile is its own write coming back
+    for name in "bcd":
+        r.enqueue(key(name), Priority.LOW)
+    r.enqueue(key("a"), Priority.LIVE)
+    await settle()
+    assert script.reconciled[3:] == ["b", "c", "d", "a"]
+    assert script.calls[-1] == ("a", {"configmaps": "41"})
+    # the fetch saw a's writes: a change of a is LIVE again, as is one of b, which wrote nothing
+    for name in "cd":
+        r.enqueue(key(name), Priority.LOW)
+    r.enqueue(key("a"), Priority.LIVE)
+    r.enqueue(key("b"), Priority.LIVE)
+    await settle()
+    assert script.reconciled[7:] == ["a", "b", "c", "d"]
+    await r.close()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("written", "order"), [(False, "aab"), (True, "aba")])
+async def test_a_change_while_a_reconcile_runs_is_an_echo_only_once_it_wrote(
+    written: bool, order: str
+) -> None:
+    script = Script()
+    script.actions = {"a": [{"configmaps": "41"}, Outcome()]}
+    script.after_write.clear()
+    if not written:
+        script.release.clear()  # a waits before it writes anything
+    r = runner(script, concurrency=1)
+    r.set_controllers((definition(),))
+    r.enqueue(key("a"), Priority.LIVE)
+    r.enqueue(key("b"), Priority.LOW)
+    await settle()
+    assert script.reconciled == ["a"]  # running
+    r.enqueue(key("a"), Priority.LIVE)
+    script.release.set()
+    script.after_write.set()
+    await settle()
+    assert "".join(script.reconciled) == order
     await r.close()
 
 
