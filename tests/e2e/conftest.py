@@ -132,15 +132,23 @@ def apply_strategy(request: pytest.FixtureRequest) -> str:
     return str(getattr(request, "param", APPLY_STRATEGIES[0]))
 
 
-@pytest.fixture(scope="module")
-def stack(
-    cluster: str, tmp_path_factory: pytest.TempPathFactory, apply_strategy: str
-) -> Iterator[Processes]:
-    processes = Processes(kubeconfig=cluster, workdir=Path(tmp_path_factory.mktemp("stack")))
+def start_stack(
+    cluster: str, workdir: Path, apply_strategy: str, env: dict[str, str] | None = None
+) -> Processes:
+    """A coordinator and two workers (``w-a``, ``w-b``) under ``apply_strategy``."""
+    processes = Processes(kubeconfig=cluster, workdir=workdir, env=env or {})
     processes.coordinator()
     strategy = ["--apply-strategy", apply_strategy]
     processes.worker("w-a", extra=strategy)
     processes.worker("w-b", extra=strategy)
+    return processes
+
+
+@pytest.fixture(scope="module")
+def stack(
+    cluster: str, tmp_path_factory: pytest.TempPathFactory, apply_strategy: str
+) -> Iterator[Processes]:
+    processes = start_stack(cluster, Path(tmp_path_factory.mktemp("stack")), apply_strategy)
     yield processes
     processes.close()
 

@@ -38,7 +38,7 @@ from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.resources import Resource
 from proto.kube.session import Session
-from tests.e2e.conftest import BOTH_APPLY_STRATEGIES, KUBECONFIG_ENV
+from tests.e2e.conftest import BOTH_APPLY_STRATEGIES, KUBECONFIG_ENV, start_stack
 from tests.e2e.harness import eventually
 from tests.e2e.hookserver import HookServer
 from tests.e2e.podwatch import PODS, pod_watch, ready
@@ -105,15 +105,9 @@ def stack(
 ) -> Iterator[Processes]:
     """The conftest's stack (with the module's ``apply_strategy``), run as if in
     ``REVISION_NAMESPACE`` (see the module docstring)."""
-    processes = Processes(
-        kubeconfig=cluster,
-        workdir=Path(tmp_path_factory.mktemp("stack")),
-        env={"POD_NAMESPACE": REVISION_NAMESPACE},
-    )
-    processes.coordinator()
-    strategy = ["--apply-strategy", apply_strategy]
-    processes.worker("w-a", extra=strategy)
-    processes.worker("w-b", extra=strategy)
+    workdir = Path(tmp_path_factory.mktemp("stack"))
+    env = {"POD_NAMESPACE": REVISION_NAMESPACE}
+    processes = start_stack(cluster, workdir, apply_strategy, env)
     yield processes
     processes.close()
 
