@@ -5,8 +5,10 @@
   is let in, any other is refused (logged once per key: the public key, never a secret).
 - ``secure(socket)`` makes a ROUTER socket a CURVE server with the coordinator's key pair.
 - ``watch(socket)`` counts, from the socket's monitor, every handshake that failed: a peer
-  without CURVE or speaking garbage (``protocol``), a refused key (``auth``), others
-  (``other``), in ``metashard_wire_peers_refused_total{reason}``.
+  without CURVE or speaking garbage (``protocol``), a refused key (``auth``), a peer that
+  hung up mid-handshake (``other``), in ``metashard_wire_peers_refused_total{reason}``.
+  A plain ZeroMQ client sees the mechanism mismatch too; when it notices first and hangs up,
+  the coordinator counts it as ``other``: which side notices first is a race.
 - ``stop()`` ends both. One gatekeeper per context at a time (ZAP is per context).
 """
 
