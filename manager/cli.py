@@ -47,7 +47,7 @@ from manager import preflight, rbac_command, rollout
 from manager.app import Coordinator
 from manager.settings import CoordinatorSettings, add_arguments, from_args, from_namespace
 from manager.supervisor import Supervisor, WorkerSpec, worker_id, worker_spec
-from proto import curve, logs
+from proto import curve, gctune, logs
 from proto.flags import DEFAULT_CONCURRENCY, Parser, log_notices, positive_int, typed
 from proto.ops import Peer, UnixAddress, check_bindable, parse_address
 from proto.startup import guard
@@ -76,6 +76,7 @@ def _coordinator(argv: list[str]) -> int:
     def start() -> int:
         preflight.check_coordinator(settings)
         coordinator = Coordinator(settings)
+        gctune.settle()
         uvloop.run(_until_signalled(coordinator.run))
         return 1 if coordinator.failed else 0
 
@@ -150,6 +151,7 @@ def _run(argv: list[str]) -> int:
             if args.reconciler:
                 preflight.check_reconciler(args.reconciler)
             coordinator = Coordinator(settings)
+            gctune.settle()
             uvloop.run(_until_signalled(lambda stop: _run_all(coordinator, specs, stop)))
             return 1 if coordinator.failed else 0
 

@@ -13,7 +13,7 @@ import sys
 
 import uvloop
 
-from proto import logs
+from proto import gctune, logs
 from proto.flags import log_notices
 from proto.startup import StartupError, guard
 from workers.settings import WorkerSettings, from_args
@@ -33,6 +33,7 @@ def _start(settings: WorkerSettings) -> int:
         worker = Worker(settings)
     except ValueError as e:  # the --reconciler cannot be loaded
         raise StartupError(str(e)) from e
+    gctune.settle()
     uvloop.run(_main(worker))
     return 0
 
