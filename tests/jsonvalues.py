@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 
-def strict(value: Any) -> Any:
+def strict(value: Any) -> tuple[Any, ...]:
     """A comparable form of a JSON value that keeps its types."""
     if isinstance(value, dict):
         return ("object", sorted((k, strict(v)) for k, v in value.items()))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+import yaml  # type: ignore[import-untyped]
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "metashard"
 ENTRYPOINT = ("metashard",)

@@ -74,7 +74,7 @@ def test_the_crds_are_valid_for_each_kubernetes_version() -> None:
 
 
 def _yaml(text: str) -> Any:
-    import yaml
+    import yaml  # type: ignore[import-untyped]
 
     return yaml.safe_load(text)
 

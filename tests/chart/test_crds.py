@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import yaml
+import yaml  # type: ignore[import-untyped]
 
 from proto.api.crds import load_crds, yaml_documents
 from proto.api.crds.__main__ import main as write_crds

@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import os
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -157,8 +157,10 @@ _REPORT = pytest.StashKey[pytest.TestReport]()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if report.when == "call":  # type: ignore[attr-defined]
-        item.stash[_REPORT] = report  # type: ignore[assignment]
+    if report.when == "call":
+        item.stash[_REPORT] = report
     return report

@@ -271,9 +271,11 @@ async def test_fanout_writes_exactly_what_is_needed_and_updates_in_place(
         lambda: all_converged(kube, namespace, names, "one", 3), within=30, message=stack.logs
     )
     # the children's own events and the 1 s resync sync every parent again: nothing to write
-    settled = {
-        p: (await get(kube, THINGS, namespace, p))["metadata"]["resourceVersion"] for p in names
-    }  # type: ignore[index]
+    settled: dict[str, str] = {}
+    for parent in names:
+        found = await get(kube, THINGS, namespace, parent)
+        assert found is not None
+        settled[parent] = found["metadata"]["resourceVersion"]
     calls = len(hooks.calls(name))
     await eventually(lambda: _more(hooks, name, calls + 2 * len(names)), within=15)
     for parent in names:

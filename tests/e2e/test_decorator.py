@@ -569,7 +569,8 @@ async def test_customize_brings_related_objects_to_a_decorator(
 
     async def related() -> bool:
         found = await get(kube, PODS, "p", namespace)
-        return found["metadata"].get("annotations", {}).get("e2e.metashard.io/related") == "one,two"
+        annotations: dict[str, str] = found["metadata"].get("annotations", {})
+        return annotations.get("e2e.metashard.io/related") == "one,two"
 
     await eventually(related, within=60, message="the related Secrets reach the sync hook")
     customize = hooks.calls(name, "customize")

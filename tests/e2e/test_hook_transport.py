@@ -384,9 +384,11 @@ async def test_a_50_mb_answer_fails_the_sync_and_worker_memory_stays_flat(
     for i in range(4):
         await thing(kube, namespace, f"warm-{i}", warm, {"children": 1, "data": "w"})
     for i in range(4):
-        await eventually(
-            lambda i=i: _is(child_data(kube, namespace, f"warm-{i}"), "w"), within=SYNC_WITHIN
-        )
+
+        async def warmed(parent: str = f"warm-{i}") -> bool:
+            return await _is(child_data(kube, namespace, parent), "w")
+
+        await eventually(warmed, within=SYNC_WITHIN)
     workers = [p for p in stack.procs if p.name.startswith("worker")]
     before = {p.name: _peak_rss(p.popen.pid) for p in workers}
     if None in before.values():

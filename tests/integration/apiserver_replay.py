@@ -471,11 +471,15 @@ def _unraw(body: Any, raw_rvs: dict[str, str]) -> Any:
     if not isinstance(body, list) or not raw_rvs:
         return body
     return [
-        {**op, "value": raw_rvs.get(op.get("value"), op.get("value"))}
+        {**op, "value": _unraw_value(op.get("value"), raw_rvs)}
         if isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion"
         else op
         for op in body
     ]
+
+
+def _unraw_value(value: Any, raw_rvs: dict[str, str]) -> Any:
+    return raw_rvs.get(value, value) if isinstance(value, str) else value
 
 
 def _optional(event: dict[str, Any]) -> bool:

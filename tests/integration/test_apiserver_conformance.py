@@ -75,7 +75,7 @@ def test_step(shared_dir: Path, scenario: str, index: int) -> None:
 
 def test_rbac_mode_changes_nothing_for_the_admin(shared_dir: Path) -> None:
     """Every scenario recorded with the cluster-admin token replays the same in RBAC mode."""
-    problems = []
+    problems: list[str] = []
     for path in sorted((shared_dir / "conformance").glob("[0-9][0-9]-*.json")):
         replay = Replay(path, rbac=True)
         try:

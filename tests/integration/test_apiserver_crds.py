@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,7 @@ SCHEMA = {
         "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}},
     },
 }
-GADGETS = {
+GADGETS: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
     "metadata": {"name": "gadgets.example.org"},
@@ -68,7 +69,7 @@ async def setup(api: Api) -> None:
     assert reply.status == 201, reply.body
 
 
-def gadget(name: str, **spec: object) -> dict:
+def gadget(name: str, **spec: object) -> dict[str, Any]:
     return {
         "apiVersion": "example.org/v1",
         "kind": "Gadget",
@@ -134,7 +135,7 @@ async def test_objects_are_served_at_every_version_and_defaulted() -> None:
     ],
 )
 async def test_schema_violations_are_422_with_the_real_messages(
-    spec: dict, field: str, message: str
+    spec: dict[str, Any], field: str, message: str
 ) -> None:
     async with running() as (_, api):
         await setup(api)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.integration.apiserver_client import Api, running
@@ -10,7 +12,9 @@ NS = "gc"
 CM = f"/api/v1/namespaces/{NS}/configmaps"
 
 
-def ref(owner: dict, *, block: bool = True, controller: bool | None = None) -> dict:
+def ref(
+    owner: dict[str, Any], *, block: bool = True, controller: bool | None = None
+) -> dict[str, Any]:
     meta = owner["metadata"]
     reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": meta["name"], "uid": meta["uid"]}
     if controller is not None:
@@ -19,8 +23,8 @@ def ref(owner: dict, *, block: bool = True, controller: bool | None = None) -> d
     return reference
 
 
-async def family(api: Api, owner: str, *dependents: str) -> dict:
-    parent = (await api.configmap(NS, owner)).body
+async def family(api: Api, owner: str, *dependents: str) -> dict[str, Any]:
+    parent: dict[str, Any] = (await api.configmap(NS, owner)).body
     for name in dependents:
         await api.configmap(NS, name, ownerReferences=[ref(parent)])
     return parent

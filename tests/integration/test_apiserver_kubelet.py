@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.integration.apiserver_client import Api, running
@@ -19,7 +21,7 @@ async def pod(api: Api) -> None:
     assert reply.status == 201, reply.body
 
 
-def ready(status: dict) -> bool:
+def ready(status: dict[str, Any]) -> bool:
     conditions = {c["type"]: c["status"] for c in status.get("conditions", [])}
     return status.get("phase") == "Running" and conditions.get("Ready") == "True"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from loadtest.apiserver import Settings
@@ -38,7 +40,7 @@ async def widgets(api: Api) -> None:
     assert reply.status == 201, reply.body
 
 
-def conditions(namespace: dict) -> dict[str, tuple[str, str]]:
+def conditions(namespace: dict[str, Any]) -> dict[str, tuple[str, str]]:
     return {
         c["type"]: (c["status"], c["message"]) for c in namespace["status"].get("conditions", [])
     }

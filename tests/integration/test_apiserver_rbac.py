@@ -273,12 +273,16 @@ def test_the_kubernetes_client_requests_a_token_and_reviews_access() -> None:
         admin.api_key = {"authorization": f"Bearer {ADMIN}"}
         with kubernetes.client.ApiClient(admin) as client:
             core = kubernetes.client.CoreV1Api(client)
-            core.create_namespace({"metadata": {"name": "team"}})
-            core.create_namespaced_service_account("team", {"metadata": {"name": "app"}})
+            meta = kubernetes.client.V1ObjectMeta
+            core.create_namespace(kubernetes.client.V1Namespace(metadata=meta(name="team")))
+            core.create_namespaced_service_account(
+                "team", kubernetes.client.V1ServiceAccount(metadata=meta(name="app"))
+            )
             request = kubernetes.client.AuthenticationV1TokenRequest(
                 spec=kubernetes.client.V1TokenRequestSpec(audiences=[], expiration_seconds=600)
             )
             issued = core.create_namespaced_service_account_token("app", "team", request)
+            assert issued.spec is not None and issued.status is not None
             assert issued.spec.expiration_seconds == 600
             token = issued.status.token
         account = kubernetes.client.Configuration()
@@ -295,6 +299,7 @@ def test_the_kubernetes_client_requests_a_token_and_reviews_access() -> None:
             answer = kubernetes.client.AuthorizationV1Api(client).create_self_subject_access_review(
                 review
             )
+            assert answer.status is not None
             assert answer.status.allowed is False
             with pytest.raises(kubernetes.client.ApiException) as denied:
                 kubernetes.client.CoreV1Api(client).list_namespaced_pod("team")
@@ -307,7 +312,8 @@ def _entries(obj: dict[str, Any]) -> list[dict[str, Any]]:
     return [{k: e[k] for k in keys} for e in obj["metadata"]["managedFields"]]
 
 
-CREATOR = {  # aiohttp's User-Agent "Python/3.x aiohttp/..." names the creator's entry
+# aiohttp's User-Agent "Python/3.x aiohttp/..." names the creator's entry
+CREATOR: dict[str, Any] = {
     "manager": "Python",
     "operation": "Update",
     "apiVersion": "rbac.authorization.k8s.io/v1",

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from loadtest.apiserver.storage import encode
 from tests.integration.apiserver_client import Api, running
 
 STS = "/apis/apps/v1/namespaces/inv/statefulsets"
-BODY = {
+BODY: dict[str, Any] = {
     "metadata": {"name": "s"},
     "spec": {
         "selector": {"matchLabels": {"a": "b"}},
@@ -23,7 +25,7 @@ BODY = {
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
-def crd(status_schema: dict) -> dict:
+def crd(status_schema: dict[str, Any]) -> dict[str, Any]:
     schema = {
         "type": "object",
         "properties": {

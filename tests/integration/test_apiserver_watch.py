@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from loadtest.apiserver import Settings
+from loadtest.apiserver.watch import Watcher
 from proto.clock import FakeClock
 from tests.integration.apiserver_client import fast_settings, running
 
@@ -148,6 +149,7 @@ async def test_a_watcher_that_falls_too_far_behind_is_cut() -> None:
                     break
                 await asyncio.sleep(0.01)
             (watcher,) = table.subscribers
+            assert isinstance(watcher, Watcher)
             configmaps = cluster.registry.get("", "v1", "configmaps")
             assert configmaps is not None
             for i in range(5):  # one burst, before the stream can drain

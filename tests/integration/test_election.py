@@ -8,6 +8,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import TypedDict, Unpack
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -18,7 +19,17 @@ from manager.leaselock import LEASES, ClientLeaseLock, LeaderRecord
 from tests.integration.conftest import Kube
 
 LEASE = "metashard-leader"
-FAST = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.3}
+
+
+class Timings(TypedDict, total=False):
+    """``ElectionConfig``'s timings, as keyword arguments."""
+
+    lease_duration: float
+    renew_deadline: float
+    retry_period: float
+
+
+FAST: Timings = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.3}
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 
 
@@ -55,7 +66,7 @@ class Election:
     journal: list[tuple[float, str, str]] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
 
-    def start(self, name: str, *, release: bool = True, **timings: float) -> Candidate:
+    def start(self, name: str, *, release: bool = True, **timings: Unpack[Timings]) -> Candidate:
         registry = CollectorRegistry()
 
         async def started(epoch: int) -> None:
@@ -65,9 +76,10 @@ class Election:
             await asyncio.sleep(0.05)  # work guarded by the lease winds down
             self.journal.append((time.monotonic(), name, "stopped"))
 
+        merged: Timings = {**FAST, **timings}
         elector = LeaderElector(
             ClientLeaseLock(self.kube.client, namespace=self.namespace, name=LEASE),
-            ElectionConfig(identity=name, release_on_cancel=release, **{**FAST, **timings}),
+            ElectionConfig(identity=name, release_on_cancel=release, **merged),
             on_started_leading=started,
             on_stopped_leading=stopped,
             metrics=PrometheusLeaderMetrics(registry).for_lease(LEASE),
@@ -142,7 +154,7 @@ async def test_a_crashed_leader_is_replaced_within_the_lease(kube: Kube, namespa
 async def test_release_on_cancel_hands_over_in_about_a_retry_period(
     kube: Kube, namespace: str
 ) -> None:
-    timings = {"lease_duration": 5.0, "renew_deadline": 3.0, "retry_period": 0.3}
+    timings: Timings = {"lease_duration": 5.0, "renew_deadline": 3.0, "retry_period": 0.3}
     async with election(kube, namespace) as e:
         a = e.start("a", **timings)
         await until(lambda: a.leading)
@@ -213,7 +225,7 @@ async def test_a_leader_keeps_its_lease_through_a_short_storm_of_errors(
     """A 3 s storm of 429s (with Retry-After) or 500s on the Lease: with the default timings
     (lease 15 s, renew deadline 10 s, retry 2 s) the leader renews after it, and leads on."""
     faults = kube.faults()
-    defaults = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
+    defaults: Timings = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
     async with election(kube, namespace) as state:
         leader = state.start("a", **defaults)
         await until(lambda: leader.leading)

@@ -25,13 +25,13 @@ def strip_nulls(value: Any) -> Any:
 
 
 @given(objects, objects)
-def test_merge_patch_is_idempotent(target: dict, patch: dict) -> None:
+def test_merge_patch_is_idempotent(target: dict[str, Any], patch: dict[str, Any]) -> None:
     once = merge_patch(target, patch)
     assert merge_patch(once, patch) == once
 
 
 @given(objects)
-def test_merging_an_object_into_nothing_drops_its_nulls(patch: dict) -> None:
+def test_merging_an_object_into_nothing_drops_its_nulls(patch: dict[str, Any]) -> None:
     assert merge_patch({}, patch) == strip_nulls(patch)
 
 
@@ -67,7 +67,7 @@ def test_json_patch_operations() -> None:
         [{"op": "add", "path": "no-slash", "value": 1}],
     ],
 )
-def test_json_patch_failures(ops: list) -> None:
+def test_json_patch_failures(ops: list[dict[str, Any]]) -> None:
     with pytest.raises(PatchFailed):
         json_patch({"c": "x", "list": []}, ops)
 

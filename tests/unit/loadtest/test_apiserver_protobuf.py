@@ -158,7 +158,7 @@ def test_kinds_without_a_table_are_unsupported() -> None:
 # --- round trip -----------------------------------------------------------------------------
 
 names = st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True)
-text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12)
 labels = st.dictionaries(names, names, min_size=1, max_size=3)
 meta = st.fixed_dictionaries({"name": names}, optional={"labels": labels, "annotations": labels})
 containers = st.lists(

@@ -100,7 +100,9 @@ def test_rule_allows(rule: dict[str, Any], attrs: Attributes, allowed: bool) -> 
     assert rule_allows(attrs, rule) is allowed
 
 
-def _binding(kind: str, ref_kind: str, ref: str, subject: dict[str, str], **meta: str) -> dict:
+def _binding(
+    kind: str, ref_kind: str, ref: str, subject: dict[str, str], **meta: str
+) -> dict[str, Any]:
     return {
         "kind": kind,
         "metadata": {"name": f"{ref}-binding", **meta},
@@ -255,7 +257,9 @@ def test_a_role_binding_grants_only_in_its_namespace(
 labels = st.dictionaries(st.sampled_from(["a", "b"]), st.sampled_from(["x", "y"]), max_size=2)
 
 
-def _cluster_role(name: str, role_labels: dict[str, str], rules: list[dict[str, Any]]) -> dict:
+def _cluster_role(
+    name: str, role_labels: dict[str, str], rules: list[dict[str, Any]]
+) -> dict[str, Any]:
     return {"metadata": {"name": name, "labels": role_labels}, "rules": rules}
 
 

@@ -8,6 +8,7 @@ import pytest
 from loadtest.apiserver import builtins, fields, rules
 from loadtest.apiserver.errors import ApiError
 from loadtest.apiserver.registry import DecodeError
+from loadtest.apiserver.schema import Field, top
 from loadtest.apiserver.structural import CustomKind
 
 SCHEMA: dict[str, Any] = {
@@ -68,7 +69,7 @@ def test_pruning_reports_unknown_paths_and_keeps_preserved_ones() -> None:
 
 
 def test_defaults_apply_inside_list_items() -> None:
-    obj = {"metadata": {"name": "t"}, "spec": {"ports": [{"name": "a"}]}}
+    obj: dict[str, Any] = {"metadata": {"name": "t"}, "spec": {"ports": [{"name": "a"}]}}
     KIND.default(obj, None)
     assert obj["spec"]["ports"] == [{"name": "a", "protocol": "TCP"}]
 
@@ -132,7 +133,7 @@ def test_builtin_struct_decoding_matches_go() -> None:
 
 
 def test_lease_times_are_parsed_and_rewritten() -> None:
-    lease = rules.top("Lease", {"spec": rules.Field(rules.LEASE_SPEC, omitempty=False)})
+    lease = top("Lease", {"spec": Field(rules.LEASE_SPEC, omitempty=False)})
     obj = {"spec": {"renewTime": "2030-01-01T01:00:00.000000+01:00", "leaseTransitions": 0}}
     lease.decode(obj)
     assert obj["spec"] == {"renewTime": "2030-01-01T00:00:00.000000Z", "leaseTransitions": 0}

@@ -7,6 +7,7 @@ import pytest
 from loadtest.apiserver import listing
 from loadtest.apiserver.errors import ApiError
 from loadtest.apiserver.storage import ADDED, DELETED, MODIFIED, Change, Storage, Table
+from proto.api import selectors
 
 
 def cm(name: str, ns: str = "a", **data: str) -> dict[str, Any]:
@@ -101,7 +102,7 @@ def test_pages_are_snapshots_with_remaining_counts() -> None:
 
     def options(**extra: Any) -> listing.ListOptions:
         base = dict(
-            label=listing.selectors.parse(""),
+            label=selectors.parse(""),
             field=(),
             limit=2,
             token="",

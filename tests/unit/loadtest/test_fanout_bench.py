@@ -198,7 +198,7 @@ def _wave(label: str, wave: str, seconds: float, **extra: Any) -> dict[str, Any]
     return {"label": label, "wave": wave, "n": 100, "k": 3, "seconds": seconds, **extra}
 
 
-RECORDS = [
+RECORDS: list[report.Record] = [
     _wave("raw", "create", 2.0, cpu={"apiserver": 1.5, "harness": 0.05}),
     _wave("raw", "create", 4.0, cpu={"apiserver": 2.5, "harness": 0.05}),
     _wave("raw+watchers", "create", 3.5, cpu={"apiserver": 2.5, "watchers": 0.01}),

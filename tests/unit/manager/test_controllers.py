@@ -377,16 +377,20 @@ async def test_a_discovery_timeout_is_retried_and_does_not_end_the_loop() -> Non
     discovery = KindDiscovery({DCS.name: TimeoutError()})
     world.controllers._discovery = discovery  # type: ignore[assignment]
     world.controllers._retry_interval = 0.01
+
+    def loaded() -> bool:  # read anew each time: mypy keeps a narrowed property (mypy#11969)
+        return world.controllers.loaded
+
     task = asyncio.create_task(world.controllers.run())
     await asyncio.sleep(0.05)
-    assert not task.done() and not world.controllers.loaded
+    assert not task.done() and not loaded()
     assert world.controllers.views == {}
     discovery.failures.clear()
     for _ in range(100):
-        if world.controllers.loaded:
+        if loaded():
             break
         await asyncio.sleep(0.01)
-    assert not task.done() and world.controllers.loaded
+    assert not task.done() and loaded()
     assert ("DecoratorController", "dc") in world.controllers.views
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)

@@ -36,11 +36,11 @@ def test_overlapping_loads_pause_once_and_freeze_after_the_last() -> None:
     second = guard.bulk()
     first.__enter__()
     second.__enter__()
-    assert guard.active == 2 and not collector.enabled
+    assert guard.active == 2 and not collector.isenabled()
     first.__exit__(None, None, None)  # the other load still runs: stay paused
-    assert not collector.enabled and collector.calls == ["disable"]
+    assert not collector.isenabled() and collector.calls == ["disable"]
     second.__exit__(None, None, None)
-    assert collector.enabled and guard.active == 0
+    assert collector.isenabled() and guard.active == 0
     assert collector.calls == ["disable", "freeze", "enable"]
     assert guard.freezes == 1
 
@@ -50,7 +50,7 @@ def test_a_failing_load_still_restores_the_collector() -> None:
     guard = GcGuard(collector)
     with pytest.raises(RuntimeError), guard.bulk():
         raise RuntimeError("list failed")
-    assert collector.enabled and collector.calls == ["disable", "freeze", "enable"]
+    assert collector.isenabled() and collector.calls == ["disable", "freeze", "enable"]
 
 
 def test_a_process_running_without_gc_stays_without() -> None:
@@ -58,7 +58,7 @@ def test_a_process_running_without_gc_stays_without() -> None:
     guard = GcGuard(collector)
     with guard.bulk():
         pass
-    assert not collector.enabled and "enable" not in collector.calls
+    assert not collector.isenabled() and "enable" not in collector.calls
 
 
 def test_the_real_collector_is_paused_and_restored() -> None:

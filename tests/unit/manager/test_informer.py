@@ -118,8 +118,9 @@ async def running(
 
 
 def _open_transports(server: FakeApiServer) -> list[asyncio.Transport]:
-    site_server = server._server.runner.server  # type: ignore[union-attr]
-    return [conn.transport for conn in site_server.connections if conn.transport is not None]
+    runner = server._server.runner
+    assert runner is not None and runner.server is not None
+    return [conn.transport for conn in runner.server.connections if conn.transport is not None]
 
 
 @pytest.mark.asyncio
@@ -298,7 +299,8 @@ async def test_unauthorized_is_reported_once_per_state_change_until_it_recovers(
             await eventually(lambda: h.metric("metashard_informer_watch_healthy") == 0)
             assert not h.informer.synced and not h.informer.healthy
             await eventually(lambda: h.informer.synced, clock=clock)
-            assert h.informer.healthy
+            healthy: bool = h.informer.healthy  # read anew: mypy keeps it narrowed (mypy#11969)
+            assert healthy
             assert h.metric("metashard_informer_watch_healthy") == 1
             assert h.metric("metashard_informer_watch_errors_total", reason="Unauthorized") == 3
     failing = [e for e in logs if e["event"] == "list/watch failing; retrying"]

@@ -48,7 +48,9 @@ def revoked(out: Outbox) -> dict[str, set[int]]:
 
 def test_hello_is_welcomed_and_nothing_is_assigned_before_start() -> None:
     m = table(start_at=10.0)
-    ((to, welcome),) = m.hello("w1", "i1", 4, now=0.0)
+    hello = m.hello("w1", "i1", 4, now=0.0)
+    assert hello is not None
+    ((to, welcome),) = hello
     assert to == "w1" and isinstance(welcome, Welcome)
     assert welcome.epoch == 3 and welcome.incarnation == "i1" and welcome.slots == ()
     assert welcome.heartbeat_timeout == 5.0
@@ -98,7 +100,10 @@ def test_a_restarted_worker_waits_for_its_previous_process_to_have_fenced() -> N
     m.hello("w1", "old", 4, now=0.0)
     m.tick(0.0)
     m.seen("w1", 2.0)
-    assert m.hello("w1", "new", 4, now=3.0)[0][1].slots == ()  # type: ignore[attr-defined]
+    hello = m.hello("w1", "new", 4, now=3.0)
+    assert hello is not None
+    welcome = hello[0][1]
+    assert isinstance(welcome, Welcome) and welcome.slots == ()
     assert m.tick(3.0) == []
     assert m.tick(6.9) == []
     assert granted(m.tick(7.0)) == {"w1": set(range(SLOTS))}

@@ -125,11 +125,11 @@ class StoreMachine(RuleBasedStateMachine):
         assert self.store.with_label("app", "x") == [o for o in objs if o.labels.get("app") == "x"]
         for text in ("app=x", "app=x,tier!=y", "!tier", "app in (x,y)", ""):
             selector = parse(text)
-            for ns in (None, "a"):
-                assert self.store.select(selector, namespace=ns) == [
+            for scope in (None, "a"):
+                assert self.store.select(selector, namespace=scope) == [
                     o
                     for o in objs
-                    if (ns is None or o.namespace == ns) and selector.matches(o.labels)
+                    if (scope is None or o.namespace == scope) and selector.matches(o.labels)
                 ]
 
 

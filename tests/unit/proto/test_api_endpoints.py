@@ -274,7 +274,8 @@ def test_unusable_references_name_object_and_key_never_the_value(
 
 def test_a_ca_bundle_without_a_certificate_is_refused() -> None:
     with pytest.raises(UnresolvedReference, match=r"caBundle\.inline holds no PEM certificate"):
-        resolve(Settings(ca_bundle=CABundle(inline="not a pem")), {}.get)
+        nothing: dict[ObjectRef, dict[str, bytes]] = {}
+        resolve(Settings(ca_bundle=CABundle(inline="not a pem")), nothing.get)
 
 
 def test_connections_round_trip_as_json() -> None:

@@ -1,17 +1,18 @@
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from proto.exposition import merge, without_created
 
 
-def _text(families: list) -> str:  # type: ignore[type-arg]
+def _text(families: list[Metric]) -> str:
     class _R:
-        def collect(self):  # type: ignore[no-untyped-def]
+        def collect(self) -> list[Metric]:
             return families
 
-    return generate_latest(_R()).decode()  # type: ignore[arg-type]
+    return generate_latest(_R()).decode()
 
 
 def _registry(value: float) -> CollectorRegistry:

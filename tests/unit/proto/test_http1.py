@@ -296,9 +296,7 @@ async def test_bytes_beyond_the_response_make_the_connection_unusable(
 
 
 @pytest.mark.asyncio
-async def test_a_reused_connection_dropped_by_the_server_is_retried_once(
-    serve,
-) -> None:  # type: ignore[no-untyped-def]
+async def test_a_reused_connection_dropped_by_the_server_is_retried_once(serve: Serve) -> None:
     async def script(request: Request) -> bytes | None:
         if request.connection == 1 and len(server.requests) == 2:
             return None  # the idle connection is closed as the second request arrives

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.resources import Resource
-from proto.kube.watch import LineSplitter, WatchEvent, decode_event
+from proto.kube.watch import Line, LineSplitter, WatchEvent, decode_event
 from tests.unit.proto.kube_fake import FakeApiServer, Reply, load_transcript, serve, watch_line
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
@@ -51,7 +51,7 @@ def test_a_line_larger_than_a_mebibyte_across_chunks() -> None:
     small = watch_line("MODIFIED", _configmap("s", "8"))
     stream = big + small
     splitter = LineSplitter()
-    out: list[bytes] = []
+    out: list[Line] = []
     for start in range(0, len(stream), 1 << 20):
         out.extend(splitter.feed(stream[start : start + (1 << 20)]))
     assert out == [big[:-1], small[:-1]]
@@ -65,7 +65,7 @@ def test_any_chunking_yields_the_same_lines(lines: list[bytes], data: st.DataObj
     stream = b"".join(line + b"\n" for line in lines)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=10)))
     splitter = LineSplitter()
-    out: list[bytes] = []
+    out: list[Line] = []
     for start, end in zip([0, *cuts], [*cuts, len(stream)], strict=True):
         out.extend(splitter.feed(stream[start:end]))
     assert [bytes(line) for line in out] == [line for line in lines if line]  # empty: skipped

@@ -76,8 +76,11 @@ class Coordinator:
         return hello
 
 
+World = tuple[Coordinator, Membership, Script]
+
+
 @pytest_asyncio.fixture
-async def world() -> AsyncIterator[tuple[Coordinator, Membership, Script]]:
+async def world() -> AsyncIterator[World]:
     ctx = zmq.asyncio.Context()
     router = RouterLink(context=ctx)
     endpoint = router.bind("tcp://127.0.0.1:0")
@@ -106,7 +109,7 @@ async def serve_fetch(coordinator: Coordinator, epoch: int = 5) -> Fetch:
 
 
 @pytest.mark.asyncio
-async def test_join_then_reconcile_assigned_and_pushed_keys(world) -> None:  # type: ignore[no-untyped-def]
+async def test_join_then_reconcile_assigned_and_pushed_keys(world: World) -> None:
     coordinator, membership, script = world
     hello = await coordinator.welcome()
     assert hello.worker_id == "w-1" and hello.concurrency == 2
@@ -127,7 +130,7 @@ async def test_join_then_reconcile_assigned_and_pushed_keys(world) -> None:  # t
 
 
 @pytest.mark.asyncio
-async def test_messages_of_another_epoch_are_ignored(world) -> None:  # type: ignore[no-untyped-def]
+async def test_messages_of_another_epoch_are_ignored(world: World) -> None:
     coordinator, membership, script = world
     await coordinator.welcome(epoch=5)
     await within(membership.joined.wait())
@@ -137,7 +140,7 @@ async def test_messages_of_another_epoch_are_ignored(world) -> None:  # type: ig
 
 
 @pytest.mark.asyncio
-async def test_silence_fences_the_worker_and_it_joins_again(world) -> None:  # type: ignore[no-untyped-def]
+async def test_silence_fences_the_worker_and_it_joins_again(world: World) -> None:
     coordinator, membership, script = world
     script.release.clear()
     first = await coordinator.welcome()
@@ -156,7 +159,7 @@ async def test_silence_fences_the_worker_and_it_joins_again(world) -> None:  # t
 
 
 @pytest.mark.asyncio
-async def test_bye_and_unknown_worker_nack_make_it_join_again(world) -> None:  # type: ignore[no-untyped-def]
+async def test_bye_and_unknown_worker_nack_make_it_join_again(world: World) -> None:
     coordinator, membership, _ = world
     await coordinator.welcome()
     await within(membership.joined.wait())
@@ -171,7 +174,7 @@ async def test_bye_and_unknown_worker_nack_make_it_join_again(world) -> None:  #
 
 
 @pytest.mark.asyncio
-async def test_revoke_releases_only_after_the_running_reconcile(world) -> None:  # type: ignore[no-untyped-def]
+async def test_revoke_releases_only_after_the_running_reconcile(world: World) -> None:
     coordinator, membership, script = world
     script.release.clear()
     await coordinator.welcome()
@@ -190,7 +193,7 @@ async def test_revoke_releases_only_after_the_running_reconcile(world) -> None: 
 
 
 @pytest.mark.asyncio
-async def test_fetch_nack_drops_the_key_and_leave_says_bye(world) -> None:  # type: ignore[no-untyped-def]
+async def test_fetch_nack_drops_the_key_and_leave_says_bye(world: World) -> None:
     coordinator, membership, script = world
     await coordinator.welcome()
     await within(membership.joined.wait())
@@ -206,7 +209,9 @@ async def test_fetch_nack_drops_the_key_and_leave_says_bye(world) -> None:  # ty
 
 
 @pytest.mark.asyncio
-async def test_keys_sent_before_the_snapshot_of_a_running_fetch_cause_no_rerun(world) -> None:  # type: ignore[no-untyped-def]
+async def test_keys_sent_before_the_snapshot_of_a_running_fetch_cause_no_rerun(
+    world: World,
+) -> None:
     coordinator, membership, script = world
     await coordinator.welcome()
     await within(membership.joined.wait())

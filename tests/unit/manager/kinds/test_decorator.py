@@ -3,7 +3,7 @@ snapshots hold."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 import pytest
@@ -88,7 +88,14 @@ def cached(
     return Cached.from_object(obj, orjson.dumps(obj))
 
 
-SELECTED = {"labels": {"app": "web"}, "annotations": {"service-per-pod": "true"}}
+class Selection(TypedDict):
+    """Keywords of ``cached`` that make a pod match ``POD_RULE``."""
+
+    labels: dict[str, str]
+    annotations: dict[str, str]
+
+
+SELECTED: Selection = {"labels": {"app": "web"}, "annotations": {"service-per-pod": "true"}}
 OURS = {DECORATOR_ANNOTATION: "dc"}
 
 

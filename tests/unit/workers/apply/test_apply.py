@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pytest
 from hypothesis import example, given, settings
@@ -20,6 +20,7 @@ from workers import apply
 from workers.apply import LAST_APPLIED_ANNOTATION as ANNOTATION
 
 VECTORS = "vectors/apply.json"
+T = TypeVar("T")
 
 
 def _names(section: str) -> list[str]:
@@ -148,7 +149,9 @@ def test_an_integral_float_in_desired_is_an_update_every_time() -> None:
 
 
 def test_an_echoed_annotation_is_removed_before_merging_and_recording() -> None:
-    desired = {"metadata": {"name": "x", "annotations": {ANNOTATION: "{}", "k": "v"}}}
+    desired: dict[str, Any] = {
+        "metadata": {"name": "x", "annotations": {ANNOTATION: "{}", "k": "v"}}
+    }
     merged, changed = apply.apply_update({"metadata": {"name": "x"}}, desired)
     assert changed
     assert merged["metadata"]["annotations"] == {
@@ -187,7 +190,9 @@ def test_float_merge_keys_abandon_the_shortcut_for_the_full_path() -> None:
     # 1e6 is written "1000000", so last-applied holds int 1000000 ("1000000") while desired
     # holds 1e6 ("1e+06"): the applied item is deleted and the desired one added.
     desired = {"l": [{"port": 1e6, "a": 1}]}
-    observed = {"metadata": {"annotations": {ANNOTATION: gojson.dumps(desired).decode()}}}
+    observed: dict[str, Any] = {
+        "metadata": {"annotations": {ANNOTATION: gojson.dumps(desired).decode()}}
+    }
     observed["l"] = [{"port": 1000000, "a": 1, "foreign": True}]
     merged, changed = apply.apply_update(observed, desired, shortcut=False)
     assert changed and strict(merged["l"]) == strict([{"port": 1e6, "a": 1}])
@@ -239,7 +244,14 @@ def test_create_keeps_an_existing_controller_reference_and_records_others() -> N
 # --- properties ----------------------------------------------------------------------------
 
 
-def _with_defaults(value: Any, draw: st.DrawFn) -> Any:
+class Draw(Protocol):
+    """``DrawFn`` in a composite strategy or ``DataObject.draw`` in a test (which the
+    ``DrawFn`` protocol, declaring ``__signature__``, does not accept)."""
+
+    def __call__(self, strategy: st.SearchStrategy[T], label: object = None) -> T: ...
+
+
+def _with_defaults(value: Any, draw: Draw) -> Any:
     """value as the API server might return it: extra keys in objects, extra items with
     fresh keys in list-maps. Atomic lists and scalars are left alone."""
     if isinstance(value, dict):
@@ -248,15 +260,16 @@ def _with_defaults(value: Any, draw: st.DrawFn) -> Any:
             out.setdefault(key, draw(SCALARS))
         return out
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        key = next((k for k in MERGE_KEYS if all(k in v for v in value)), None)
+        merge_key = next((k for k in MERGE_KEYS if all(k in v for v in value)), None)
         out_list = [_with_defaults(v, draw) for v in value]
-        if key is not None and draw(st.booleans()):
-            out_list.append({key: "sidecar" if isinstance(value[0][key], str) else -1})
+        if merge_key is not None and draw(st.booleans()):
+            sidecar = "sidecar" if isinstance(value[0][merge_key], str) else -1
+            out_list.append({merge_key: sidecar})
         return out_list
     return value
 
 
-def _evolve(value: Any, draw: st.DrawFn) -> Any:
+def _evolve(value: Any, draw: Draw) -> Any:
     """A later desired state of the same shape: keys dropped, scalars changed."""
     if isinstance(value, dict):
         return {
@@ -278,10 +291,12 @@ def desired_children(draw: st.DrawFn, *, unique_keys: bool = True) -> dict[str, 
     return {"apiVersion": "v1", "kind": "Thing", "metadata": {"name": "c", "labels": labels}} | body
 
 
-def _as_observed(desired: dict[str, Any], draw: st.DrawFn) -> dict[str, Any]:
+def _as_observed(desired: dict[str, Any], draw: Draw) -> dict[str, Any]:
     """A child created from desired, then defaulted by the server."""
     created = apply.create_body(desired, _OWNER)
-    body = _with_defaults({k: v for k, v in created.items() if k != "metadata"}, draw)
+    body: dict[str, Any] = _with_defaults(
+        {k: v for k, v in created.items() if k != "metadata"}, draw
+    )
     system = {"uid": "u", "resourceVersion": "7", "managedFields": [{"m": 1}]}
     status = draw(json_values(max_leaves=3))
     return body | {"metadata": created["metadata"] | system, "status": status}

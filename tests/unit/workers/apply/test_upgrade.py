@@ -88,7 +88,7 @@ def test_the_last_applied_annotation_is_removed_when_asked() -> None:
     ]
 
 
-_FIELDS = st.recursive(
+_FIELDS: st.SearchStrategy[dict[str, Any]] = st.recursive(
     st.just({}),
     lambda inner: st.dictionaries(st.sampled_from(["f:a", "f:b", "k:{}", "."]), inner, max_size=3),
     max_leaves=8,

@@ -4,6 +4,7 @@ the API errors Metacontroller lets go."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -149,8 +150,10 @@ class Recorder:
     def __init__(self) -> None:
         self.wrote: list[tuple[str, str, str]] = []
 
-    def __call__(self, group_resource: str, answer: Any, *, action: str = "update") -> None:
-        name = answer.get("metadata", {}).get("name", answer["kind"])
+    def __call__(
+        self, group_resource: str, obj: Mapping[str, Any], *, action: str = "update"
+    ) -> None:
+        name = obj.get("metadata", {}).get("name", obj["kind"])
         self.wrote.append((action, group_resource, name))
 
 

@@ -21,7 +21,8 @@ def obj(name: str, namespace: str = "") -> Observed:
 
 
 def decoded(mapping: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return orjson.loads(orjson.dumps(mapping))
+    out: dict[str, dict[str, Any]] = orjson.loads(orjson.dumps(mapping))
+    return out
 
 
 @pytest.mark.parametrize(

@@ -91,6 +91,13 @@ def updated(world: World) -> dict[str, Any]:
     return dict(found[0])
 
 
+def existing(world: World, name: str) -> dict[str, Any]:
+    """The child ``name``, which must exist."""
+    found = world.get(name)
+    assert found is not None, f"no child {name}"
+    return found
+
+
 def revisions(world: World) -> list[dict[str, Any]]:
     return world.cluster.of(REVISIONS, NS)
 
@@ -136,7 +143,7 @@ async def test_first_sync_writes_a_revision_before_the_children() -> None:
     }
     hash_value = revision_hash(revision["metadata"]["name"])
     for name in ("p-0", "p-1"):
-        assert world.get(name)["metadata"]["labels"][REVISION_HASH_LABEL] == hash_value  # type: ignore[index]
+        assert existing(world, name)["metadata"]["labels"][REVISION_HASH_LABEL] == hash_value
     assert updated(world) == {
         "type": "Updated",
         "status": "True",
@@ -187,9 +194,9 @@ async def test_a_template_change_rolls_one_child_at_a_time_behind_the_status_che
     latest = [r for r in revisions(world) if r.get("children")]
     assert len(latest) == 1 and latest[0]["parentPatch"]["spec"]["image"] == "v2"
     hash_value = revision_hash(latest[0]["metadata"]["name"])
-    assert {world.get(f"p-{i}")["metadata"]["labels"][REVISION_HASH_LABEL] for i in range(3)} == {
-        hash_value
-    }  # type: ignore[index]
+    assert {
+        existing(world, f"p-{i}")["metadata"]["labels"][REVISION_HASH_LABEL] for i in range(3)
+    } == {hash_value}
     await world.sync()
     assert world.writes() == []
     events = [(reason, message) for _, _, reason, message in world.events.emitted]
@@ -230,7 +237,9 @@ async def test_the_hash_label_is_added_in_place_never_by_recreating() -> None:
         obj["metadata"]["annotations"][annotation] = orjson.dumps(recorded).decode()
     await world.sync()
     assert child_writes(world) == [("PUT", "p-1"), ("PUT", "p-0")]
-    assert all(REVISION_HASH_LABEL in world.get(n)["metadata"]["labels"] for n in ("p-0", "p-1"))  # type: ignore[index]
+    assert all(
+        REVISION_HASH_LABEL in existing(world, n)["metadata"]["labels"] for n in ("p-0", "p-1")
+    )
 
 
 async def test_a_hook_without_status_and_with_its_own_updated_condition() -> None:
@@ -318,7 +327,7 @@ async def test_a_parent_whose_template_labels_miss_its_selector_keeps_rolling() 
     await change_image(world, "v2")
     for _ in range(3):
         await world.sync()
-    assert world.get("p-0")["data"]["image"] == "v2"  # type: ignore[index]
+    assert existing(world, "p-0")["data"]["image"] == "v2"
     assert len(revisions(world)) == 2
 
 
@@ -328,7 +337,7 @@ async def test_a_taken_revision_name_gets_a_collision_count() -> None:
     world.cluster.fail("POST", _any_revision(world), errors.AlreadyExists(409, {}))
     await world.sync()
     (revision,) = revisions(world)
-    assert world.get("p-0")["metadata"]["labels"][REVISION_HASH_LABEL] == revision_hash(  # type: ignore[index]
+    assert existing(world, "p-0")["metadata"]["labels"][REVISION_HASH_LABEL] == revision_hash(
         revision["metadata"]["name"]
     )
     assert revision["metadata"]["name"] != _any_revision(world)
@@ -480,7 +489,7 @@ async def test_revisions_orphaned_with_their_parent_are_adopted_by_the_next_one(
     (after,) = revisions(world)
     assert after["metadata"]["name"] == before["metadata"]["name"]
     assert after["metadata"]["ownerReferences"][0]["uid"] == uid
-    assert world.get("p-0")["metadata"]["ownerReferences"][0]["uid"] == uid  # type: ignore[index]
+    assert existing(world, "p-0")["metadata"]["ownerReferences"][0]["uid"] == uid
     assert updated_of(world, "q")["reason"] == "OnLatestRevision"
 
 

@@ -243,7 +243,10 @@ def test_check_status_reason() -> None:
 def test_with_condition_replaces_a_hook_condition_and_tolerates_no_status() -> None:
     condition = {"type": "Updated", "status": "True"}
     assert with_condition(None, condition) == ({"conditions": [condition]}, False)
-    hook = {"x": 1, "conditions": [{"type": "A"}, {"type": "Updated", "status": "False"}]}
+    hook: dict[str, Any] = {
+        "x": 1,
+        "conditions": [{"type": "A"}, {"type": "Updated", "status": "False"}],
+    }
     status, replaced = with_condition(hook, condition)
     assert replaced and status == {"x": 1, "conditions": [{"type": "A"}, condition]}
     assert hook["conditions"][1] == {"type": "Updated", "status": "False"}
