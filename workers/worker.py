@@ -130,7 +130,7 @@ class Worker:
                 clock=self._clock,
                 queue_metrics=PrometheusMetricsProvider(registry=self.registry),
                 metrics=PrometheusControllerMetrics(registry=self.registry),
-                on_stop=lambda d: _forget(hooks, hook_metrics, ssa, d),
+                on_stop=lambda d: _forget(hooks, ssa, d),
                 on_discard=lambda keys: _discard(hooks, ssa, keys),
             )
             membership.work = runner
@@ -166,13 +166,11 @@ class Worker:
 
 def _forget(
     hooks: HookClient,
-    metrics: PrometheusHookMetrics,
     ssa: ServerSideApply | None,
     gone: ControllerDef,
 ) -> None:
     """A controller went away: drop its hook metric series, ETag caches and TLS contexts, and
     its apply counts."""
-    metrics.forget(controller_type=gone.kind.value, controller_name=gone.name)
     hooks.forget(controller_type=gone.kind.value, controller_name=gone.name)
     if ssa is not None:
         ssa.forget_controller(queue_name(gone))

@@ -23,7 +23,8 @@ the caller) to the endpoint's webhook as Metacontroller does:
 - ETag (``webhook.etag.enabled``, calls given a ``cache_key``, i.e. the parent): the last
   ``(ETag, body)`` per parent is kept (``proto.hooks.etag``, one cache per controller and
   hook); the next call sends ``If-None-Match`` and a 304 or 412 answer returns the cached body.
-  ``drop_cached(predicate)`` forgets parents (their slot moved away); ``forget`` a controller.
+  ``drop_cached(predicate)`` forgets parents (their slot moved away); ``forget`` a controller
+  (its caches, TLS contexts and metric series).
 - One ``proto.http1.HttpClient`` per process (keep-alive connections per hook server and TLS
   material) is injected and shared by every controller; the hook client never closes it.
 - Metrics go to an injected ``HookMetrics`` (``proto.hooks.metrics``), with the endpoint's
@@ -256,8 +257,10 @@ class HookClient:
             cache.drop(predicate)
 
     def forget(self, *, controller_type: str, controller_name: str) -> None:
-        """Drop the ETag caches and TLS contexts of a controller that went away."""
+        """Drop the ETag caches, TLS contexts and metric series of a controller that went
+        away."""
         ours = (controller_type, controller_name)
+        self._metrics.forget(controller_type=controller_type, controller_name=controller_name)
         for key in [k for k in self._etags if k[:2] == ours]:
             del self._etags[key]
         self._tls.forget(lambda key: isinstance(key, tuple) and key[:2] == ours)

@@ -102,6 +102,7 @@ def configmap(name: str) -> Cached:
 class Hooks:
     def __init__(self) -> None:
         self.asked: list[str] = []  # spec.config of each parent the hook was called with
+        self.forgotten: list[tuple[str, str]] = []
 
     async def call(self, endpoint: HookEndpoint, body: bytes) -> bytes:
         config = orjson.loads(body)["parent"]["spec"]["config"]
@@ -110,7 +111,7 @@ class Hooks:
         return orjson.dumps({"relatedResources": [rule]})
 
     def forget(self, *, controller_type: str, controller_name: str) -> None:
-        pass
+        self.forgotten.append((controller_type, controller_name))
 
 
 class Discovery:
@@ -265,3 +266,13 @@ async def test_an_answer_counts_once_its_informer_has_listed(world: World) -> No
     world.informers.informer.listed.set()
     assert await world.related.wait_ready(world.view, THINGS, parent, 5.0)
     assert world.related_names(world.related.related_of(world.view, parent)) == ["config-b"]
+
+
+def test_a_controller_that_goes_is_forgotten_by_the_hook_client() -> None:
+    """Its hook metric series, ETag caches and TLS contexts go with it (``HookClient.forget``)."""
+    w = World()
+    w.related.set_controllers([w.view])
+    w.related.set_controllers([w.view])
+    assert w.hooks.forgotten == []
+    w.related.set_controllers([])
+    assert w.hooks.forgotten == [("CompositeController", "cc")]

@@ -244,19 +244,19 @@ async def test_in_flight_and_forget(hooks: Hooks, session: HttpClient) -> None:
     other = endpoint(f"{hooks.base}/ok", name="other", hook=HookName.CUSTOMIZE)
     await client.call(other, b"{}")
     total = "metacontroller_customize_requests_total"
-    metrics.forget(controller_type="CompositeController", controller_name="cc")
+    client.forget(controller_type="CompositeController", controller_name="cc")
     assert sample(registry, total, code="200", method="post", **labels) is None
     assert sample(registry, gauge, **labels) is None
     other_labels = {**labels, "url": other.webhook.url, "controller_name": "other"}
     assert sample(registry, total, code="200", method="post", **other_labels) == 1
-    metrics.forget(controller_type="CompositeController", controller_name="cc")  # idempotent
+    client.forget(controller_type="CompositeController", controller_name="cc")  # idempotent
 
     # a call under way when its controller is forgotten does not bring the series back
     hooks.entered.clear()
     hooks.release.clear()
     call = asyncio.create_task(client.call(held, b"{}"))
     await asyncio.wait_for(hooks.entered.wait(), 5)
-    metrics.forget(controller_type="CompositeController", controller_name="cc")
+    client.forget(controller_type="CompositeController", controller_name="cc")
     hooks.release.set()
     await call
     assert sample(registry, gauge, **labels) is None
