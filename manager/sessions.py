@@ -17,7 +17,8 @@ Contract:
   before the caches are ready (``ready()``) and ``grace.seconds`` have passed since the term
   began (workers of a previous term have fenced by then; ``manager.grace``; the wait and its
   reason are logged), nor, when ``grace.expected_workers`` is set, before that many workers
-  joined or ``grace.join_within`` passed; ``assigning`` is set from then on.
+  joined or ``grace.join_within`` passed; ``assigning`` is set from then on. This is checked
+  every tick and whenever a worker joins, so the first assignment does not wait for a tick.
 - ``goodbye(within)`` sends BYE to every member, so they stop at once when the term ends, and
   says whether every one confirmed it stopped (its BYE) within ``within`` seconds.
 """
@@ -79,6 +80,7 @@ class WorkerSessions:
         self._clock = clock
         self._nacked: dict[bytes, float] = {}
         self._refused: set[tuple[str, str]] = set()
+        self._started = math.inf  # when tick() began
         self.assigning = asyncio.Event()
 
     # --- receiving ----------------------------------------------------------------------------
@@ -120,6 +122,8 @@ class WorkerSessions:
             self._nack(route, now, "replaced by a newer process with this worker id")
             return
         self._dispatch.emit(out)
+        if before is None and self._may_assign(now):
+            self._dispatch.emit(self._membership.tick(now))  # no need to wait for the tick
         if before != route:
             event = "worker joined" if before is None else "worker re-joined"
             log.info(event, worker=msg.worker_id, pid=msg.pid, concurrency=msg.concurrency)
@@ -193,7 +197,7 @@ class WorkerSessions:
     # --- time ---------------------------------------------------------------------------------
 
     async def tick(self) -> None:
-        started = self._clock.now()
+        started = self._started = self._clock.now()
         next_heartbeat = started
         membership = self._membership
         interval = membership.timing.heartbeat_interval
@@ -209,19 +213,7 @@ class WorkerSessions:
             log.info("no wait for workers of a previous term", reason=grace.reason)
         while True:
             now = self._clock.now()
-            elapsed = now - started
-            if (
-                membership.start_at == math.inf
-                and elapsed >= grace.seconds
-                and (
-                    len(membership.workers) >= grace.expected_workers
-                    or elapsed >= grace.join_within
-                )
-                and self._ready()
-            ):
-                membership.start_at = now
-                self.assigning.set()
-                log.info("assigning slots", workers=len(membership.workers))
+            self._may_assign(now)
             self._dispatch.emit(membership.tick(now))
             if now >= next_heartbeat:
                 next_heartbeat = now + interval
@@ -230,3 +222,20 @@ class WorkerSessions:
                 self._metrics.slots(membership.owned_counts())
             self._metrics.workers(len(membership.workers))
             await self._clock.sleep(TICK)
+
+    def _may_assign(self, now: float) -> bool:
+        """Start assigning slots if the grace, the expected workers and the caches allow it
+        now; whether it started now. Checked every tick and when a worker joins."""
+        membership, grace = self._membership, self._grace
+        elapsed = now - self._started
+        if (
+            membership.start_at == math.inf
+            and elapsed >= grace.seconds
+            and (len(membership.workers) >= grace.expected_workers or elapsed >= grace.join_within)
+            and self._ready()
+        ):
+            membership.start_at = now
+            self.assigning.set()
+            log.info("assigning slots", workers=len(membership.workers))
+            return True
+        return False

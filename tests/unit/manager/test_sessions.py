@@ -1,38 +1,58 @@
-"""``WorkerSessions.tick``: the first assignment waits for the grace and the caches, and says so."""
+"""``WorkerSessions.tick``: the first assignment waits for the grace and the caches, and says so;
+it starts as soon as the last expected worker joins."""
 
 from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import structlog
 
 from manager.grace import Grace
-from manager.membership import Membership
+from manager.membership import Membership, Outbox
 from manager.sessions import WorkerSessions
 from manager.term_metrics import TermMetrics
 from proto.clock import FakeClock
+from proto.wire import Assign, Hello, Message
 
 
 class Dispatch:
-    """Takes what the sessions send; nothing here is delivered."""
+    """Keeps what the sessions send; nothing here is delivered."""
+
+    def __init__(self) -> None:
+        self.emitted: list[tuple[str, Message]] = []
 
     def send(self, target: Any, msg: Any) -> None:
         pass
 
-    def emit(self, out: Any) -> None:
-        pass
+    def emit(self, out: Outbox) -> None:
+        self.emitted.extend(out)
 
 
-def sessions(grace: float | Grace, clock: FakeClock, ready: list[bool]) -> WorkerSessions:
+class Link:
+    """What ``receive()`` reads: the given messages, then nothing more."""
+
+    def __init__(self, *messages: tuple[bytes, Message]) -> None:
+        self._messages = messages
+
+    async def __aiter__(self) -> AsyncIterator[tuple[bytes, Message]]:
+        for message in self._messages:
+            yield message
+        await asyncio.Event().wait()
+
+
+def sessions(
+    grace: float | Grace, clock: FakeClock, ready: list[bool], link: Link | None = None
+) -> WorkerSessions:
     membership = Membership(
         epoch=7, coordinator_id="c", keys_of=lambda _: (), controllers=tuple, start_at=math.inf
     )
     return WorkerSessions(
         epoch=7,
-        link=None,  # type: ignore[arg-type]  # tick() never uses the link
+        link=link or Link(),  # type: ignore[arg-type]
         membership=membership,
         dispatch=Dispatch(),  # type: ignore[arg-type]
         snapshots=None,  # type: ignore[arg-type]  # nor the snapshot server
@@ -111,3 +131,29 @@ async def test_expected_workers_are_waited_for_until_they_joined_or_the_bound_pa
     assert s.assigning.is_set()  # the second never came: assign to the one there is
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.mark.asyncio
+async def test_the_last_expected_worker_joining_starts_the_assignment_without_waiting_a_tick() -> (
+    None
+):
+    clock, ready = FakeClock(), [True]
+    hello = Hello("w-0", "a", 4, 1)
+    s = sessions(
+        Grace(0.0, expected_workers=1, join_within=4.0), clock, ready, Link((b"r0", hello))
+    )
+    task = asyncio.create_task(s.tick())
+    await step(clock, 0.2)
+    assert not s.assigning.is_set()  # nobody yet
+    receiving = asyncio.create_task(s.receive())
+    for _ in range(3):
+        await asyncio.sleep(0)  # the fake clock stands still: no tick runs meanwhile
+    assert s.assigning.is_set()
+    dispatch = s._dispatch
+    assert isinstance(dispatch, Dispatch)
+    assigned = [msg for worker, msg in dispatch.emitted if isinstance(msg, Assign)]
+    assert assigned and all(worker == "w-0" for worker, msg in dispatch.emitted)
+    assert sum(len(msg.slots) for msg in assigned) == s._membership.slot_count
+    for t in (task, receiving):
+        t.cancel()
+    await asyncio.gather(task, receiving, return_exceptions=True)
