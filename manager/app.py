@@ -22,7 +22,8 @@ import time
 
 from prometheus_client import CollectorRegistry
 
-from manager.election import ElectionConfig, LeaderElector, default_identity
+from manager.election import LeaderElector
+from manager.election_config import ElectionConfig, default_identity
 from manager.election_metrics import PrometheusLeaderMetrics
 from manager.grace import Grace, Timings, first_assignment
 from manager.hookrefs import HookReferences

@@ -24,7 +24,10 @@
 
 Roles in other packages (the worker, the embedded cluster) run as their own processes
 (``python -m <package>``), so the coordinator never imports the worker code or the load-test
-tree.
+tree. This module imports only what parsing and checking the configuration need; the
+coordinator, the API client and the other subcommands are imported by the handler that runs
+them. So ``metashard run`` starts its workers early: their start-up (interpreter, imports,
+kubeconfig) runs beside the coordinator's instead of after it.
 """
 
 from __future__ import annotations
@@ -39,20 +42,20 @@ import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 import uvloop
 
-from manager import preflight, rbac_command, rollout
-from manager.app import Coordinator
+from manager import preflight
 from manager.settings import CoordinatorSettings, add_arguments, from_args, from_namespace
 from manager.supervisor import Supervisor, WorkerSpec, worker_id, worker_spec
 from proto import curve, gctune, logs
+from proto.addresses import Peer, UnixAddress, check_bindable, parse_address
 from proto.flags import DEFAULT_CONCURRENCY, Parser, log_notices, positive_int, typed
-from proto.ops import Peer, UnixAddress, check_bindable, parse_address
 from proto.startup import guard
 
 Handler = Callable[[list[str]], int]
+_T = TypeVar("_T")
 
 
 def _exec_module(module: str, argv: list[str]) -> NoReturn:
@@ -60,12 +63,12 @@ def _exec_module(module: str, argv: list[str]) -> NoReturn:
     os.execv(sys.executable, [sys.executable, "-m", module, *argv])
 
 
-async def _until_signalled(main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
+async def _until_signalled(main: Callable[[asyncio.Event], Awaitable[_T]]) -> _T:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await main(stop)
+    return await main(stop)
 
 
 def _coordinator(argv: list[str]) -> int:
@@ -75,6 +78,8 @@ def _coordinator(argv: list[str]) -> int:
 
     def start() -> int:
         preflight.check_coordinator(settings)
+        from manager.app import Coordinator
+
         coordinator = Coordinator(settings)
         gctune.settle()
         uvloop.run(_until_signalled(coordinator.run))
@@ -150,10 +155,7 @@ def _run(argv: list[str]) -> int:
                 check_bindable(UnixAddress(peer.socket), what="a worker's metrics socket")
             if args.reconciler:
                 preflight.check_reconciler(args.reconciler)
-            coordinator = Coordinator(settings)
-            gctune.settle()
-            uvloop.run(_until_signalled(lambda stop: _run_all(coordinator, specs, stop)))
-            return 1 if coordinator.failed else 0
+            return uvloop.run(_until_signalled(lambda stop: _run_all(settings, specs, stop)))
 
         return guard("metashard run", start, debug=settings.log_level == "debug")
     finally:
@@ -186,11 +188,32 @@ def _worker_flags(settings: CoordinatorSettings, args: argparse.Namespace) -> li
     return flags
 
 
-async def _run_all(coordinator: Coordinator, specs: list[WorkerSpec], stop: asyncio.Event) -> None:
-    """The coordinator and the supervised workers until ``stop``, or until either fails or
-    the coordinator's term fails: then the other is stopped too and the failure raised."""
+async def _run_all(
+    settings: CoordinatorSettings, specs: list[WorkerSpec], stop: asyncio.Event
+) -> int:
+    """The supervised workers, then the coordinator, until ``stop``, or until either fails or
+    the coordinator's term fails: then the other is stopped too and the failure raised. The
+    exit code: 1 if the coordinator gave up, else 0.
+
+    The workers are started first, and the coordinator is imported and built only then."""
+    workers = Supervisor(specs)
+    supervisor = asyncio.create_task(workers.run(), name="supervisor")
+    started = asyncio.create_task(workers.started.wait())
+    await asyncio.wait({supervisor, started}, return_when=asyncio.FIRST_COMPLETED)
+    started.cancel()
+    if supervisor.done():
+        supervisor.result()
+        return 0
+    try:
+        from manager.app import Coordinator
+
+        coordinator = Coordinator(settings)
+    except BaseException:
+        supervisor.cancel()
+        await asyncio.gather(supervisor, return_exceptions=True)
+        raise
+    gctune.settle()
     main = asyncio.create_task(coordinator.run(stop), name="coordinator")
-    supervisor = asyncio.create_task(Supervisor(specs).run(), name="supervisor")
     await asyncio.wait({main, supervisor}, return_when=asyncio.FIRST_COMPLETED)
     if supervisor.done():
         stop.set()
@@ -199,6 +222,7 @@ async def _run_all(coordinator: Coordinator, specs: list[WorkerSpec], stop: asyn
     supervisor.cancel()
     await asyncio.gather(supervisor, return_exceptions=True)
     main.result()
+    return 1 if coordinator.failed else 0
 
 
 def curve_keys_parser() -> argparse.ArgumentParser:
@@ -223,6 +247,18 @@ def _curve_keys(argv: list[str]) -> int:
     return 0
 
 
+def _rbac(argv: list[str]) -> int:
+    from manager import rbac_command
+
+    return rbac_command.main(argv)
+
+
+def _rollout(argv: list[str]) -> int:
+    from manager import rollout
+
+    return rollout.main(argv)
+
+
 SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
     "coordinator": ("run the coordinator", _coordinator),
     "worker": ("run one worker process", lambda argv: _exec_module("workers", argv)),
@@ -232,12 +268,12 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
         "run the embedded cluster (a Kubernetes API-server emulator) with the Metacontroller CRDs",
         lambda argv: _exec_module("loadtest.apiserver", ["--metacontroller-crds", *argv]),
     ),
-    "rbac": ("print the least-privilege RBAC rules the controllers need", rbac_command.main),
+    "rbac": ("print the least-privilege RBAC rules the controllers need", _rbac),
     "dev": (
         "try controllers: a cluster, your manifests, metashard, one line per reconcile",
         lambda argv: _exec_module("loadtest.dev", argv),
     ),
-    "rollout": ("show and undo the rollouts of a parent (status|history|undo)", rollout.main),
+    "rollout": ("show and undo the rollouts of a parent (status|history|undo)", _rollout),
 }
 
 

@@ -25,8 +25,8 @@ import sys
 import zmq
 
 from manager.settings import CoordinatorSettings
+from proto.addresses import check_bindable, parse_address
 from proto.kube.config import load_config
-from proto.ops import check_bindable, parse_address
 from proto.startup import StartupError
 
 

@@ -21,11 +21,11 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from manager.election import ElectionConfig
+from manager.election_config import ElectionConfig
+from proto.addresses import Peer
 from proto.api.selectors import Operator, Requirement, Selector, parse
 from proto.curve import CurveKeyError, ServerCurve, server_keys
 from proto.flags import Parser, Role, add_common, common, duration, typed
-from proto.ops import Peer
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@
 - Metrics: each worker serves ``/metrics`` on a Unix socket of its own (no port, no probe
   endpoint); the coordinator reads them and serves all on its ``--metrics-address``
   (``proto.ops``).
+- ``started`` is set once every worker process has been started (its start-up may go on).
 - Stopping sends SIGTERM to every worker (they finish running reconciles and say BYE), waits
   up to ``stop_timeout`` and kills what is left.
 """
@@ -62,6 +63,7 @@ class Supervisor:
         self._stop_timeout = stop_timeout
         self._procs: dict[str, asyncio.subprocess.Process] = {}
         self._stopping = False
+        self.started = asyncio.Event()  # every worker process was started once
 
     async def run(self) -> None:
         """Keep every worker running until cancelled, or until one cannot start
@@ -79,6 +81,8 @@ class Supervisor:
             proc = await asyncio.create_subprocess_exec(*spec.argv)
             self._procs[spec.worker_id] = proc
             log.info("worker process started", worker=spec.worker_id, pid=proc.pid)
+            if len(self._procs) == len(self._specs):
+                self.started.set()
             code = await proc.wait()
             if self._stopping:
                 return

@@ -39,13 +39,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NoReturn
 
+from proto.addresses import parse_address
 from proto.api.duration import parse_seconds
 from proto.api.errors import DurationError
 from proto.api.revisions import DEFAULT_HISTORY_LIMIT
 from proto.api.selectors import SelectorError
 from proto.api.selectors import parse as parse_selector
 from proto.logs import get_logger, parse_level
-from proto.ops import parse_address
 
 Role = Literal["coordinator", "worker", "run"]
 

@@ -23,7 +23,8 @@ import uvloop
 from loadtest.bench._report import header, row
 from loadtest.bench.apiserver import trivial_server
 from proto.http1 import HttpClient
-from proto.kube import ClusterConfig, Session
+from proto.kube.config import ClusterConfig
+from proto.kube.session import Session
 
 CONCURRENCY = 32
 PATH = "/api/v1/namespaces/bench/configmaps"

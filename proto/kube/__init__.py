@@ -2,7 +2,9 @@
 for watch streams) shared by the coordinator and workers.
 
 ```python
-from proto.kube import Client, Session, load_config
+from proto.kube.client import Client
+from proto.kube.config import load_config
+from proto.kube.session import Session
 
 async with Session(load_config(), qps=50, burst=100) as session:
     client = Client(session)
@@ -17,24 +19,7 @@ async with Session(load_config(), qps=50, burst=100) as session:
 
 Modules: ``config`` (where the cluster is), ``session`` (HTTP, TLS, auth, rate limit,
 retries), ``errors`` (the typed error tree), ``resources`` (``Resource``, ``Discovery``),
-``watch`` (stream decoding), ``client`` (reads, watches, writes).
+``watch`` (stream decoding), ``client`` (reads, watches, writes). The package itself imports
+nothing: ``proto.kube.errors`` and ``proto.kube.config`` stay cheap to import (no aiohttp) for
+command-line checks that run before a process starts its work.
 """
-
-from proto.kube.client import Client, ObjectList, PatchType
-from proto.kube.config import ClusterConfig, load_config
-from proto.kube.resources import Discovery, Resource
-from proto.kube.session import Session, TokenBucket
-from proto.kube.watch import WatchEvent
-
-__all__ = [
-    "Client",
-    "ClusterConfig",
-    "Discovery",
-    "ObjectList",
-    "PatchType",
-    "Resource",
-    "Session",
-    "TokenBucket",
-    "WatchEvent",
-    "load_config",
-]

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from proto.kube import Client, PatchType, Session, load_config
+from proto.kube.client import Client, PatchType
+from proto.kube.config import load_config
 from proto.kube.errors import ApiError
+from proto.kube.session import Session
 from tests.integration.apiserver_client import running
 
 

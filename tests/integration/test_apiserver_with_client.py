@@ -6,8 +6,10 @@ import contextlib
 
 import pytest
 
-from proto.kube import Client, PatchType, Session, load_config
+from proto.kube.client import Client, PatchType
+from proto.kube.config import load_config
 from proto.kube.errors import ApiError
+from proto.kube.session import Session
 from tests.integration.apiserver_client import running
 
 

@@ -13,7 +13,8 @@ from typing import TypedDict, Unpack
 import pytest
 from prometheus_client import CollectorRegistry
 
-from manager.election import ElectionConfig, LeaderElector
+from manager.election import LeaderElector
+from manager.election_config import ElectionConfig
 from manager.election_metrics import PrometheusLeaderMetrics
 from manager.leaselock import LEASES, ClientLeaseLock, LeaderRecord
 from tests.integration.conftest import Kube

@@ -22,6 +22,19 @@ def test_version_and_help() -> None:
     assert "usage: metashard" in usage.stdout
 
 
+def test_the_command_line_imports_no_coordinator_client_or_aiohttp() -> None:
+    """``metashard run`` starts its workers before it imports the coordinator: this keeps the
+    part before that (parsing and checking the configuration) cheap."""
+    heavy = ("aiohttp", "manager.app", "manager.election", "proto.kube.client", "kubernetes")
+    script = (
+        f"import sys\nimport manager.cli\nprint(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "[]"
+
+
 def _refused(argv: list[str], env: dict[str, str] | None = None) -> str:
     """``metashard ARGV`` must exit 2 with one ``error:`` line and no traceback."""
     out = subprocess.run(

@@ -14,7 +14,8 @@ from typing import Any, TypedDict, Unpack
 import pytest
 from prometheus_client import CollectorRegistry
 
-from manager.election import ElectionConfig, LeaderElector, PreviousTerm, default_identity
+from manager.election import LeaderElector, PreviousTerm
+from manager.election_config import ElectionConfig, default_identity
 from manager.election_metrics import PrometheusLeaderMetrics
 from manager.leaselock import LeaderRecord, Lease, micro_time
 from proto.clock import FakeClock

@@ -33,6 +33,19 @@ async def test_a_worker_that_crashes_otherwise_is_restarted(tmp_path: Path) -> N
         assert len(f.read()) >= 2
 
 
+@pytest.mark.asyncio
+async def test_started_is_set_once_every_worker_process_runs() -> None:
+    sleep = "import time; time.sleep(60)"
+    specs = [WorkerSpec(f"w{i}", (sys.executable, "-c", sleep)) for i in range(2)]
+    supervisor = Supervisor(specs, stop_timeout=5)
+    assert not supervisor.started.is_set()
+    task = asyncio.create_task(supervisor.run())
+    await asyncio.wait_for(supervisor.started.wait(), 10)
+    assert not task.done()  # they run on: started says only that both were started
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
 def test_worker_command_line_serves_metrics_on_a_unix_socket_only() -> None:
     spec = worker_spec(
         index=1,

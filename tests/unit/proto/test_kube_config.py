@@ -224,7 +224,9 @@ def test_the_in_cluster_path_does_not_import_kubernetes(tmp_path: Path) -> None:
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from proto.kube import Client, Session, load_config\n"
+        "from proto.kube.client import Client\n"
+        "from proto.kube.config import load_config\n"
+        "from proto.kube.session import Session\n"
         "env = {'KUBERNETES_SERVICE_HOST': 'h', 'KUBERNETES_SERVICE_PORT': '1'}\n"
         f"load_config(environ=env, service_account_dir=Path({str(sa)!r}))\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes'))\n"
