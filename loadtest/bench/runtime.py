@@ -3,7 +3,8 @@
 1. Coordinator routing (in process, the real ``Term`` on ipc sockets with two worker links):
    informer events -> parent keys -> KEYS received by the workers, in events/s; FETCH ->
    SNAPSHOT round trips/s (64 in flight, a parent with three ConfigMap children). Baseline:
-   raw pyzmq ROUTER/DEALER messages of the same sizes in the same process.
+   pre-encoded frames of the same sizes moved the same way, no codec and no link logic
+   (``loadtest.bench._rawframes``), in the same process.
 2. End to end (real processes on the embedded cluster): a cold start with N parents waiting,
    each reconciled once by a no-op reconciler (``loadtest.noop``), with 1 and with 2 worker
    processes: reconciles/s, the ratio, and CPU per reconcile of all metashard processes.
@@ -25,6 +26,7 @@ import zmq
 import zmq.asyncio
 
 from loadtest.apiserver.background import ClusterProcess
+from loadtest.bench import _rawframes
 from loadtest.bench._report import header, row
 from loadtest.crds import install, simple_crd
 from loadtest.processes import Proc, Processes
@@ -38,7 +40,7 @@ from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.resources import Resource
 from proto.kube.session import Session
-from proto.wire import Fetch, Hello, Keys, Snapshot, Welcome, encode
+from proto.wire import Fetch, Hello, Keys, Snapshot, Welcome
 from workers.link import DealerLink
 
 THINGS = Resource("bench.metashard.io", "v1", "things", "Thing", True, subresources=("status",))
@@ -201,42 +203,6 @@ async def _in_process(parents: int, events: int) -> tuple[float, float]:
     return routing, fetches
 
 
-async def _raw_zmq(size: int, total: int, *, round_trip: bool) -> float:
-    """Messages (or 64-in-flight round trips) per second of ``size``-byte answers."""
-    ctx = zmq.asyncio.Context()
-    endpoint = f"ipc://{tempfile.mkdtemp()}/raw.sock"
-    router = ctx.socket(zmq.ROUTER)
-    router.bind(endpoint)
-    dealer = ctx.socket(zmq.DEALER)
-    dealer.setsockopt(zmq.ROUTING_ID, b"w")
-    dealer.connect(endpoint)
-    await dealer.send(b"hi")
-    await router.recv_multipart()
-    payload = encode(Snapshot(1, 1, ("a", "b", "c", "d", "e"), b"x" * size, {}, (), {}))  # type: ignore[arg-type]
-    small = b"y" * 120
-    started = time.perf_counter()
-    if round_trip:
-        window, sent, got = 64, 0, 0
-        while sent < window:
-            await dealer.send(small)
-            sent += 1
-        while got < total:
-            ident, _ = await router.recv_multipart()
-            await router.send_multipart([ident, payload])
-            await dealer.recv()
-            got += 1
-            if sent < total:
-                await dealer.send(small)
-                sent += 1
-    else:
-        for _ in range(total):
-            await router.send_multipart([b"w", payload])
-            await dealer.recv()
-    rate = total / (time.perf_counter() - started)
-    ctx.destroy(linger=0)
-    return rate
-
-
 # --- 2 and 3. real processes ------------------------------------------------------------------
 
 
@@ -366,13 +332,17 @@ async def _failover(kubeconfig: str, workdir: Path) -> dict[str, float]:
 def main(quick: bool) -> None:
     parents, events = (2_000, 20_000) if quick else (10_000, 200_000)
     routing, fetches = asyncio.run(_in_process(parents, events))
-    raw_msgs = asyncio.run(_raw_zmq(200, 50_000, round_trip=False))
-    raw_rtt = asyncio.run(_raw_zmq(3_500, 20_000, round_trip=True))
+    with tempfile.TemporaryDirectory() as tmp:
+        raw_msgs = asyncio.run(_rawframes.messages(f"ipc://{tmp}/m.sock", b"k" * 200, 50_000))
+        snapshot = b"s" * 3_500
+        raw_rtt = asyncio.run(
+            _rawframes.round_trips(f"ipc://{tmp}/r.sock", snapshot, b"f" * 120, 20_000)
+        )
     header("coordinator, in process (real Term, ipc, 2 worker links)")
     row("informer events -> KEYS received", routing, "events/s", baseline=raw_msgs)
-    row("raw ROUTER->DEALER messages (200 B) [baseline]", raw_msgs, "msg/s")
+    row("raw frames ROUTER->DEALER (200 B) [baseline]", raw_msgs, "msg/s")
     row("FETCH -> SNAPSHOT round trips (64 in flight)", fetches, "trips/s", baseline=raw_rtt)
-    row("raw round trips, 3.5 KB answers [baseline]", raw_rtt, "trips/s")
+    row("raw frame round trips, 3.5 KB answers [baseline]", raw_rtt, "trips/s")
 
     cold = 500 if quick else 10_000
     with tempfile.TemporaryDirectory() as tmp:

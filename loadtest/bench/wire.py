@@ -6,8 +6,9 @@ Measured in one run, each against a baseline:
   plain dict: the ratio is the price of the dataclasses and of validation (target: at most 2x
   the time, i.e. a rate ratio of at least 0.5);
 - round trips ROUTER -> DEALER -> ROUTER through ``manager.link.RouterLink`` and
-  ``workers.link.DealerLink`` (a KEYS push answered by a FETCH; 64 in flight) vs raw pyzmq
-  asyncio sockets moving pre-encoded frames the same way, both in this process over ipc://;
+  ``workers.link.DealerLink`` (a KEYS push answered by a FETCH; 64 in flight) vs the same
+  frames pre-encoded, moved the same way with no codec and no link logic
+  (``loadtest.bench._rawframes``), both in this process over ipc://;
 - ``slot_of`` per key vs ``zlib.crc32`` of the same NUL-joined key bytes (the cheapest
   stdlib hash);
 - ``assign`` of 1024 slots to 16 workers vs a naive rendezvous (``max`` over the same BLAKE2b
@@ -24,16 +25,14 @@ import functools
 import hashlib
 import statistics
 import tempfile
-import time
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import msgpack
 import uvloop
-import zmq
-import zmq.asyncio
 
+from loadtest.bench import _rawframes
 from loadtest.bench._report import header, rate, row
 from manager.link import RouterLink, SendResult
 from proto.wire import (
@@ -52,7 +51,6 @@ from proto.wire import (
 )
 from workers.link import DealerLink
 
-WINDOW = 64
 ROUNDS = 7
 
 
@@ -127,23 +125,6 @@ def _compare(name: str, msg: Message, plain: dict[str, Any], seconds: float) -> 
         row(f"{name} {label}: proto.wire", value, "msg/s", baseline=baseline, target=">= 0.5x")
 
 
-async def _pump(
-    count: int, push: Callable[[], Awaitable[object]], pull: Callable[[], Awaitable[object]]
-) -> float:
-    """Round trips per second: ``count`` pushes, at most ``WINDOW`` unanswered at a time."""
-    started = time.perf_counter()
-    sent = 0
-    for _ in range(min(WINDOW, count)):
-        await push()
-        sent += 1
-    for _ in range(count):
-        await pull()
-        if sent < count:
-            await push()
-            sent += 1
-    return count / (time.perf_counter() - started)
-
-
 async def _round_trips_links(endpoint: str, count: int) -> float:
     coordinator = RouterLink()
     coordinator.bind(endpoint)
@@ -161,52 +142,26 @@ async def _round_trips_links(endpoint: str, count: int) -> float:
         assert await coordinator.send(route, push) is SendResult.SENT
 
     echoing = asyncio.create_task(echo())
-    result = await _pump(count, send, coordinator.recv)
+    result = await _rawframes.pump(count, send, coordinator.recv)
     echoing.cancel()
     worker.close()
     coordinator.close()
     return result
 
 
-async def _round_trips_raw(endpoint: str, count: int) -> float:
-    ctx = zmq.asyncio.Context.instance()
-    router = ctx.socket(zmq.ROUTER)
-    router.setsockopt(zmq.LINGER, 0)
-    router.bind(endpoint)
-    dealer = ctx.socket(zmq.DEALER)
-    dealer.setsockopt(zmq.LINGER, 0)
-    dealer.setsockopt(zmq.ROUTING_ID, b"bench-worker")
-    dealer.connect(endpoint)
-    push = encode(Keys(1, Priority.LIVE, _keys(1)))
-    reply = encode(Fetch(1, 1, _keys(1)[0], {}))
-    await dealer.send(reply)
-    await router.recv_multipart()
-
-    async def echo() -> None:
-        while True:
-            await dealer.recv()
-            await dealer.send(reply)
-
-    async def send() -> None:
-        await router.send_multipart((b"bench-worker", push))
-
-    echoing = asyncio.create_task(echo())
-    result = await _pump(count, send, router.recv_multipart)
-    echoing.cancel()
-    dealer.close()
-    router.close()
-    return result
-
-
 def _links(count: int, repeat: int) -> None:
-    header(f"round trips ROUTER -> DEALER -> ROUTER, ipc://, {WINDOW} in flight, one process")
+    window = _rawframes.WINDOW
+    header(f"round trips ROUTER -> DEALER -> ROUTER, ipc://, {window} in flight, one process")
     with tempfile.TemporaryDirectory() as tmp:
         raw, link = [], []
+        push = encode(Keys(1, Priority.LIVE, _keys(1)))
+        reply = encode(Fetch(1, 1, _keys(1)[0], {}))
         for i in range(repeat):  # alternate, so both see the same machine load
-            raw.append(uvloop.run(_round_trips_raw(f"ipc://{tmp}/raw-{i}.sock", count)))
+            endpoint = f"ipc://{tmp}/raw-{i}.sock"
+            raw.append(uvloop.run(_rawframes.round_trips(endpoint, push, reply, count)))
             link.append(uvloop.run(_round_trips_links(f"ipc://{tmp}/link-{i}.sock", count)))
         baseline, value = statistics.median(raw), statistics.median(link)
-    row("raw pyzmq, pre-encoded frames", baseline, "rt/s")
+    row("raw frames, pre-encoded (loadtest.bench._rawframes)", baseline, "rt/s")
     row("RouterLink/DealerLink, encode+decode both ways", value, "rt/s", baseline=baseline)
 
 
