@@ -47,7 +47,7 @@ async def _pair(endpoint: str) -> AsyncIterator[tuple[LoopSocket, LoopSocket]]:
 
 async def _sent(sock: LoopSocket, parts: list[bytes]) -> None:
     if not await sock.send_within(parts, SEND_WITHIN):
-        raise RuntimeError("no room to send within 5 s")
+        raise RuntimeError(f"no room to send within {SEND_WITHIN:g} s")
 
 
 async def messages(endpoint: str, frame: bytes, count: int) -> float:

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import tempfile
 import time
@@ -180,19 +181,17 @@ async def _in_process(parents: int, events: int) -> tuple[float, float]:
 
     link = links[0]
     keys = [k for k in term.router.keys_of(term.membership.slots_of("w0"))]
-    window, total, sent, got = 64, 20_000, 0, 0
-    started = time.perf_counter()
-    while sent < min(window, total):
-        await link.send(Fetch(1, sent, keys[sent % len(keys)], {}))
-        sent += 1
-    while got < total:
-        msg = await link.recv()
-        if isinstance(msg, Snapshot):
-            got += 1
-            if sent < total:
-                await link.send(Fetch(1, sent, keys[sent % len(keys)], {}))
-                sent += 1
-    fetches = total / (time.perf_counter() - started)
+    request_ids = itertools.count()
+
+    async def fetch() -> None:
+        request_id = next(request_ids)
+        await link.send(Fetch(1, request_id, keys[request_id % len(keys)], {}))
+
+    async def snapshot() -> None:
+        while not isinstance(await link.recv(), Snapshot):
+            pass  # a heartbeat
+
+    fetches = await _rawframes.pump(20_000, fetch, snapshot)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
