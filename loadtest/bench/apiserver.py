@@ -31,7 +31,7 @@ import orjson
 from loadtest.apiserver.background import ClusterProcess
 from loadtest.bench._report import header, row
 from proto.kube.client import Client
-from proto.kube.config import ClusterConfig
+from proto.kube.cluster import ClusterConfig
 from proto.kube.resources import Resource
 from proto.kube.session import Session
 

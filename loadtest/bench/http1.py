@@ -23,7 +23,7 @@ import uvloop
 from loadtest.bench._report import header, row
 from loadtest.bench.apiserver import trivial_server
 from proto.http1 import HttpClient
-from proto.kube.config import ClusterConfig
+from proto.kube.cluster import ClusterConfig
 from proto.kube.session import Session
 
 CONCURRENCY = 32

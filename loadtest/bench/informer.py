@@ -42,7 +42,7 @@ from manager.gcguard import GcGuard
 from manager.informer import Informer, InformerOptions
 from manager.store import Cached, Store
 from proto.kube.client import Client
-from proto.kube.config import ClusterConfig
+from proto.kube.cluster import ClusterConfig
 from proto.kube.resources import Resource
 from proto.kube.session import Session
 from proto.kube.watch import LineSplitter, decode_event

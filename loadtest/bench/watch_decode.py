@@ -29,7 +29,7 @@ from aiohttp import web
 
 from loadtest.bench._report import header, row
 from proto.kube.client import Client
-from proto.kube.config import ClusterConfig
+from proto.kube.cluster import ClusterConfig
 from proto.kube.resources import Resource
 from proto.kube.session import Session
 from proto.kube.watch import LineSplitter, decode_event

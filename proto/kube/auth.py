@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from proto.clock import SYSTEM_CLOCK, Clock
-from proto.kube.config import ClusterConfig
+from proto.kube.cluster import ClusterConfig
 
 log = logging.getLogger(__name__)
 

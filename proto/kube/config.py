@@ -12,62 +12,22 @@ Resolution order (controller-runtime's ``config.GetConfig``):
 
 When nothing works, ``ConfigError`` lists every place tried and why it failed.
 
-Kubeconfig files are resolved by ``kubernetes.config`` (token, token file, client certificates
-and keys inline or as files, exec and auth-provider plugins, CA, ``insecure-skip-tls-verify``,
-``tls-server-name``, ``proxy-url``). That package costs ~44 MB and ~0.4 s to import, so it is
-imported only on the kubeconfig path: in-cluster processes never load it. A kubeconfig may point
-at a plain ``http://`` server and carry nothing but a bearer token.
-
-``ClusterConfig`` is a frozen value; callers may also build one directly (e.g. for a local
-emulator: ``ClusterConfig(server="http://127.0.0.1:8080")``).
+Kubeconfig files are read by ``proto.kube.kubeconfig`` (client-go's rules; only users with
+``exec`` or ``auth-provider`` plugins load the ``kubernetes`` package). A kubeconfig may point at
+a plain ``http://`` server and carry nothing but a bearer token.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from proto.kube.cluster import ClusterConfig
 from proto.kube.errors import ConfigError
+from proto.kube.kubeconfig import load_kubeconfig
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterConfig:
-    """Everything the session needs to reach and authenticate to one API server.
-
-    - ``server``: base URL, ``https://host:port`` or ``http://...`` (may carry a path prefix).
-    - ``authorization``: a fixed ``Authorization`` header value (``Bearer ...``/``Basic ...``).
-    - ``token_file``: a bearer-token file, re-read periodically (wins over ``authorization``).
-    - ``refresh_authorization``: returns the current header value (kubeconfig auth plugins);
-      blocking, called periodically off the event loop.
-    """
-
-    server: str
-    ca_file: str | None = None
-    insecure_skip_tls_verify: bool = False
-    tls_server_name: str | None = None
-    client_cert_file: str | None = None
-    client_key_file: str | None = None
-    authorization: str | None = None
-    token_file: str | None = None
-    refresh_authorization: Callable[[], str | None] | None = None
-    proxy: str | None = None
-    namespace: str = "default"
-    source: str = ""
-
-    def __post_init__(self) -> None:
-        if not self.server.startswith(("http://", "https://")):
-            raise ConfigError(f"server must be an http:// or https:// URL, got {self.server!r}")
-        if (self.client_cert_file is None) != (self.client_key_file is None):
-            raise ConfigError("a client certificate needs both a certificate and a key file")
-
-    def __repr__(self) -> str:  # never print credentials
-        auth = "token-file" if self.token_file else ("set" if self.authorization else "none")
-        return f"ClusterConfig(server={self.server!r}, source={self.source!r}, auth={auth})"
 
 
 def load_config(
@@ -136,60 +96,4 @@ def load_incluster_config(
         token_file=str(token_file),
         namespace=namespace,
         source="in-cluster",
-    )
-
-
-def load_kubeconfig(path: str, *, context: str | None = None) -> ClusterConfig:
-    """Load one kubeconfig (or an ``os.pathsep``-separated list, merged) through
-    ``kubernetes.config``; ``context`` defaults to the file's ``current-context``."""
-    paths = [p for p in path.split(os.pathsep) if p]
-    if not any(Path(p).expanduser().is_file() for p in paths):
-        raise ConfigError(f"kubeconfig {path}: no such file")
-    try:
-        # Imported here on purpose: ~44 MB and ~0.4 s, needed only on this path.
-        from kubernetes import client as k8s_client
-        from kubernetes import config as kubernetes_config
-    except ImportError as exc:  # pragma: no cover - kubernetes is a declared dependency
-        raise ConfigError(f"reading a kubeconfig needs the kubernetes package: {exc}") from exc
-    k8s_config: Any = kubernetes_config  # untyped package
-    configuration: Any = k8s_client.Configuration()
-    try:
-        contexts, active = k8s_config.list_kube_config_contexts(config_file=path)
-        k8s_config.load_kube_config(
-            config_file=path,
-            context=context,
-            client_configuration=configuration,
-            persist_config=False,
-        )
-    except Exception as exc:  # the loader raises ConfigException, KeyError, ValueError, ...
-        raise ConfigError(f"kubeconfig {path}: {exc}") from exc
-    chosen = context or (active or {}).get("name")
-    namespace = "default"
-    for entry in contexts or ():
-        if entry.get("name") == chosen:
-            namespace = (entry.get("context") or {}).get("namespace") or "default"
-    authorization = configuration.api_key.get("BearerToken")
-    hook = configuration.refresh_api_key_hook
-    refresh: Callable[[], str | None] | None = None
-    if hook is not None:
-
-        def refresh_from_plugin() -> str | None:
-            hook(configuration)
-            value = configuration.api_key.get("BearerToken")
-            return str(value) if value else None
-
-        refresh = refresh_from_plugin
-
-    return ClusterConfig(
-        server=str(configuration.host).rstrip("/"),
-        ca_file=configuration.ssl_ca_cert or None,
-        insecure_skip_tls_verify=not configuration.verify_ssl,
-        tls_server_name=getattr(configuration, "tls_server_name", None) or None,
-        client_cert_file=configuration.cert_file or None,
-        client_key_file=configuration.key_file or None,
-        authorization=str(authorization) if authorization else None,
-        refresh_authorization=refresh,
-        proxy=configuration.proxy or None,
-        namespace=namespace,
-        source=f"kubeconfig {path} context {chosen}",
     )

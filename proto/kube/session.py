@@ -39,7 +39,7 @@ from yarl import URL
 from proto.clock import SYSTEM_CLOCK, Clock
 from proto.http1 import HttpClient, HttpTransportError
 from proto.kube.auth import Authorization
-from proto.kube.config import ClusterConfig
+from proto.kube.cluster import ClusterConfig
 from proto.kube.errors import ConfigError, StreamError, TransportError, api_error
 
 JSON = "application/json"

@@ -26,7 +26,8 @@ from loadtest.apiserver import EmbeddedCluster, Settings
 from loadtest.apiserver.faults import FaultControl
 from proto.kube import errors
 from proto.kube.client import Client
-from proto.kube.config import ClusterConfig, load_config
+from proto.kube.cluster import ClusterConfig
+from proto.kube.config import load_config
 from proto.kube.resources import Resource
 from proto.kube.session import Session
 

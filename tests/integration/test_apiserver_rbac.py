@@ -18,7 +18,7 @@ import pytest
 from loadtest.apiserver import EmbeddedCluster
 from loadtest.apiserver.background import ClusterThread
 from proto.kube.client import Client
-from proto.kube.config import ClusterConfig
+from proto.kube.cluster import ClusterConfig
 from proto.kube.errors import ApiError
 from proto.kube.session import Session
 from tests.integration.apiserver_client import Api, running

@@ -18,7 +18,7 @@ from manager.informer_metrics import PrometheusInformerMetrics
 from manager.informers import Informers
 from manager.store import Cached
 from proto.kube.client import Client
-from proto.kube.config import ClusterConfig
+from proto.kube.cluster import ClusterConfig
 from proto.kube.session import Session
 from tests.integration.conftest import Kube
 from tests.integration.kube_helpers import CLUSTER_OWNED, CONFIGMAPS, SECRETS, configmap

@@ -18,7 +18,7 @@ from manager.informer_metrics import PrometheusInformerMetrics
 from manager.store import Cached
 from proto.clock import FakeClock
 from proto.kube.client import Client
-from proto.kube.config import ClusterConfig
+from proto.kube.cluster import ClusterConfig
 from proto.kube.resources import Resource
 from proto.kube.session import Session
 from tests.unit.manager.informer_fakes import (

@@ -23,7 +23,7 @@ import orjson
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from proto.kube.config import ClusterConfig
+from proto.kube.cluster import ClusterConfig
 from proto.kube.session import Session
 
 

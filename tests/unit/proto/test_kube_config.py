@@ -14,7 +14,8 @@ from typing import Any
 import orjson
 import pytest
 
-from proto.kube.config import ClusterConfig, load_config, load_incluster_config
+from proto.kube.cluster import ClusterConfig
+from proto.kube.config import load_config, load_incluster_config
 from proto.kube.errors import ConfigError, TransportError
 from proto.kube.session import Session
 from tests.unit.proto.kube_fake import FakeApiServer, Reply

@@ -9,7 +9,7 @@ import pytest
 
 from proto.kube import errors
 from proto.kube.auth import Authorization, read_token_file
-from proto.kube.config import ClusterConfig
+from proto.kube.cluster import ClusterConfig
 from proto.kube.session import USER_AGENT, Session, TokenBucket
 from tests.unit.proto.kube_fake import FakeApiServer, FakeClock, Reply, serve
 
