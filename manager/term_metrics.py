@@ -43,8 +43,9 @@ class TermMetrics:
             ["worker"],
             registry=registry,
         )
-        for priority in Priority:
-            self._keys.labels(priority.name.lower())
+        # Resolved once: these count every key and every fetch.
+        self._keys_by_priority = {p: self._keys.labels(p.name.lower()) for p in Priority}
+        self._fetches_by_result: dict[str, Counter] = {}
 
     def workers(self, count: int) -> None:
         if self._enabled:
@@ -52,11 +53,14 @@ class TermMetrics:
 
     def keys_pushed(self, priority: Priority) -> None:
         if self._enabled:
-            self._keys.labels(priority.name.lower()).inc()
+            self._keys_by_priority[priority].inc()
 
     def fetch(self, result: str) -> None:
         if self._enabled:
-            self._fetches.labels(result).inc()
+            series = self._fetches_by_result.get(result)
+            if series is None:
+                series = self._fetches_by_result[result] = self._fetches.labels(result)
+            series.inc()
 
     def barrier_timeout(self) -> None:
         if self._enabled:
