@@ -97,8 +97,6 @@ def _resolve(cluster: _Entry, user: _Entry | None, *, namespace: str, source: st
     if u is not None:
         token = u.text("token")
         token_file = u.path("tokenFile")
-        if token_file is not None and not Path(token_file).is_file():
-            raise ConfigError(f"{u.where}: tokenFile {token_file}: no such file")
         username, password = u.text("username"), u.text("password")
         if token:
             authorization = f"Bearer {token}"
@@ -138,8 +136,14 @@ class _Fields:
         return value
 
     def path(self, field: str) -> str | None:
+        """An existing file, relative to the directory of the entry's kubeconfig."""
         value = self.text(field)
-        return str(self.entry.origin.parent / value) if value else None
+        if not value:
+            return None
+        name = os.path.normpath(self.entry.origin.parent / value)
+        if not Path(name).is_file():
+            raise ConfigError(f"{self.where}: {field} {name}: no such file")
+        return name
 
     def file(self, field: str) -> str | None:
         """``<field>-data`` (base64) written to a private file, else ``<field>`` (a path)."""
@@ -150,10 +154,7 @@ class _Fields:
             except (binascii.Error, ValueError):
                 raise ConfigError(f"{self.where}: {field}-data is not base64") from None
             return _DATA_FILES.path(content)
-        name = self.path(field)
-        if name is not None and not Path(name).is_file():
-            raise ConfigError(f"{self.where}: {field} {name}: no such file")
-        return os.path.normpath(name) if name is not None else None
+        return self.path(field)
 
 
 def _read(file: Path) -> Mapping[str, Any]:
