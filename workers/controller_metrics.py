@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
@@ -79,10 +81,21 @@ class NoControllerMetrics:
         pass
 
 
+@dataclass(frozen=True, slots=True)
+class _Series:
+    """One controller's series, resolved once (``labels()`` costs more than the update)."""
+
+    total: Mapping[str, Counter]
+    errors: Counter
+    time: Histogram
+    active: Gauge
+    max: Gauge
+
+
 class PrometheusControllerMetrics:
     """The ``controller_runtime_*`` families, registered once on ``registry``."""
 
-    __slots__ = ("_active", "_errors", "_known", "_max", "_time", "_total")
+    __slots__ = ("_active", "_errors", "_max", "_series", "_time", "_total")
 
     def __init__(self, *, registry: CollectorRegistry = REGISTRY) -> None:
         self._total = Counter(
@@ -116,28 +129,27 @@ class PrometheusControllerMetrics:
             ("controller",),
             registry=registry,
         )
-        self._known: set[str] = set()
+        self._series: dict[str, _Series] = {}
 
     def observe(self, controller: str, result: ReconcileResult, seconds: float) -> None:
         """Count one reconcile; raises ``ValueError`` for a result that is not one of four."""
-        if result not in _RESULTS:
+        series = self._of(controller)
+        total = series.total.get(result)
+        if total is None:
             raise ValueError(f"unknown reconcile result {result!r}; expected one of {_RESULTS}")
-        self._init(controller)
-        self._total.labels(controller, result).inc()
+        total.inc()
         if result == ReconcileResult.ERROR:
-            self._errors.labels(controller).inc()
-        self._time.labels(controller).observe(seconds)
+            series.errors.inc()
+        series.time.observe(seconds)
 
     def set_active(self, controller: str, workers: int) -> None:
-        self._init(controller)
-        self._active.labels(controller).set(workers)
+        self._of(controller).active.set(workers)
 
     def set_max_concurrency(self, controller: str, limit: int) -> None:
-        self._init(controller)
-        self._max.labels(controller).set(limit)
+        self._of(controller).max.set(limit)
 
     def forget_controller(self, controller: str) -> None:
-        self._known.discard(controller)
+        self._series.pop(controller, None)
         label_sets: list[tuple[Counter | Gauge | Histogram, tuple[str, ...]]] = [
             (self._total, (controller, result)) for result in ReconcileResult
         ]
@@ -150,14 +162,18 @@ class PrometheusControllerMetrics:
             with contextlib.suppress(KeyError):
                 family.remove(*labels)
 
-    def _init(self, controller: str) -> None:
-        if controller in self._known:
-            return
-        self._known.add(controller)
-        for result in ReconcileResult:
-            self._total.labels(controller, result)
-        for family in (self._errors, self._time, self._active, self._max):
-            family.labels(controller)
+    def _of(self, controller: str) -> _Series:
+        """``controller``'s series, created at zero by the first call naming it."""
+        series = self._series.get(controller)
+        if series is None:
+            series = self._series[controller] = _Series(
+                total={r: self._total.labels(controller, r) for r in ReconcileResult},
+                errors=self._errors.labels(controller),
+                time=self._time.labels(controller),
+                active=self._active.labels(controller),
+                max=self._max.labels(controller),
+            )
+        return series
 
 
 _RESULTS = frozenset(ReconcileResult)

@@ -23,6 +23,7 @@ The DNS and TLS phase histograms are not exported.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -31,7 +32,15 @@ from proto.api.controllers import HookName
 
 METHOD = "post"
 
-_Family = Counter | Gauge | Histogram
+
+@dataclass(slots=True)
+class _Call:
+    """The series of one hook of one controller at one URL, each resolved once, when first
+    needed (the latency and request series appear with the first answer, as in promhttp)."""
+
+    in_flight: Gauge
+    duration: Histogram | None = None
+    requests: dict[int, Counter] = field(default_factory=dict)  # by status code
 
 
 class HookMetrics(Protocol):
@@ -94,33 +103,38 @@ class PrometheusHookMetrics:
             )
             for hook in HookName
         }
-        # (controller_type, controller_name) -> every series made for it, to drop on forget
-        self._series: dict[tuple[str, str], set[tuple[_Family, tuple[str, ...]]]] = {}
-
-    def _track(self, family: _Family, values: tuple[str, ...]) -> None:
-        # values end with (url, controller_name, controller_type)
-        self._series.setdefault((values[-1], values[-2]), set()).add((family, values))
+        # (controller_type, controller_name) -> its calls' series, resolved once, to drop on forget
+        self._series: dict[tuple[str, str], dict[tuple[HookName, tuple[str, ...]], _Call]] = {}
 
     def started(self, hook: HookName, labels: tuple[str, str, str]) -> None:
-        self._track(self._in_flight[hook], labels)
-        self._in_flight[hook].labels(*labels).inc()
+        calls = self._series.setdefault((labels[2], labels[1]), {})
+        call = calls.get((hook, labels))
+        if call is None:
+            call = calls[(hook, labels)] = _Call(self._in_flight[hook].labels(*labels))
+        call.in_flight.inc()
 
     def finished(
         self, hook: HookName, labels: tuple[str, str, str], *, code: int | None, seconds: float
     ) -> None:
-        series = self._series.get((labels[2], labels[1]), set())
-        if (self._in_flight[hook], labels) not in series:
+        call = self._series.get((labels[2], labels[1]), {}).get((hook, labels))
+        if call is None:
             return  # the controller was forgotten while the call ran: record nothing more
-        self._in_flight[hook].labels(*labels).dec()
+        call.in_flight.dec()
         if code is None:
             return
-        counted = (str(code), METHOD, *labels)
-        self._track(self._requests[hook], counted)
-        self._requests[hook].labels(*counted).inc()
-        timed = (METHOD, *labels)
-        self._track(self._durations[hook], timed)
-        self._durations[hook].labels(*timed).observe(seconds)
+        requests = call.requests.get(code)
+        if requests is None:
+            requests = call.requests[code] = self._requests[hook].labels(str(code), METHOD, *labels)
+        requests.inc()
+        if call.duration is None:
+            call.duration = self._durations[hook].labels(METHOD, *labels)
+        call.duration.observe(seconds)
 
     def forget(self, *, controller_type: str, controller_name: str) -> None:
-        for family, values in self._series.pop((controller_type, controller_name), set()):
-            family.remove(*values)
+        calls = self._series.pop((controller_type, controller_name), {})
+        for (hook, labels), call in calls.items():
+            self._in_flight[hook].remove(*labels)
+            if call.duration is not None:
+                self._durations[hook].remove(METHOD, *labels)
+            for code in call.requests:
+                self._requests[hook].remove(str(code), METHOD, *labels)

@@ -32,11 +32,12 @@ from proto.wire import (
 from tests.unit.workers.test_runner import Script, definition
 from tests.unit.zmq_sockets import within
 from workers.link import DealerLink
-from workers.membership import Membership
+from workers.membership import FetchFailed, Membership
 from workers.runner import Runner
 
 INTERVAL = 0.1
 TIMEOUT = 0.6  # the worker fences after TIMEOUT - 2 * INTERVAL = 0.4 s of silence
+FETCH_TIMEOUT = 0.3
 KEY = ParentKey("CompositeController", "cc", "things.example.com", "ns", "p1")
 
 
@@ -85,7 +86,9 @@ async def world() -> AsyncIterator[World]:
     router = RouterLink(context=ctx)
     endpoint = router.bind("tcp://127.0.0.1:0")
     link = DealerLink("w-1", endpoint, context=ctx, reconnect_ivl=0.05)
-    membership = Membership(link, worker_id="w-1", concurrency=2, hello_interval=0.05)
+    membership = Membership(
+        link, worker_id="w-1", concurrency=2, hello_interval=0.05, fetch_timeout=FETCH_TIMEOUT
+    )
     script = Script()
     runner = Runner(
         factory=lambda _: script, fetch=membership.fetch, gate=membership.owns, concurrency=2
@@ -226,3 +229,39 @@ async def test_keys_sent_before_the_snapshot_of_a_running_fetch_cause_no_rerun(
     await serve_fetch(coordinator)
     await asyncio.sleep(0.1)
     assert script.reconciled == ["p1", "p1"]
+
+
+@pytest.mark.asyncio
+async def test_an_unanswered_fetch_fails_at_the_timeout_and_its_late_snapshot_is_dropped(
+    world: World,
+) -> None:
+    coordinator, membership, _ = world
+    await coordinator.welcome()
+    await within(membership.joined.wait())
+
+    async def heartbeats() -> None:  # keep the worker from fencing meanwhile
+        while True:
+            await coordinator.send(Heartbeat(5))
+            await asyncio.sleep(INTERVAL / 2)
+
+    beating = asyncio.create_task(heartbeats())
+    try:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        fetching = asyncio.create_task(membership.fetch(KEY, {}))
+        _, first = await coordinator.expect(Fetch)
+        assert isinstance(first, Fetch)
+        with pytest.raises(FetchFailed, match=f"no snapshot within {FETCH_TIMEOUT:g}s"):
+            await within(fetching)
+        assert loop.time() - started >= FETCH_TIMEOUT
+
+        # the answer that comes too late is dropped; the next fetch gets its own answer
+        await coordinator.send(Snapshot(5, first.request_id, KEY, b'{"late":1}', {}, (), {}))
+        again = asyncio.create_task(membership.fetch(KEY, {}))
+        _, second = await coordinator.expect(Fetch)
+        assert isinstance(second, Fetch) and second.request_id != first.request_id
+        await coordinator.send(Snapshot(5, second.request_id, KEY, b"{}", {}, (), {}))
+        snapshot = await within(again)
+        assert snapshot.request_id == second.request_id and snapshot.parent == b"{}"
+    finally:
+        beating.cancel()
