@@ -230,16 +230,24 @@ Responder = Callable[[dict[str, Any]], bytes]
 
 @dataclass
 class ScriptedHooks:
-    """A hook client whose answers come from ``respond(request)``."""
+    """A hook client whose answers come from ``respond(request)``; with ``keep`` it records
+    each request and the ETag cache variant it was made with."""
 
     respond: Responder
     requests: list[tuple[HookEndpoint, dict[str, Any]]] = field(default_factory=list)
+    variants: list[Hashable] = field(default_factory=list)
     keep: bool = True
 
     async def call(
-        self, endpoint: HookEndpoint, body: bytes, *, cache_key: Hashable | None = None
+        self,
+        endpoint: HookEndpoint,
+        body: bytes,
+        *,
+        cache_key: Hashable | None = None,
+        cache_variant: Hashable = None,
     ) -> bytes:
         request = orjson.loads(body)
         if self.keep:
             self.requests.append((endpoint, request))
+            self.variants.append(cache_variant)
         return self.respond(request)

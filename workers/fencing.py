@@ -117,7 +117,12 @@ class FencedHookClient(HookClient):
         self.in_contact = in_contact
 
     async def call(
-        self, endpoint: HookEndpoint, body: bytes, *, cache_key: Hashable | None = None
+        self,
+        endpoint: HookEndpoint,
+        body: bytes,
+        *,
+        cache_key: Hashable | None = None,
+        cache_variant: Hashable = None,
     ) -> bytes:
         _check(self.in_contact)
-        return await super().call(endpoint, body, cache_key=cache_key)
+        return await super().call(endpoint, body, cache_key=cache_key, cache_variant=cache_variant)

@@ -21,10 +21,12 @@ the caller) to the endpoint's webhook as Metacontroller does:
 - A body longer than ``max_response_bytes`` (default 3 MiB, Kubernetes' request size limit)
   raises ``HookResponseTooLarge``; reading stops there, nothing more is buffered.
 - ETag (``webhook.etag.enabled``, calls given a ``cache_key``, i.e. the parent): the last
-  ``(ETag, body)`` per parent is kept (``proto.hooks.etag``, one cache per controller and
-  hook); the next call sends ``If-None-Match`` and a 304 or 412 answer returns the cached body.
-  ``drop_cached(predicate)`` forgets parents (their slot moved away); ``forget`` a controller
-  (its caches, TLS contexts and metric series).
+  ``(ETag, body)`` per parent and ``cache_variant`` is kept (``proto.hooks.etag``, one cache
+  per controller and hook); the next such call sends ``If-None-Match`` and a 304 or 412 answer
+  returns the cached body. The variant tells apart the calls one sync makes for one parent (a
+  rollout calls the hook once per revision, each with another parent), so they do not evict
+  each other. ``drop_cached(predicate)`` forgets parents, every variant (their slot moved
+  away); ``forget`` a controller (its caches, TLS contexts and metric series).
 - One ``proto.http1.HttpClient`` per process (keep-alive connections per hook server and TLS
   material) is injected and shared by every controller; the hook client never closes it.
 - Metrics go to an injected ``HookMetrics`` (``proto.hooks.metrics``), with the endpoint's
@@ -165,11 +167,17 @@ class HookClient:
         self._etags: dict[tuple[str, str, HookName], ETagCache] = {}
 
     async def call(
-        self, endpoint: HookEndpoint, body: bytes, *, cache_key: Hashable | None = None
+        self,
+        endpoint: HookEndpoint,
+        body: bytes,
+        *,
+        cache_key: Hashable | None = None,
+        cache_variant: Hashable = None,
     ) -> bytes:
         """POST ``body``; the response body of a 200. Raises ``HookError`` subclasses.
 
-        ``cache_key`` (the parent) enables the ETag cache when the webhook asks for it.
+        ``cache_key`` (the parent) enables the ETag cache when the webhook asks for it;
+        ``cache_variant`` (a revision) gives one parent's calls in one sync their own entries.
         """
         url = endpoint.shown_url
         connection = endpoint.connection
@@ -180,7 +188,8 @@ class HookClient:
             headers["Authorization"] = connection.authorization
         context = self._context(endpoint)
         cache = self._cache(endpoint) if cache_key is not None else None
-        cached = cache.get(cache_key) if cache is not None else None
+        entry = (cache_key, cache_variant)
+        cached = cache.get(entry) if cache is not None else None
         if cached is not None:
             headers["If-None-Match"] = cached.etag
         labels = endpoint.metric_labels
@@ -217,7 +226,7 @@ class HookClient:
         if code == 200:
             etag = response.headers.get("etag")
             if cache is not None and etag:
-                cache.put(cache_key, etag, response.body)
+                cache.put(entry, etag, response.body)
             return response.body
         if cached is not None and code in _CACHE_HIT_STATUSES:
             return cached.body
@@ -251,10 +260,11 @@ class HookClient:
     def drop_cached(self, predicate: Callable[[Any], bool]) -> None:
         """Forget the cached answers of the parents that match (their slot moved away).
 
-        ``predicate`` is called with the ``cache_key``s given to ``call``.
+        ``predicate`` is called with the ``cache_key``s given to ``call``; a key that matches
+        loses the entries of all its variants.
         """
         for cache in self._etags.values():
-            cache.drop(predicate)
+            cache.drop(lambda entry: predicate(entry[0]))
 
     def forget(self, *, controller_type: str, controller_name: str) -> None:
         """Drop the ETag caches, TLS contexts and metric series of a controller that went

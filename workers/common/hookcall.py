@@ -7,7 +7,8 @@
   mode)``; the time the hook took is added to ``request.hook_seconds``. The hook's TLS
   material and credentials come resolved in the definition (``ControllerDef.connections``,
   given as ``connections``); ``cache_key`` (the parent's key) lets the hook's ETag cache serve
-  a 304. A hook answering 429
+  a 304, with an entry per ``cache_variant`` (the revision a rollout calls the hook for).
+  A hook answering 429
   raises ``RequeueAfter`` with its ``Retry-After`` delay (not a failure); any other hook
   error (transport, timeout, status) or a malformed answer raises ``SyncFailure`` with the
   message ``<failed>: <error>``.
@@ -42,9 +43,15 @@ class Hooks(Protocol):
     """``proto.hooks.client.HookClient`` conforms."""
 
     async def call(
-        self, endpoint: HookEndpoint, body: bytes, *, cache_key: Hashable | None = None
+        self,
+        endpoint: HookEndpoint,
+        body: bytes,
+        *,
+        cache_key: Hashable | None = None,
+        cache_variant: Hashable = None,
     ) -> bytes:
-        """``cache_key`` (the parent's key) lets the hook's ETag cache serve a 304."""
+        """``cache_key`` (the parent's key) lets the hook's ETag cache serve a 304; each
+        ``cache_variant`` of it has its own entry."""
         ...
 
 
@@ -112,12 +119,15 @@ class HookCaller:
         decode: Callable[[bytes, ResponseMode], D],
         failed: str,
         cache_key: Hashable | None = None,
+        cache_variant: Hashable = None,
     ) -> D:
         hook = self._defined[name]
         started = time.perf_counter()
         try:
             try:
-                answer = await self._hooks.call(self._endpoints[name], body, cache_key=cache_key)
+                answer = await self._hooks.call(
+                    self._endpoints[name], body, cache_key=cache_key, cache_variant=cache_variant
+                )
             finally:
                 request.hook_seconds += time.perf_counter() - started
             response = decode(answer, hook.response_mode)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import tracemalloc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -60,6 +61,15 @@ class HookServer:
         self.full_answers += 1
         return web.Response(body=b'{"n": %d}' % self.full_answers, headers={"ETag": self.etag})
 
+    async def etag_by_body(self, request: web.Request) -> web.Response:
+        """A 304 when ``If-None-Match`` is the ETag of this request's answer (its body's hash)."""
+        body = await request.read()
+        etag = f'"{hashlib.sha256(body).hexdigest()[:16]}"'
+        if request.headers.get("If-None-Match") == etag:
+            return web.Response(status=304)
+        self.full_answers += 1
+        return web.Response(body=b'{"n": %d}' % self.full_answers, headers={"ETag": etag})
+
     async def huge(self, request: web.Request) -> web.StreamResponse:
         """50 MB, chunked, written 64 KiB at a time (the server holds no more than that)."""
         await request.read()
@@ -78,6 +88,7 @@ class HookServer:
         app = web.Application()
         app.router.add_post("/ok", self.ok)
         app.router.add_post("/etag/{status}", self.etag_handler)
+        app.router.add_post("/etag-by-body", self.etag_by_body)
         app.router.add_post("/huge", self.huge)
         return app
 
@@ -317,6 +328,26 @@ async def test_etag_answers_are_reused(start: Start, http: HttpClient, status: i
     assert await client.call(hook, b"{}", cache_key="ns/b") == b'{"n": 2}'
     client.forget(controller_type="CompositeController", controller_name="cc")
     assert await client.call(hook, b"{}", cache_key="ns/b") == b'{"n": 4}'
+
+
+@pytest.mark.asyncio
+async def test_the_variants_of_one_parent_keep_their_own_etag_answers(
+    start: Start, http: HttpClient
+) -> None:
+    """A rollout calls the hook for each revision of one parent in turn: with an entry per
+    variant, each call after the first of its revision is a 304."""
+    server = await start()
+    client = HookClient(http)
+    hook = endpoint(f"{server.base}/etag-by-body", etag=ETag(enabled=True))
+    latest, older = b'{"image": "v2"}', b'{"image": "v1"}'
+    for _ in range(3):
+        assert await client.call(hook, latest, cache_key="ns/a") == b'{"n": 1}'
+        assert await client.call(hook, older, cache_key="ns/a", cache_variant="r-1") == b'{"n": 2}'
+    assert server.full_answers == 2
+    client.drop_cached(lambda key: key == "ns/a")  # every variant of the parent goes
+    await client.call(hook, latest, cache_key="ns/a")
+    await client.call(hook, older, cache_key="ns/a", cache_variant="r-1")
+    assert server.full_answers == 4
 
 
 @pytest.mark.asyncio

@@ -208,10 +208,13 @@ class CompositeReconciler:
         )
 
         async def answer(
-            version: dict[str, Any], version_raw: bytes, related: rolling.Related
+            version: dict[str, Any],
+            version_raw: bytes,
+            related: rolling.Related,
+            revision: str | None,
         ) -> rolling.Answer:
             response = await self._call(
-                request, version, version_raw, observed, namespace, finalizing, related
+                request, version, version_raw, observed, namespace, finalizing, related, revision
             )
             return response, self._check(response, namespace, uid, selector)
 
@@ -224,7 +227,7 @@ class CompositeReconciler:
             desired, hook_status = synced.desired, synced.status
             resync_after, finalized = synced.resync_after_seconds, synced.finalized
         else:
-            response, desired = await answer(parent, raw, request.snapshot.related)
+            response, desired = await answer(parent, raw, request.snapshot.related, None)
             hook_status, finalized = response.status, response.finalized
             resync_after = response.resync_after_seconds
 
@@ -362,6 +365,7 @@ class CompositeReconciler:
         namespace: str,
         finalizing: bool,
         related: rolling.Related,
+        revision: str | None,
     ) -> SyncResponse:
         name = HookName.FINALIZE if finalizing else HookName.SYNC
         children, related_map = syncrequest.maps(
@@ -384,6 +388,7 @@ class CompositeReconciler:
             decode=lambda answer, mode: decode_sync_response(answer, mode=mode),
             failed=f"{name.value} hook failed for {self._describe(parent)}",
             cache_key=request.key,
+            cache_variant=revision,
         )
 
     async def _manage(

@@ -94,9 +94,10 @@ REVISIONS_TARGET = children.Target(REVISIONS, f"{names.CONTROLLER_REVISIONS}.{na
 
 Answer = tuple[SyncResponse, tuple[DesiredChild, ...]]
 Related = Mapping[str, tuple[bytes, ...]]
-CallHook = Callable[[dict[str, Any], bytes, Related], Awaitable[Answer]]
-"""Calls the sync (or finalize) hook with one parent version (object, raw JSON) and its
-related objects, and returns the decoded answer with its checked desired children."""
+CallHook = Callable[[dict[str, Any], bytes, Related, str | None], Awaitable[Answer]]
+"""Calls the sync (or finalize) hook with one parent version (object, raw JSON), its related
+objects and the name of the revision it was materialized from (``None``: the live parent, the
+latest revision), and returns the decoded answer with its checked desired children."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,10 +326,10 @@ class Rollouts:
     ) -> Answer:
         snapshot = request.snapshot
         if revision is latest:
-            return await call(parent, raw, snapshot.related)
+            return await call(parent, raw, snapshot.related, None)
         materialized = apply_patch(parent, revision.patch, self._paths)
         related = snapshot.revision_related.get(revision.name, snapshot.related)
-        return await call(materialized, orjson.dumps(materialized), related)
+        return await call(materialized, orjson.dumps(materialized), related, revision.name)
 
     async def _write(
         self,

@@ -497,3 +497,22 @@ def updated_of(world: World, name: str) -> dict[str, Any]:
     parent = world.cluster.get(THINGS, NS, name)
     assert parent is not None
     return next(c for c in parent["status"]["conditions"] if c["type"] == "Updated")
+
+
+async def test_each_revision_a_rollout_calls_the_hook_for_has_its_own_etag_entry() -> None:
+    """The hook is called once per revision; each call names its revision as the ETag cache
+    variant (the live parent: none), so their cached answers do not evict each other."""
+    world = rolling_world()
+    await start(world)
+    await change_image(world, "v2")
+    world.hooks.requests.clear()
+    world.hooks.variants.clear()
+    await world.sync()
+    variants = {
+        request["parent"]["spec"]["image"]: variant
+        for (_, request), variant in zip(world.hooks.requests, world.hooks.variants, strict=True)
+    }
+    (old,) = [
+        r["metadata"]["name"] for r in revisions(world) if r["parentPatch"]["spec"]["image"] == "v1"
+    ]
+    assert variants == {"v2": None, "v1": old}

@@ -73,10 +73,17 @@ class KeyedHooks:
         self.calls: list[tuple[HookEndpoint, Hashable | None]] = []
 
     async def call(
-        self, endpoint: HookEndpoint, body: bytes, *, cache_key: Hashable | None = None
+        self,
+        endpoint: HookEndpoint,
+        body: bytes,
+        *,
+        cache_key: Hashable | None = None,
+        cache_variant: Hashable = None,
     ) -> bytes:
         self.calls.append((endpoint, cache_key))
-        return await self.hooks.call(endpoint, body, cache_key=cache_key)
+        return await self.hooks.call(
+            endpoint, body, cache_key=cache_key, cache_variant=cache_variant
+        )
 
 
 class World:
