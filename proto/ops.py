@@ -13,6 +13,8 @@
 - Addresses take Metacontroller's forms (``proto.addresses``); port 0 picks a free port
   (``metrics_port``/``health_port`` tell); a Unix socket file is removed when the server stops.
 - A server that cannot bind raises ``StartupError`` naming the address and the reason.
+- The servers are ``proto.httpserver`` (one request per connection, GET and HEAD), so a
+  worker never imports aiohttp; only a coordinator reading its workers' expositions uses it.
 """
 
 from __future__ import annotations
@@ -22,13 +24,12 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 
-import aiohttp
-from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
 
 from proto.addresses import Address, Peer, UnixAddress, parse_address
 from proto.exposition import merge, without_created
+from proto.httpserver import Handler, HttpServer, Reply
 from proto.logs import get_logger
 from proto.startup import StartupError
 
@@ -53,7 +54,7 @@ class OpsServer:
         self._registry = registry
         self._ready = ready
         self._peers = tuple(peers)
-        self._runners: list[web.AppRunner] = []
+        self._servers: list[HttpServer] = []
         self._unix_paths: list[str] = []
         self.metrics_port = 0
         self.health_port = 0
@@ -70,13 +71,14 @@ class OpsServer:
     async def start(self, *, metrics: str, health: str) -> None:
         """Bind the endpoints (``ValueError`` for a malformed address, ``StartupError`` for
         one that cannot be bound)."""
-        routes: dict[Address, list[tuple[str, Callable[[web.Request], object]]]] = {}
+        routes: dict[Address, dict[str, Handler]] = {}
         metrics_at, health_at = parse_address(metrics), parse_address(health)
         if metrics_at is not None:
-            routes.setdefault(metrics_at, []).append(("/metrics", self._metrics))
+            routes.setdefault(metrics_at, {})["/metrics"] = self._metrics
         if health_at is not None:
-            routes.setdefault(health_at, [])
-            routes[health_at] += [("/healthz", self._healthz), ("/readyz", self._readyz)]
+            routes.setdefault(health_at, {}).update(
+                {"/healthz": self._healthz, "/readyz": self._readyz}
+            )
         try:
             for address, paths in routes.items():
                 port = await self._serve(address, paths)
@@ -88,40 +90,27 @@ class OpsServer:
             await self.stop()
             raise
 
-    async def _serve(
-        self, address: Address, paths: Iterable[tuple[str, Callable[[web.Request], object]]]
-    ) -> int:
-        app = web.Application()
-        for path, handler in paths:
-            app.router.add_get(path, handler)  # type: ignore[arg-type]
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        self._runners.append(runner)
-        site: web.BaseSite
-        if isinstance(address, UnixAddress):
-            site = web.UnixSite(runner, address.path)
-        else:
-            site = web.TCPSite(runner, address.host, address.port)
+    async def _serve(self, address: Address, routes: dict[str, Handler]) -> int:
+        server = HttpServer(routes)
         try:
-            await site.start()
+            port = await server.start(address)
         except OSError as e:
             raise StartupError(f"cannot listen on {address}: {e.strerror or e}") from e
+        self._servers.append(server)
         if isinstance(address, UnixAddress):
             self._unix_paths.append(address.path)
-            return 0
-        sockets = runner.addresses
-        return int(sockets[-1][1]) if sockets else address.port
+        return port
 
     async def stop(self) -> None:
-        for runner in self._runners:
-            await runner.cleanup()
-        self._runners.clear()
+        for server in self._servers:
+            await server.stop()
+        self._servers.clear()
         for path in self._unix_paths:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
         self._unix_paths.clear()
 
-    async def _metrics(self, _: web.Request) -> web.Response:
+    async def _metrics(self) -> Reply:
         families: Iterable[Metric] = self._registry.collect()
         if self._peers:
             texts = await asyncio.gather(*(_scrape(peer) for peer in self._peers))
@@ -133,16 +122,16 @@ class OpsServer:
                 up_help="1 if the worker's metrics were read for this scrape, 0 if not.",
             )
         body = generate_latest(_Families(without_created(families)))
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return Reply(200, body, CONTENT_TYPE_LATEST)
 
-    async def _healthz(self, _: web.Request) -> web.Response:
-        return web.Response(text="ok")
+    async def _healthz(self) -> Reply:
+        return Reply(200, b"ok")
 
-    async def _readyz(self, _: web.Request) -> web.Response:
+    async def _readyz(self) -> Reply:
         reason = self._ready()
         if reason is None:
-            return web.Response(text="ok")
-        return web.Response(status=503, text=reason)
+            return Reply(200, b"ok")
+        return Reply(503, reason.encode())
 
 
 class _Families:
@@ -157,6 +146,8 @@ class _Families:
 
 async def _scrape(peer: Peer) -> str | None:
     """``peer``'s exposition, or None (logged at debug) when it cannot be read."""
+    import aiohttp  # the coordinator's: loaded already for its watches
+
     try:
         async with (
             aiohttp.ClientSession(

@@ -3,7 +3,9 @@
 Contract:
 - ``Session(config, ...)`` is an async context manager owning the process's connections to the
   API server: a lean keep-alive pool (``proto.http1``) for whole-body requests, the hot path of
-  writes, and an ``aiohttp.ClientSession`` for streams (watches). Both use the same TLS set-up
+  writes, and an ``aiohttp.ClientSession`` for streams (watches), made (and aiohttp imported)
+  on the first stream, so a process that never watches never loads it. Both use the same
+  TLS set-up
   (the CA or ``insecure_skip_tls_verify``, client certificate, ``tls-server-name``) and proxy,
   and send ``User-Agent: metashard/<version>`` and ``Accept: application/json``.
 - Every attempt of every request, watches included, first takes a token from the client-side
@@ -29,18 +31,19 @@ import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import urlencode
 
-import aiohttp
 import orjson
-from yarl import URL
 
 from proto.clock import SYSTEM_CLOCK, Clock
 from proto.http1 import HttpClient, HttpTransportError
 from proto.kube.auth import Authorization
 from proto.kube.cluster import ClusterConfig
 from proto.kube.errors import ConfigError, StreamError, TransportError, api_error
+
+if TYPE_CHECKING:
+    import aiohttp
 
 JSON = "application/json"
 CHUNK_SIZE = 1 << 20
@@ -191,23 +194,32 @@ class Session:
         self._base = config.server.rstrip("/")
         self._http: aiohttp.ClientSession | None = None
         self._unary: HttpClient | None = None
+        self._ssl: ssl.SSLContext | None = None
 
     async def __aenter__(self) -> Session:
-        ctx = _ssl_context(self.config)
+        self._ssl = _ssl_context(self.config)
         self._unary = HttpClient(
-            ssl_context=ctx,
+            ssl_context=self._ssl,
             server_hostname=self.config.tls_server_name,
             proxy=self.config.proxy,
             connect_timeout=self._connect_timeout,
             limit_per_origin=self._connection_limit,
         )
-        connector = aiohttp.TCPConnector(
-            limit=self._connection_limit,
-            ssl=ctx if ctx is not None else True,
-            keepalive_timeout=30.0,
-        )
-        self._http = aiohttp.ClientSession(connector=connector, read_bufsize=CHUNK_SIZE)
         return self
+
+    def _streams(self) -> aiohttp.ClientSession:
+        """The session streams go through, made on first use."""
+        self._require(self._unary)  # open, and not closed
+        if self._http is None:
+            import aiohttp
+
+            connector = aiohttp.TCPConnector(
+                limit=self._connection_limit,
+                ssl=self._ssl if self._ssl is not None else True,
+                keepalive_timeout=30.0,
+            )
+            self._http = aiohttp.ClientSession(connector=connector, read_bufsize=CHUNK_SIZE)
+        return self._http
 
     async def __aexit__(self, *exc_info: object) -> None:
         if self._unary is not None:
@@ -273,7 +285,10 @@ class Session:
         ``read_timeout`` is an inactivity deadline: no byte for that long raises
         ``TransportError``. The connection is closed when the block exits.
         """
-        http = self._require(self._http)
+        import aiohttp
+        from yarl import URL
+
+        http = self._streams()
         url = URL(self._base + path, encoded=True)
         extra: dict[str, Any] = {
             "timeout": aiohttp.ClientTimeout(
@@ -313,6 +328,8 @@ class Session:
     async def _chunks(
         resp: aiohttp.ClientResponse, what: str, size: int, read_timeout: float | None
     ) -> AsyncIterator[bytes]:
+        import aiohttp
+
         content = resp.content
         try:
             while True:
