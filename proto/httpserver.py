@@ -114,13 +114,15 @@ class HttpServer:
         method, target, _ = parts
         if method not in _METHODS:
             return _encode(Reply(405, b"method not allowed\n"), body=True, allow=True)
-        handler = self._routes.get(target.split(b"?", 1)[0].decode("latin-1"))
+        path = target.split(b"?", 1)[0].decode("latin-1")
+        handler = self._routes.get(path)
         if handler is None:
             return _encode(Reply(404, b"not found\n"), body=method == b"GET")
         try:
             reply = await handler()
         except Exception as e:
-            log.error("ops endpoint failed", path=target[:200].decode("latin-1"), error=repr(e))
+            # the route, never the query string the client sent
+            log.error("ops endpoint failed", path=path, error=repr(e))
             reply = Reply(500, b"internal error\n")
         return _encode(reply, body=method == b"GET")
 
