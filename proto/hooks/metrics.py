@@ -103,20 +103,19 @@ class PrometheusHookMetrics:
             )
             for hook in HookName
         }
-        # (controller_type, controller_name) -> its calls' series, resolved once, to drop on forget
-        self._series: dict[tuple[str, str], dict[tuple[HookName, tuple[str, ...]], _Call]] = {}
+        # (hook, (url, controller_name, controller_type)) -> that call's series, resolved once
+        self._calls: dict[tuple[HookName, tuple[str, str, str]], _Call] = {}
 
     def started(self, hook: HookName, labels: tuple[str, str, str]) -> None:
-        calls = self._series.setdefault((labels[2], labels[1]), {})
-        call = calls.get((hook, labels))
+        call = self._calls.get((hook, labels))
         if call is None:
-            call = calls[(hook, labels)] = _Call(self._in_flight[hook].labels(*labels))
+            call = self._calls[(hook, labels)] = _Call(self._in_flight[hook].labels(*labels))
         call.in_flight.inc()
 
     def finished(
         self, hook: HookName, labels: tuple[str, str, str], *, code: int | None, seconds: float
     ) -> None:
-        call = self._series.get((labels[2], labels[1]), {}).get((hook, labels))
+        call = self._calls.get((hook, labels))
         if call is None:
             return  # the controller was forgotten while the call ran: record nothing more
         call.in_flight.dec()
@@ -131,8 +130,9 @@ class PrometheusHookMetrics:
         call.duration.observe(seconds)
 
     def forget(self, *, controller_type: str, controller_name: str) -> None:
-        calls = self._series.pop((controller_type, controller_name), {})
-        for (hook, labels), call in calls.items():
+        ours = (controller_name, controller_type)
+        for hook, labels in [key for key in self._calls if key[1][1:] == ours]:
+            call = self._calls.pop((hook, labels))
             self._in_flight[hook].remove(*labels)
             if call.duration is not None:
                 self._durations[hook].remove(METHOD, *labels)
