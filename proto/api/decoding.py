@@ -16,6 +16,22 @@ then either fails (``strict`` mode) or only logs (``loose`` mode) the strict-dec
   ``duplicate field "status.ready"``. A duplicate key keeps its last value.
 - Bodies that are not JSON, or not a JSON object, raise ``HookResponseError``; type errors in
   known fields are for the caller's typed reader (``proto.api.fields``) to raise.
+
+Two decoders, one result. The exact one is the standard library's, with a Python callback per
+object to find repeated keys (~11 us for a 650-byte answer of three ConfigMaps, ~17 us/KB).
+orjson decodes most bodies ~7x faster and gives the same value except in what it cannot tell
+apart, so its answer is used only when it provably equals the exact one, else the exact
+decoder runs:
+
+- the body decodes and is an object, and re-encodes with every integer within 53 bits (a
+  larger one may be Go's float64; orjson keeps unsigned 64-bit integers as ``int``);
+- no key was repeated: orjson keeps the last value silently, so the body must hold as many
+  ``:`` as its re-encoding. Outside strings each member has one; inside, a string keeps its
+  colons when re-encoded, and a member dropped for a repeated key takes its own away. Only an
+  escaped colon (``\\u003a``) is not one in the body, so such bodies take the exact path.
+
+Everything orjson refuses (broken UTF-8, lone surrogates, ``NaN``, numbers out of range, a
+byte-order mark) goes to the exact decoder, which reports it as before.
 """
 
 from __future__ import annotations
@@ -25,6 +41,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from proto.api.errors import HookResponseError
 from proto.api.fields import join, json_type
@@ -116,6 +134,36 @@ def _walk(
 
 def decode(body: bytes, shape: Struct) -> Decoded:
     """Decode a response body that must be a JSON object of ``shape``."""
+    value = _decode_fast(body)
+    if value is None:
+        return _decode_exact(body, shape)
+    issues: list[str] = []
+    _walk(value, shape, "", {}, issues)
+    return Decoded(value=value, issues=tuple(issues))
+
+
+_BACKSLASH = b"\\"
+_ESCAPED_COLON = b"\\u003"  # \u003a or \u003A, and their neighbours (conservatively)
+_COLON = b":"
+
+
+def _decode_fast(body: bytes) -> dict[str, Any] | None:
+    """orjson's decode of ``body`` when it equals the exact decoder's (module docstring)."""
+    if _BACKSLASH in body and _ESCAPED_COLON in body:
+        return None
+    try:
+        value = orjson.loads(body)
+        if type(value) is not dict:
+            return None
+        again = orjson.dumps(value, option=orjson.OPT_STRICT_INTEGER)
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+    if again.count(_COLON) != body.count(_COLON):
+        return None
+    return value
+
+
+def _decode_exact(body: bytes, shape: Struct) -> Decoded:
     # Every object with a repeated key is recorded, and kept alive by the record, so that its
     # id() stays unique until the walk has mapped it back to a path.
     repeated: list[tuple[dict[str, Any], list[str]]] = []

@@ -1,10 +1,25 @@
-"""Strict/loose decoding: which fields count as unknown or duplicate, and where."""
+"""Strict/loose decoding: which fields count as unknown or duplicate, and where; the fast
+orjson path agrees with the exact decoder on every body."""
 
 from __future__ import annotations
 
-import pytest
+import json
+from collections.abc import Callable
 
-from proto.api.decoding import FREE, OPAQUE, Items, Struct, decode
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proto.api.decoding import (
+    FREE,
+    OPAQUE,
+    Decoded,
+    Items,
+    Struct,
+    _decode_exact,
+    _decode_fast,
+    decode,
+)
 from proto.api.errors import HookResponseError
 
 SHAPE = Struct(
@@ -90,3 +105,75 @@ def test_numbers_like_go() -> None:
 def test_not_a_json_object(body: bytes, message: str) -> None:
     with pytest.raises(HookResponseError, match=message):
         decode(body, SHAPE)
+
+
+# --- the orjson fast path gives exactly the standard library's answer ----------------------
+
+_KEYS = ["status", "children", "rules", "name", "selector", "labels", "Status", "a", "a:b"]
+_SPACE = st.sampled_from(["", " ", "\n  ", "\t"])
+_TEXT = st.text(alphabet=st.sampled_from('ab:"\\\n\u00e9\U0001f600 '), max_size=6)
+
+
+@st.composite
+def _json_text(draw: st.DrawFn, depth: int = 0) -> str:
+    """JSON text with repeated keys, escapes, odd spacing and numbers of every size."""
+    kind = draw(st.sampled_from(["object", "array", "scalar"] if depth < 3 else ["scalar"]))
+    if kind == "object":
+        members = [
+            draw(_SPACE)
+            + json.dumps(draw(st.sampled_from(_KEYS)))
+            + draw(_SPACE)
+            + ":"
+            + draw(_json_text(depth + 1))
+            for _ in range(draw(st.integers(0, 4)))
+        ]
+        return "{" + ",".join(members) + draw(_SPACE) + "}"
+    if kind == "array":
+        items = [draw(_json_text(depth + 1)) for _ in range(draw(st.integers(0, 3)))]
+        return "[" + ",".join(items) + "]"
+    return draw(
+        st.one_of(
+            st.sampled_from(
+                ["true", "false", "null", '"\\ud800"', '"\\u003a"', "1e999", "-0.0", "1E2"]
+            ),
+            st.integers(-(2**70), 2**70).map(str),
+            st.sampled_from([2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63) - 1]).map(str),
+            st.floats(allow_nan=False, allow_infinity=False).map(json.dumps),
+            st.builds(json.dumps, _TEXT, ensure_ascii=st.booleans()),
+        )
+    )
+
+
+def _outcome(decoder: Callable[[], Decoded]) -> tuple[str, str]:
+    try:
+        decoded = decoder()
+    except HookResponseError as err:
+        return "error", str(err)
+    return repr(decoded.value), repr(decoded.issues)
+
+
+@settings(max_examples=1500)
+@given(top=_json_text(), space=_SPACE)
+def test_decode_equals_the_exact_decoder(top: str, space: str) -> None:
+    body = (space + top + space).encode("utf-8", "surrogatepass")
+    assert _outcome(lambda: decode(body, SHAPE)) == _outcome(lambda: _decode_exact(body, SHAPE))
+
+
+@pytest.mark.parametrize(
+    ("body", "fast"),
+    [
+        (b'{"status": {"a": "x:y"}, "children": [{"kind": "X", "a": 1, "b": [2.5, null]}]}', True),
+        (b'{\n  "status" : {"msg": "a\\nb \\u00e9 \\\\ c"}\n}\n', True),
+        (b'{"status": {"a": 1, "a": 2}}', False),  # a repeated key
+        (b'{"children": [{"a": 1, "a": 2}]}', False),  # ... even where it does not count
+        (b'{"status": {"q": "say \\"hi\\": \\\\"}}', True),  # escaped quotes and backslashes
+        (b'{"status": {"a": 1, "a": "\\u003a"}}', False),  # an escaped colon
+        (b'{"status": {"big": 9007199254740993}}', False),  # beyond 53 bits
+        (b'{"status": {"u64": 18446744073709551615}}', False),  # Go's float64, orjson's int
+        (b'{"status": {"bad": "\\ud800"}}', False),  # a lone surrogate
+        (b"[]", False),
+    ],
+)
+def test_which_bodies_take_the_fast_path(body: bytes, fast: bool) -> None:
+    assert (_decode_fast(body) is not None) is fast
+    assert _outcome(lambda: decode(body, SHAPE)) == _outcome(lambda: _decode_exact(body, SHAPE))
