@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections.abc import Iterable, Mapping
@@ -36,10 +37,26 @@ DEFAULT_LOAD_FACTOR: Final = 1.1
 _SLOT_BYTES: Final = tuple(s.to_bytes(4, "big") for s in range(SLOT_COUNT))
 
 
+SLOT_CACHE: Final = 1 << 16
+"""Keys whose slot (of ``SLOT_COUNT``) is remembered: every event and fetch asks again for
+the same parents, and a hit costs ~0.1 us instead of ~0.9 us (at most ~10 MB)."""
+
+
 def slot_of(key: ParentKey, *, slot_count: int = SLOT_COUNT) -> int:
     """The slot of ``key`` (``0 <= slot < slot_count``)."""
+    if slot_count == SLOT_COUNT:
+        return _cached_slot(key)
+    return _slot(key, slot_count)
+
+
+def _slot(key: ParentKey, slot_count: int) -> int:
     digest = blake2b(key.canonical(), digest_size=8).digest()
     return int.from_bytes(digest, "big") % slot_count
+
+
+@functools.lru_cache(maxsize=SLOT_CACHE)
+def _cached_slot(key: ParentKey) -> int:
+    return _slot(key, SLOT_COUNT)
 
 
 def _weights(worker_id: str, slots: Iterable[int]) -> list[tuple[int, int]]:

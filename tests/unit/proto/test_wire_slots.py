@@ -44,6 +44,9 @@ def test_slot_is_blake2b_of_the_nul_joined_fields() -> None:
     assert key.canonical() == data
     digest = hashlib.blake2b(data, digest_size=8).digest()
     assert slot_of(key) == int.from_bytes(digest, "big") % 1024
+    # asked again, by an equal key (the remembered answer), and for another slot count
+    assert slot_of(ParentKey(*key)) == int.from_bytes(digest, "big") % 1024
+    assert slot_of(key, slot_count=7) == int.from_bytes(digest, "big") % 7
 
 
 @given(parent_keys, st.integers(min_value=1, max_value=2**20))
