@@ -47,6 +47,7 @@ from loadtest.apiserver.gc import GarbageCollector
 from loadtest.apiserver.handlers import Handlers
 from loadtest.apiserver.kubelet import Kubelet
 from loadtest.apiserver.lifecycle import Objects
+from loadtest.apiserver.listener import Listener
 from loadtest.apiserver.metrics import Metrics
 from loadtest.apiserver.namespaces import NamespaceController, ServiceAccountController
 from loadtest.apiserver.registry import Registry
@@ -121,6 +122,7 @@ class EmbeddedCluster:
         self._kubeconfig_path = Path(kubeconfig) if kubeconfig else None
         self._tempdir: str | None = None
         self._runner: web.ServerRunner | None = None
+        self._listener: Listener | None = None
         self._compaction: asyncio.Task[None] | None = None
 
         self.storage = Storage(
@@ -209,14 +211,11 @@ class EmbeddedCluster:
             admin=self._admin_routes(),
             access=self.access,
         )
-        self._runner = web.ServerRunner(http_server(router))
+        server = http_server(router)
+        self._runner = web.ServerRunner(server)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
-        await site.start()
-        server = site._server
-        assert server is not None
-        sockets = getattr(server, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1]
+        self._listener = Listener(server, self.host, self.port)
+        self.port = self._listener.start()
         shown = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"http://{shown}:{self.port}"
         router.host = f"{self.host}:{self.port}"
@@ -245,6 +244,9 @@ class EmbeddedCluster:
         if self._compaction is not None:
             self._compaction.cancel()
         self.watches.close_all()
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
         if self._runner is not None:
             with contextlib.suppress(Exception):
                 await self._runner.cleanup()
