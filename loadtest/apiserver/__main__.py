@@ -16,6 +16,7 @@ import shlex
 import signal
 import sys
 
+from loadtest.apiserver import gcpauses
 from loadtest.apiserver.cluster import EmbeddedCluster, Settings
 from proto.api.crds import load_crds
 from proto.logs import configure, get_logger
@@ -112,6 +113,7 @@ async def serve(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     configure(fmt="auto", level=args.log_level)
+    gcpauses.install()
     with contextlib.suppress(ImportError):
         import uvloop
 
