@@ -7,11 +7,12 @@ waited 0.02 to 0.36 s, against 0.02 to 0.03 s on reused connections or on asynci
 which accepts in a loop. kube-apiserver accepts on a goroutine of its own, so a client that
 opens connections in a burst (a controller at the start of a wave) is served at once there.
 
-``Listener(factory, host, port)`` binds (``SO_REUSEADDR``, port 0 = any); ``start()`` returns the
-port bound. Each time the socket is readable, up to ``BACKLOG`` waiting connections are
+``Listener(factory, host, port)`` binds every address the host resolves to, all on one port
+(``SO_REUSEADDR``; port 0: the first address gets a free one); ``start()`` returns the port.
+Each time a socket is readable, up to ``BACKLOG`` waiting connections are
 accepted and handed to ``factory`` (``loop.connect_accepted_socket``). Out of file descriptors
 or buffers, accepting pauses for ``PAUSE_ON_EXHAUSTION`` seconds (as asyncio's loop does) and
-is logged once per pause. ``close()`` stops accepting and closes the socket; connections already
+is logged once per pause. ``close()`` stops accepting and closes the sockets; connections already
 accepted belong to the server that ``factory`` makes them for.
 """
 
@@ -36,37 +37,45 @@ class Listener:
         self._factory = factory
         self._host = host
         self._port = port
-        self._sock: socket.socket | None = None
+        self._socks: list[socket.socket] = []
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._paused: asyncio.TimerHandle | None = None
+        self._paused: dict[socket.socket, asyncio.TimerHandle] = {}
         self._handing: set[asyncio.Task[object]] = set()
 
     def start(self) -> int:
-        """Bind, listen and start accepting on the running loop; the port bound."""
+        """Bind every address of the host (all on one port), listen and start accepting on the
+        running loop; the port bound."""
         self._loop = asyncio.get_running_loop()
-        family = socket.getaddrinfo(
+        found = socket.getaddrinfo(
             self._host, self._port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0][0]
-        sock = socket.create_server((self._host, self._port), family=family, backlog=BACKLOG)
-        sock.setblocking(False)
-        self._sock = sock
-        self._loop.add_reader(sock.fileno(), self._accept)
-        port: int = sock.getsockname()[1]
+        )
+        port = self._port
+        try:
+            for family, address in dict.fromkeys((info[0], info[4][0]) for info in found):
+                sock = socket.create_server((address, port), family=family, backlog=BACKLOG)
+                self._socks.append(sock)
+                port = sock.getsockname()[1]  # the others take the port the first one got
+                sock.setblocking(False)
+                self._loop.add_reader(sock.fileno(), self._accept, sock)
+        except BaseException:
+            self.close()
+            raise
         return port
 
     def close(self) -> None:
-        """Stop accepting and close the socket. Idempotent."""
-        if self._paused is not None:
-            self._paused.cancel()
-            self._paused = None
-        if self._sock is not None and self._loop is not None:
-            self._loop.remove_reader(self._sock.fileno())
-            self._sock.close()
-        self._sock = None
+        """Stop accepting and close the sockets. Idempotent."""
+        for handle in self._paused.values():
+            handle.cancel()
+        self._paused.clear()
+        for sock in self._socks:
+            if self._loop is not None:
+                self._loop.remove_reader(sock.fileno())
+            sock.close()
+        self._socks.clear()
 
-    def _accept(self) -> None:
-        sock, loop = self._sock, self._loop
-        assert sock is not None and loop is not None
+    def _accept(self, sock: socket.socket) -> None:
+        loop = self._loop
+        assert loop is not None
         for _ in range(BACKLOG):
             try:
                 conn, _ = sock.accept()
@@ -79,17 +88,17 @@ class Listener:
                     raise
                 log.warning("cannot accept connections, pausing", error=str(exc))
                 loop.remove_reader(sock.fileno())
-                self._paused = loop.call_later(PAUSE_ON_EXHAUSTION, self._resume)
+                self._paused[sock] = loop.call_later(PAUSE_ON_EXHAUSTION, self._resume, sock)
                 return
             conn.setblocking(False)
             task = loop.create_task(loop.connect_accepted_socket(self._factory, conn))
             self._handing.add(task)
             task.add_done_callback(self._handed)
 
-    def _resume(self) -> None:
-        self._paused = None
-        if self._sock is not None and self._loop is not None:
-            self._loop.add_reader(self._sock.fileno(), self._accept)
+    def _resume(self, sock: socket.socket) -> None:
+        del self._paused[sock]
+        if self._loop is not None:
+            self._loop.add_reader(sock.fileno(), self._accept, sock)
 
     def _handed(self, task: asyncio.Task[object]) -> None:
         self._handing.discard(task)

@@ -78,3 +78,20 @@ def test_close_stops_accepting_and_frees_the_port() -> None:
         again.close()
 
     uvloop.run(main())
+
+
+def test_every_address_of_the_host_is_served_on_one_port() -> None:
+    found = socket.getaddrinfo("localhost", 0, type=socket.SOCK_STREAM)
+    hosts = {str(info[4][0]) for info in found}  # 127.0.0.1, and ::1 where it resolves
+
+    async def main() -> None:
+        listener = Listener(_Recorder, "localhost", 0)
+        port = listener.start()
+        try:
+            for host in hosts:
+                with contextlib.closing(socket.create_connection((host, port))):
+                    pass
+        finally:
+            listener.close()
+
+    uvloop.run(main())
