@@ -5,9 +5,9 @@ Contract:
   API server: a lean keep-alive pool (``proto.http1``) for whole-body requests, the hot path of
   writes, and an ``aiohttp.ClientSession`` for streams (watches), made (and aiohttp imported)
   on the first stream, so a process that never watches never loads it. Both use the same
-  TLS set-up
-  (the CA or ``insecure_skip_tls_verify``, client certificate, ``tls-server-name``) and proxy,
-  and send ``User-Agent: metashard/<version>`` and ``Accept: application/json``.
+  TLS set-up (the CA or ``insecure_skip_tls_verify``, client certificate,
+  ``tls-server-name``) and proxy, and send ``User-Agent: metashard/<version>`` and
+  ``Accept: application/json``.
 - Every attempt of every request, watches included, first takes a token from the client-side
   ``TokenBucket`` (client-go's defaults: qps 5, burst 10; ``qps=0`` disables it).
 - A 429, or a 5xx that carries ``Retry-After``, is retried after the advertised number of
