@@ -33,7 +33,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import zmq
 
@@ -41,6 +41,12 @@ INBOX_LIMIT: Final = 1024
 YIELD_EVERY: Final = 64
 _RETRY_FIRST: Final = 0.001
 _RETRY_MAX: Final = 0.02
+# Plain ints: pyzmq's flag enums cost a Python-level enum operation on every use.
+_NOBLOCK: Final = int(zmq.NOBLOCK)
+_MORE_NOBLOCK: Final = int(zmq.SNDMORE) | _NOBLOCK
+_EVENTS: Final = int(zmq.EVENTS)
+_RCVMORE: Final = int(zmq.RCVMORE)
+_POLLIN: Final = int(zmq.POLLIN)
 
 
 class SocketClosed(Exception):
@@ -90,8 +96,13 @@ class LoopSocket:
         """Send ``parts`` now, or raise ``zmq.Again`` / ``zmq.ZMQError``."""
         self._check_open()
         self._attach()
+        sock = self._sock
         try:
-            self._sock.send_multipart(parts, flags=zmq.NOBLOCK)
+            # One part at a time, as ``send_multipart`` does: a message whose first part is
+            # queued is queued whole (the high-water mark counts whole messages).
+            for part in parts[:-1]:
+                sock.send(part, _MORE_NOBLOCK)
+            sock.send(parts[-1], _NOBLOCK)
         except zmq.ZMQError as e:
             if self._terminated(e):
                 raise SocketClosed(f"the socket is closed ({e})") from None
@@ -163,10 +174,10 @@ class LoopSocket:
         if self._drain_scheduled or self._waiter is None:
             return
         try:
-            events = self._sock.getsockopt(zmq.EVENTS)
+            events = cast(int, self._sock.get(_EVENTS))
         except zmq.ZMQError:
             return
-        if isinstance(events, int) and events & zmq.POLLIN and self._loop is not None:
+        if events & _POLLIN and self._loop is not None:
             self._drain_scheduled = True
             self._loop.call_soon(self._scheduled_drain)
 
@@ -181,15 +192,18 @@ class LoopSocket:
             return
         sock, inbox = self._sock, self._inbox
         try:
-            while len(inbox) < INBOX_LIMIT:
-                inbox.append(sock.recv_multipart(flags=zmq.NOBLOCK))
-        except zmq.Again:
-            pass
+            # Asking ``EVENTS`` before each receive (not receiving until ``Again``) spares an
+            # exception per drain; reading it also re-arms the edge-triggered descriptor.
+            while len(inbox) < INBOX_LIMIT and cast(int, sock.get(_EVENTS)) & _POLLIN:
+                parts = [sock.recv(_NOBLOCK)]
+                while sock.get(_RCVMORE):
+                    parts.append(sock.recv(_NOBLOCK))
+                inbox.append(parts)
+            if len(inbox) >= INBOX_LIMIT:
+                # The limit stopped us; the signal is consumed: ``recv`` drains again when empty.
+                sock.get(_EVENTS)
         except zmq.ZMQError as e:
             self._terminated(e)
-        else:
-            # The limit stopped us; the signal is consumed: ``recv`` drains again when empty.
-            sock.getsockopt(zmq.EVENTS)
         if inbox or self.closed:
             self._wake()
 
