@@ -8,8 +8,11 @@ aiohttp still serves the long-lived streams (watches) and every server.
 Contract:
 - ``HttpClient(...)`` is an async context manager; ``await client.request(method, url,
   headers=..., body=...)`` sends one request and returns the whole ``HttpResponse`` (status,
-  headers with lower-case names, body), whatever the status. Callers bound the exchange with
-  ``asyncio.timeout``.
+  headers with lower-case names, body), whatever the status.
+- ``request(..., time_limit=s)`` raises ``TimeoutError`` when the whole request (waiting for a
+  connection, connecting, the exchange and a resend) has taken ``s`` seconds; the connection
+  is closed. It costs a timer, where ``asyncio.timeout`` costs a task cancellation scope on
+  every request; the caller's own cancellation (``asyncio.timeout``) works as well.
 - ``url`` is an absolute ``http://`` or ``https://`` URL, already percent-encoded.
 - Keep-alive: a connection returns to its origin's idle pool when its response is complete and
   neither side asked to close; an idle connection that the peer closed, or idle for longer than
@@ -18,9 +21,8 @@ Contract:
 - A request written on a reused connection that the peer closed without answering a byte is
   sent once more on a new connection (the peer dropped an idle connection as we wrote).
 - Failures: ``HttpTransportError`` for connection failures, resets, a close before the response
-  is complete and malformed responses; ``TimeoutError`` when ``connect_timeout`` elapses. A
-  connection that saw a failure or a cancellation (the caller's timeout) is closed, never
-  reused.
+  is complete and malformed responses. A connection that saw a failure, a cancellation or its
+  time limit is closed, never reused.
 - Response bodies: ``Content-Length``, ``chunked`` or until close; none for ``HEAD``, 204 and
   304; interim 1xx responses are skipped. Header names and values containing CR or LF are
   refused (``ValueError``) before anything is sent.
@@ -197,6 +199,11 @@ class _Connection(asyncio.Protocol):
         self.transport.write(data)
         return self._waiter
 
+    def expire(self) -> None:
+        """The caller's deadline passed: fail the exchange in progress with ``TimeoutError``."""
+        if self._waiter is not None and not self._waiter.done():
+            self._fail(TimeoutError("no complete response before the deadline"))
+
     def close(self) -> None:
         self.closed = True
         self.keep_alive = False
@@ -370,15 +377,29 @@ class HttpClient:
         body: bytes | None = None,
         ssl_context: ssl.SSLContext | None = None,
         max_body: int | None = None,
+        time_limit: float | None = None,
     ) -> HttpResponse:
         """Send one request and return its response (any status). See the module docstring."""
         origin, target = self._split(url)
         data = self._encode(method, origin, target, headers or {}, body)
         pool = (origin, ssl_context if origin.tls else None)
+        loop = asyncio.get_running_loop()
+        deadline = None if time_limit is None else loop.time() + time_limit
         for attempt in (1, 2):
-            conn = await self._acquire(pool)
+            conn = self._idle(pool)
+            if conn is None:
+                async with asyncio.timeout_at(deadline):
+                    conn = await self._acquire(pool)
             try:
-                response = await conn.exchange(data, head_only=method == "HEAD", max_body=max_body)
+                waiter = conn.exchange(data, head_only=method == "HEAD", max_body=max_body)
+                if deadline is None:
+                    response = await waiter
+                else:
+                    expiry = loop.call_at(deadline, conn.expire)
+                    try:
+                        response = await waiter
+                    finally:
+                        expiry.cancel()
             except _StaleConnection:
                 self._release(pool, conn, reusable=False)
                 if attempt == 2:
@@ -445,6 +466,22 @@ class HttpClient:
 
     # --- connections --------------------------------------------------------------------------
 
+    def _idle(self, key: tuple[_Origin, ssl.SSLContext | None]) -> _Connection | None:
+        """The most recently used idle connection that can be reused, if any; the unusable
+        ones met on the way are closed."""
+        pool = self._pools.get(key)
+        if pool is None or self._closed:
+            return None
+        now = time.monotonic()
+        while pool.idle:
+            conn = pool.idle.pop()
+            if conn.keep_alive and not conn.closed and now - conn.idle_since < self._idle_timeout:
+                conn.reused = True
+                return conn
+            conn.close()
+            pool.open -= 1
+        return None
+
     async def _acquire(self, key: tuple[_Origin, ssl.SSLContext | None]) -> _Connection:
         if self._closed:
             raise HttpTransportError("the HTTP client is closed")
@@ -453,15 +490,9 @@ class HttpClient:
         if pool is None:
             pool = self._pools[key] = _Pool(self._limit)
         while True:
-            now = time.monotonic()
-            while pool.idle:
-                conn = pool.idle.pop()
-                usable = conn.keep_alive and not conn.closed
-                if usable and now - conn.idle_since < self._idle_timeout:
-                    conn.reused = True
-                    return conn
-                conn.close()
-                pool.open -= 1
+            conn = self._idle(key)
+            if conn is not None:
+                return conn
             if pool.open < pool.limit:
                 pool.open += 1
                 try:

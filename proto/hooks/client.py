@@ -37,7 +37,6 @@ the caller) to the endpoint's webhook as Metacontroller does:
 
 from __future__ import annotations
 
-import asyncio
 import calendar
 import math
 import re
@@ -198,15 +197,15 @@ class HookClient:
         start = self._clock()
         code: int | None = None
         try:
-            async with asyncio.timeout(timeout):
-                response = await self._http.request(
-                    "POST",
-                    endpoint.webhook.url,
-                    headers=headers,
-                    body=body,
-                    ssl_context=context,
-                    max_body=self._max_response_bytes,
-                )
+            response = await self._http.request(
+                "POST",
+                endpoint.webhook.url,
+                headers=headers,
+                body=body,
+                ssl_context=context,
+                max_body=self._max_response_bytes,
+                time_limit=timeout,
+            )
             code = response.status
         except TimeoutError:
             raise HookTransportError(

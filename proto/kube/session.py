@@ -252,8 +252,9 @@ class Session:
             if body is not None:
                 headers["Content-Type"] = content_type or JSON
             try:
-                async with asyncio.timeout(self._request_timeout):
-                    answer = await unary.request(method, url, headers=headers, body=body)
+                answer = await unary.request(
+                    method, url, headers=headers, body=body, time_limit=self._request_timeout
+                )
             except TimeoutError:
                 raise TransportError(
                     f"{method} {path}: no answer within {self._request_timeout:g} s"

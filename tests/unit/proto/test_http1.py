@@ -344,6 +344,73 @@ async def test_a_cancelled_exchange_closes_its_connection(serve: Serve) -> None:
     assert [r.connection for r in server.requests] == [1, 2]
 
 
+async def _seconds_to_time_out(client: HttpClient, url: str, time_limit: float) -> float:
+    """Seconds until ``GET url`` with ``time_limit`` raised ``TimeoutError`` (3 at most)."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(3):  # a guard: a time limit not kept fails, it does not hang
+            await client.request("GET", url, time_limit=time_limit)
+    return loop.time() - started
+
+
+@pytest.mark.asyncio
+async def test_a_time_limit_fails_a_slow_exchange_and_closes_its_connection(serve: Serve) -> None:
+    gate = asyncio.Event()
+
+    async def script(request: Request) -> bytes | None:
+        if request.line.startswith(b"GET /slow"):
+            await gate.wait()
+            return reply(b"late")
+        return reply(b"fresh")
+
+    server = await serve(script)
+    async with HttpClient() as client:
+        assert 0.15 < await _seconds_to_time_out(client, f"{server.url}/slow", 0.2) < 2
+        gate.set()
+        response = await client.request("GET", f"{server.url}/next", time_limit=5)
+    assert response.body == b"fresh", "the late answer must not be read as the next one"
+    assert [r.connection for r in server.requests] == [1, 2]
+
+
+@pytest.mark.asyncio
+async def test_a_time_limit_met_leaves_the_connection_reusable(serve: Serve) -> None:
+    async def script(request: Request) -> bytes | None:
+        if request.line.startswith(b"GET /slow"):
+            await asyncio.sleep(0.4)
+        return reply(request.line)
+
+    server = await serve(script)
+    async with HttpClient() as client:
+        first = await client.request("GET", f"{server.url}/a", time_limit=0.2)
+        # On the same connection, still running when the first request's time limit passes.
+        second = await client.request("GET", f"{server.url}/slow", time_limit=5)
+    assert (first.body, second.body) == (b"GET /a HTTP/1.1", b"GET /slow HTTP/1.1")
+    assert [r.connection for r in server.requests] == [1, 1]
+
+
+@pytest.mark.asyncio
+async def test_a_time_limit_covers_the_wait_for_a_connection(serve: Serve) -> None:
+    gate = asyncio.Event()
+
+    async def script(request: Request) -> bytes | None:
+        if request.line.startswith(b"GET /slow"):
+            await gate.wait()
+        return reply(request.line)
+
+    server = await serve(script)
+    async with HttpClient(limit_per_origin=1) as client:
+        slow = asyncio.ensure_future(client.request("GET", f"{server.url}/slow"))
+        await asyncio.sleep(0.05)
+        # The only connection stays busy.
+        assert 0.15 < await _seconds_to_time_out(client, f"{server.url}/waits", 0.2) < 2
+        gate.set()
+        assert (await slow).body == b"GET /slow HTTP/1.1"
+        after = await client.request("GET", f"{server.url}/after", time_limit=5)
+    assert after.body == b"GET /after HTTP/1.1"
+    assert [r.line for r in server.requests] == [b"GET /slow HTTP/1.1", b"GET /after HTTP/1.1"]
+
+
 @pytest.mark.asyncio
 async def test_connections_per_origin_are_limited_and_waiters_are_served(serve: Serve) -> None:
     async def script(request: Request) -> bytes | None:
