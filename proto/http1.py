@@ -20,8 +20,9 @@ Contract:
   further requests wait for one. The most recently used idle connection is reused first.
 - A request written on a reused connection that the peer closed without answering a byte is
   sent once more on a new connection (the peer dropped an idle connection as we wrote).
-- Failures: ``HttpTransportError`` for connection failures, resets, a close before the response
-  is complete and malformed responses. A connection that saw a failure, a cancellation or its
+- Failures: ``HttpTransportError`` for connection failures (also a connect, TLS handshake
+  included, not done within ``connect_timeout``), resets, a close before the response is
+  complete and malformed responses. A connection that saw a failure, a cancellation or its
   time limit is closed, never reused.
 - Response bodies: ``Content-Length``, ``chunked`` or until close; none for ``HEAD``, 204 and
   304; interim 1xx responses are skipped. Header names and values containing CR or LF are
@@ -554,6 +555,11 @@ class HttpClient:
                     ssl=context,
                     server_hostname=hostname if context is not None else None,
                 )
+        except TimeoutError:  # an OSError too: its text is empty
+            raise HttpTransportError(
+                f"cannot connect to {target.host_header} ({origin.scheme}): "
+                f"not within {self._connect_timeout:g} s"
+            ) from None
         except OSError as exc:
             raise HttpTransportError(
                 f"cannot connect to {target.host_header} ({origin.scheme}): {exc}"

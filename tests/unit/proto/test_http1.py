@@ -428,6 +428,24 @@ async def test_connections_per_origin_are_limited_and_waiters_are_served(serve: 
 
 
 @pytest.mark.asyncio
+async def test_a_connect_not_done_within_connect_timeout_is_a_transport_error() -> None:
+    silent: list[asyncio.StreamWriter] = []  # accepts, never answers the TLS handshake
+    server = await asyncio.start_server(lambda r, w: silent.append(w), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with HttpClient(connect_timeout=0.3) as client:
+            with pytest.raises(
+                HttpTransportError,
+                match=rf"cannot connect to 127\.0\.0\.1:{port} \(https\): not within 0\.3 s",
+            ):
+                await client.request("GET", f"https://127.0.0.1:{port}/")
+    finally:
+        server.close()
+        for writer in silent:
+            writer.close()
+
+
+@pytest.mark.asyncio
 async def test_connection_refused_is_a_transport_error() -> None:
     probe = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = probe.sockets[0].getsockname()[1]
