@@ -324,38 +324,23 @@ async def test_a_new_connection_closed_unanswered_is_an_error_not_a_retry(
     assert len(server.requests) == 1
 
 
-@pytest.mark.asyncio
-async def test_a_cancelled_exchange_closes_its_connection(serve: Serve) -> None:
-    gate = asyncio.Event()
-
-    async def script(request: Request) -> bytes | None:
-        if request.line.startswith(b"GET /slow"):
-            await gate.wait()
-        return reply(b"late" if request.line.startswith(b"GET /slow") else b"fresh")
-
-    server = await serve(script)
-    async with HttpClient() as client:
-        with pytest.raises(TimeoutError):
-            async with asyncio.timeout(0.2):
-                await client.request("GET", f"{server.url}/slow")
-        gate.set()
-        response = await client.request("GET", f"{server.url}/next")
-    assert response.body == b"fresh", "the late answer must not be read as the next one"
-    assert [r.connection for r in server.requests] == [1, 2]
-
-
-async def _seconds_to_time_out(client: HttpClient, url: str, time_limit: float) -> float:
-    """Seconds until ``GET url`` with ``time_limit`` raised ``TimeoutError`` (3 at most)."""
+async def _seconds_to_time_out(
+    client: HttpClient, url: str, *, time_limit: float | None = None, cancel_after: float = 3
+) -> float:
+    """Seconds until ``GET url`` raised ``TimeoutError``: from its ``time_limit``, or from
+    the caller's ``asyncio.timeout`` (``cancel_after``, also a guard: a time limit not kept
+    fails the test instead of hanging it)."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     with pytest.raises(TimeoutError):
-        async with asyncio.timeout(3):  # a guard: a time limit not kept fails, it does not hang
+        async with asyncio.timeout(cancel_after):
             await client.request("GET", url, time_limit=time_limit)
     return loop.time() - started
 
 
 @pytest.mark.asyncio
-async def test_a_time_limit_fails_a_slow_exchange_and_closes_its_connection(serve: Serve) -> None:
+@pytest.mark.parametrize("ended_by", ["time_limit", "cancellation"])
+async def test_an_exchange_out_of_time_closes_its_connection(serve: Serve, ended_by: str) -> None:
     gate = asyncio.Event()
 
     async def script(request: Request) -> bytes | None:
@@ -365,8 +350,9 @@ async def test_a_time_limit_fails_a_slow_exchange_and_closes_its_connection(serv
         return reply(b"fresh")
 
     server = await serve(script)
+    limits = {"time_limit": 0.2} if ended_by == "time_limit" else {"cancel_after": 0.2}
     async with HttpClient() as client:
-        assert 0.15 < await _seconds_to_time_out(client, f"{server.url}/slow", 0.2) < 2
+        assert 0.15 < await _seconds_to_time_out(client, f"{server.url}/slow", **limits) < 2
         gate.set()
         response = await client.request("GET", f"{server.url}/next", time_limit=5)
     assert response.body == b"fresh", "the late answer must not be read as the next one"
@@ -403,7 +389,7 @@ async def test_a_time_limit_covers_the_wait_for_a_connection(serve: Serve) -> No
         slow = asyncio.ensure_future(client.request("GET", f"{server.url}/slow"))
         await asyncio.sleep(0.05)
         # The only connection stays busy.
-        assert 0.15 < await _seconds_to_time_out(client, f"{server.url}/waits", 0.2) < 2
+        assert 0.15 < await _seconds_to_time_out(client, f"{server.url}/waits", time_limit=0.2) < 2
         gate.set()
         assert (await slow).body == b"GET /slow HTTP/1.1"
         after = await client.request("GET", f"{server.url}/after", time_limit=5)
