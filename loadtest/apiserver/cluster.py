@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -77,14 +78,16 @@ class Settings:
 
 
 def write_kubeconfig(path: Path, url: str, token: str | None) -> None:
-    user = f"    token: {token}\n" if token else "    {}\n"
+    """A kubeconfig for ``url`` with ``token`` (none: no credentials). Values are written as
+    JSON strings, which YAML reads back as strings: a bare token of digits would be a number."""
+    user = f"    token: {json.dumps(token)}\n" if token else "    {}\n"
     path.write_text(
         "apiVersion: v1\n"
         "kind: Config\n"
         "clusters:\n"
         "- name: embedded\n"
         "  cluster:\n"
-        f"    server: {url}\n"
+        f"    server: {json.dumps(url)}\n"
         "contexts:\n"
         "- name: embedded\n"
         "  context:\n"
