@@ -393,13 +393,11 @@ class HttpClient:
                     conn = await self._acquire(pool)
             try:
                 waiter = conn.exchange(data, head_only=method == "HEAD", max_body=max_body)
-                if deadline is None:
+                expiry = None if deadline is None else loop.call_at(deadline, conn.expire)
+                try:
                     response = await waiter
-                else:
-                    expiry = loop.call_at(deadline, conn.expire)
-                    try:
-                        response = await waiter
-                    finally:
+                finally:
+                    if expiry is not None:
                         expiry.cancel()
             except _StaleConnection:
                 self._release(pool, conn, reusable=False)

@@ -9,10 +9,10 @@ opens connections in a burst (a controller at the start of a wave) is served at 
 
 ``Listener(factory, host, port)`` binds every address the host resolves to, all on one port
 (``SO_REUSEADDR``; port 0: the first address gets a free one); ``start()`` returns the port.
-Each time a socket is readable, up to ``BACKLOG`` waiting connections are
-accepted and handed to ``factory`` (``loop.connect_accepted_socket``). Out of file descriptors
-or buffers, accepting pauses for ``PAUSE_ON_EXHAUSTION`` seconds (as asyncio's loop does) and
-is logged once per pause. ``close()`` stops accepting and closes the sockets; connections already
+Each time a socket is readable, up to ``BACKLOG`` waiting connections are accepted and handed
+to ``factory`` (``loop.connect_accepted_socket``). Out of file descriptors or buffers,
+accepting pauses for ``PAUSE_ON_EXHAUSTION`` seconds (as asyncio's loop does) and is logged
+once per pause. ``close()`` stops accepting and closes the sockets; connections already
 accepted belong to the server that ``factory`` makes them for.
 """
 
