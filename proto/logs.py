@@ -26,10 +26,32 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 import orjson
-import structlog
-from structlog.tracebacks import ExceptionDictTransformer
 
 from proto.redact import REDACTED, is_sensitive, redact
+
+
+@contextlib.contextmanager
+def _refused(module: str) -> Iterator[None]:
+    """Imports of ``module`` fail with ``ImportError`` inside the block, unless it is loaded
+    already; afterwards it can be imported again."""
+    if module in sys.modules:
+        yield
+        return
+    sys.modules[module] = None  # type: ignore[assignment]  # the import system's "refused"
+    try:
+        yield
+    finally:
+        if sys.modules.get(module, sys) is None:
+            del sys.modules[module]
+
+
+# structlog imports rich when it is installed, for tracebacks this module never renders
+# (they are plain here, without frame locals): about 55 ms of every process start.
+with _refused("rich"):
+    import structlog
+    import structlog.dev
+    import structlog.stdlib
+    from structlog.tracebacks import ExceptionDictTransformer
 
 Format = Literal["json", "console", "auto"]
 
