@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from proto.flags import zap_level
 from tests.chart.render import CHART, Container, deployed, render, value_sets
 
 helm_python = pytest.importorskip("helm_python")
@@ -96,6 +97,28 @@ def test_the_values_schema_rejects(values: dict[str, Any], complaint: str) -> No
     with helm_python.Chart.load(CHART) as chart, pytest.raises(helm_python.HelmValuesError) as err:
         chart.validate_schema(chart.merge_values(values))
     assert complaint in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "level", ["debug", "info", "error", "panic", "loud", 0, "0", "00", 1, 3, "3", "+2", "010", -1]
+)
+def test_the_schema_admits_exactly_the_log_levels_the_processes_accept(level: Any) -> None:
+    """The chart passes ``logLevel`` as ``--zap-log-level``: a value the schema admits and the
+    processes refuse would be a crash loop (exit code 2) instead of a failed install."""
+    try:
+        zap_level(str(level))
+    except ValueError:
+        accepted = False
+    else:
+        accepted = True
+    with helm_python.Chart.load(CHART) as chart:
+        try:
+            chart.validate_schema(chart.merge_values({"logLevel": level}))
+        except helm_python.HelmValuesError:
+            admitted = False
+        else:
+            admitted = True
+    assert admitted == accepted
 
 
 @pytest.mark.parametrize(
