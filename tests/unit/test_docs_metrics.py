@@ -9,8 +9,10 @@ from prometheus_client import CollectorRegistry
 
 from manager.election_metrics import PrometheusLeaderMetrics
 from manager.informer_metrics import PrometheusInformerMetrics
+from manager.link_auth import refused_peers_counter
 from manager.term_metrics import TermMetrics
 from proto.hooks.metrics import PrometheusHookMetrics
+from proto.ops import PEER_UP
 from proto.wire import dropped_frames_counter
 from workers.apply_metrics import PrometheusApplyMetrics
 from workers.controller_metrics import PrometheusControllerMetrics
@@ -25,14 +27,16 @@ def exposed(registry: CollectorRegistry) -> set[str]:
 
 
 def coordinator() -> set[str]:
-    # What manager.app.Coordinator registers (leader metrics once it runs an election).
+    # What manager.app.Coordinator registers (leader metrics once it runs an election), and
+    # the gauge its metrics endpoint adds for each worker it reads under `metashard run`.
     registry = CollectorRegistry()
     PrometheusInformerMetrics(registry)
     TermMetrics(registry)
     dropped_frames_counter(registry)
+    refused_peers_counter(registry)
     PrometheusHookMetrics(registry)
     PrometheusLeaderMetrics(registry)
-    return exposed(registry)
+    return exposed(registry) | {PEER_UP}
 
 
 def worker() -> set[str]:
