@@ -41,7 +41,7 @@ def _refused(module: str) -> Iterator[None]:
     try:
         yield
     finally:
-        if sys.modules.get(module, sys) is None:
+        if module in sys.modules and sys.modules[module] is None:
             del sys.modules[module]
 
 
