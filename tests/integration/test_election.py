@@ -94,6 +94,23 @@ class Election:
         lease = await self.kube.client.get(LEASES, LEASE, namespace=self.namespace)
         return LeaderRecord.from_lease(lease)
 
+    async def next_record(self, resource_version: str, *, after: str) -> LeaderRecord:
+        """The first record written after ``resource_version`` whose holder is not ``after``."""
+        events = self.kube.client.watch(
+            LEASES,
+            namespace=self.namespace,
+            resource_version=resource_version,
+            field_selector=f"metadata.name={LEASE}",
+            allow_bookmarks=False,
+        )
+        async with contextlib.aclosing(events):
+            async with asyncio.timeout(10):
+                async for event in events:
+                    record = LeaderRecord.from_lease(event.object)
+                    if event.type == "MODIFIED" and record.holder != after:
+                        return record
+        raise AssertionError("the watch ended before the lease changed hands")
+
     def leaders(self) -> list[str]:
         return [c.name for c in self.candidates if c.leading and not c.task.done()]  # type: ignore[union-attr]
 
@@ -161,8 +178,11 @@ async def test_release_on_cancel_hands_over_in_about_a_retry_period(
         await until(lambda: a.leading)
         b = e.start("b", **timings)
         await asyncio.sleep(0.5)
+        before = await kube.client.get(LEASES, LEASE, namespace=namespace)
         await a.stop()
-        released = await e.lease()
+        # b may take the lease before a read here: the released record is read from the
+        # Lease's history, the first change after a's last renewal.
+        released = await e.next_record(before["metadata"]["resourceVersion"], after="a")
         assert released.holder == "" and released.lease_duration_seconds == 1
         assert released.transitions == 0
         took = await until(lambda: b.leading)
