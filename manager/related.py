@@ -26,6 +26,8 @@ Contract:
 - A customize call that fails (transport, non-200, malformed answer) is reported as a
   ``SyncError`` Warning event on the parent and a log line and retried with backoff (1 s
   doubling to 5 min); until it succeeds the parent's snapshots cannot be served (NOT_READY).
+- In ``loose`` mode the answer's problems (unknown or duplicate fields) are logged, each
+  distinct one once per controller, as the workers do for sync and finalize answers.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from manager.informers import Informers
 from manager.store import Cached
 from manager.views import ControllerId, ControllerView, group_key, group_resource
 from proto.api.controllers import HookName
+from proto.api.decoding import LooseWarnings
 from proto.api.errors import HookResponseError
 from proto.api.hooks import customize_request, decode_customize_response
 from proto.api.names import REASON_SYNC_ERROR
@@ -127,6 +130,7 @@ class Related:
         self._namespaces: Informer | None = None
         self._releases: set[asyncio.Future[None]] = set()
         self._known: set[ControllerId] = set()  # to forget those that go
+        self._warned: dict[ControllerId, LooseWarnings] = {}
 
     # --- what the router and the term ask -----------------------------------------------------
 
@@ -166,6 +170,7 @@ class Related:
         ids = {v.id for v in views}
         for kind, name in self._known - ids:
             self._hooks.forget(controller_type=kind, controller_name=name)
+            self._warned.pop((kind, name), None)
         self._known = ids
         live = {v.id: v for v in views if self.applies(v)}
         for key, entry in list(self._entries.items()):
@@ -336,6 +341,11 @@ class Related:
         response = decode_customize_response(
             answer, mode=hook.response_mode, version=hook.version, parent_namespace=parent.namespace
         )
+        warned = self._warned.setdefault(view.id, LooseWarnings())
+        for warning in warned.fresh(response.warnings):
+            log.warning(
+                "loose decoding of a customize hook answer", controller=view.name, problem=warning
+            )
         resources = tuple(
             [
                 await self._discovery.resolve(rule.api_version, resource=rule.resource)

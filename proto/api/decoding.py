@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,3 +195,26 @@ def _decode_exact(body: bytes, shape: Struct) -> Decoded:
     issues: list[str] = []
     _walk(value, shape, "", {id(obj): keys for obj, keys in repeated}, issues)
     return Decoded(value=value, issues=tuple(issues))
+
+
+class LooseWarnings:
+    """Which loose-mode issues of one controller's hook answers are new, to log.
+
+    A hook that always sends the same unknown field would otherwise be logged on every call:
+    ``fresh(issues)`` returns those not returned before, at most ``limit`` distinct ones over
+    the object's life (a hook that invents a new field name per answer cannot flood the log).
+    """
+
+    __slots__ = ("_limit", "_seen")
+
+    def __init__(self, limit: int = 100) -> None:
+        self._limit = limit
+        self._seen: set[str] = set()
+
+    def fresh(self, issues: Iterable[str]) -> list[str]:
+        new = []
+        for issue in issues:
+            if issue not in self._seen and len(self._seen) < self._limit:
+                self._seen.add(issue)
+                new.append(issue)
+        return new

@@ -13,8 +13,8 @@
   error (transport, timeout, status) or a malformed answer raises ``SyncFailure`` with the
   message ``<failed>: <error>``.
 - In ``loose`` mode the decoder returns its problems (unknown or duplicate fields) as
-  ``warnings``: each distinct one is logged once per controller (at most ``MAX_WARNED``), not
-  on every sync.
+  ``warnings``: each distinct one is logged once per controller (``LooseWarnings``), not on
+  every sync.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from proto.api.controllers import Hook, HookName, ResponseMode
+from proto.api.decoding import LooseWarnings
 from proto.api.endpoints import Connection, decode_connections
 from proto.api.errors import HookResponseError
 from proto.hooks.client import HookEndpoint
@@ -35,8 +36,6 @@ from workers.common.sync_errors import SyncFailure
 from workers.reconciler import ReconcileRequest, RequeueAfter
 
 log = get_logger("metashard.hooks")
-
-MAX_WARNED = 100  # distinct loose-decoding problems logged per controller
 
 
 class Hooks(Protocol):
@@ -104,7 +103,7 @@ class HookCaller:
             )
             for name, hook in self._defined.items()
         }
-        self._warned: set[str] = set()
+        self._warned = LooseWarnings()
 
     def hook(self, name: HookName) -> Hook:
         """The definition of hook ``name`` (``KeyError`` if the controller has none)."""
@@ -135,10 +134,6 @@ class HookCaller:
             raise RequeueAfter(err.delay, str(err)) from None
         except (HookError, HookResponseError) as err:
             raise SyncFailure(f"{failed}: {err}") from None
-        for warning in response.warnings:
-            if warning not in self._warned and len(self._warned) < MAX_WARNED:
-                self._warned.add(warning)
-                log.warning(
-                    "loose decoding of a hook answer", controller=self._name, problem=warning
-                )
+        for warning in self._warned.fresh(response.warnings):
+            log.warning("loose decoding of a hook answer", controller=self._name, problem=warning)
         return response

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 import pytest_asyncio
+import structlog
 
 from manager.informer import EventHandler
 from manager.kinds.composite import CompositeView
@@ -103,12 +104,13 @@ class Hooks:
     def __init__(self) -> None:
         self.asked: list[str] = []  # spec.config of each parent the hook was called with
         self.forgotten: list[tuple[str, str]] = []
+        self.extra: dict[str, Any] = {}  # more fields of every answer
 
     async def call(self, endpoint: HookEndpoint, body: bytes) -> bytes:
         config = orjson.loads(body)["parent"]["spec"]["config"]
         self.asked.append(config)
         rule = {"apiVersion": "v1", "resource": "configmaps", "names": [f"config-{config}"]}
-        return orjson.dumps({"relatedResources": [rule]})
+        return orjson.dumps({"relatedResources": [rule], **self.extra})
 
     def forget(self, *, controller_type: str, controller_name: str) -> None:
         self.forgotten.append((controller_type, controller_name))
@@ -276,3 +278,24 @@ def test_a_controller_that_goes_is_forgotten_by_the_hook_client() -> None:
     assert w.hooks.forgotten == []
     w.related.set_controllers([])
     assert w.hooks.forgotten == [("CompositeController", "cc")]
+
+
+@pytest.mark.asyncio
+async def test_loose_answers_problems_are_logged_once_per_controller(world: World) -> None:
+    """A v1 customize hook is decoded in loose mode: its unknown fields are used as before,
+    and each is logged once, not at every call."""
+    world.hooks.extra = {"relatedResource": [], "Extra": 1}
+    with structlog.testing.capture_logs() as logs:
+        first = thing("b")
+        await world.ready(first, ())
+        newer = thing("c", generation=2)
+        world.related.parent_changed(world.view, THINGS, newer, first)
+        await world.ready(newer, ())
+    assert world.hooks.asked == ["b", "c"]
+    assert world.related_names(world.related.related_of(world.view, newer)) == ["config-c"]
+    warned = [e for e in logs if e["event"] == "loose decoding of a customize hook answer"]
+    assert sorted(e["problem"] for e in warned) == [
+        'unknown field "Extra"',
+        'unknown field "relatedResource"',
+    ]
+    assert {e["controller"] for e in warned} == {"cc"}

@@ -15,6 +15,7 @@ from proto.api.decoding import (
     OPAQUE,
     Decoded,
     Items,
+    LooseWarnings,
     Struct,
     _decode_exact,
     _decode_fast,
@@ -177,3 +178,11 @@ def test_decode_equals_the_exact_decoder(top: str, space: str) -> None:
 def test_which_bodies_take_the_fast_path(body: bytes, fast: bool) -> None:
     assert (_decode_fast(body) is not None) is fast
     assert _outcome(lambda: decode(body, SHAPE)) == _outcome(lambda: _decode_exact(body, SHAPE))
+
+
+def test_loose_warnings_are_fresh_once_and_bounded() -> None:
+    warned = LooseWarnings(limit=3)
+    assert warned.fresh(["a", "b", "a"]) == ["a", "b"]
+    assert warned.fresh(["b", "c"]) == ["c"]
+    assert warned.fresh(["d"]) == []  # the limit of distinct issues is reached
+    assert warned.fresh(["a", "b", "c"]) == []
