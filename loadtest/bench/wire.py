@@ -49,7 +49,6 @@ from proto.wire import (
     encode,
     slot_of,
 )
-from proto.wire.slots import _slot as blake2b_slot
 from workers.link import DealerLink
 
 ROUNDS = 7
@@ -181,8 +180,8 @@ def _hashing(seconds: float) -> None:
             zlib.crc32("\0".join(k).encode()) % SLOT_COUNT
 
     def hash_all() -> None:
-        for k in keys:
-            blake2b_slot(k, SLOT_COUNT)
+        for k in keys:  # another slot count is hashed every time, as a key seen first is
+            slot_of(k, slot_count=SLOT_COUNT - 1)
 
     def slot_all() -> None:
         for k in keys:

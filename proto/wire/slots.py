@@ -43,7 +43,7 @@ the same parents, and a hit costs ~0.1 us instead of ~0.9 us (at most ~10 MB).""
 
 
 def slot_of(key: ParentKey, *, slot_count: int = SLOT_COUNT) -> int:
-    """The slot of ``key`` (``0 <= slot < slot_count``)."""
+    """The slot of ``key`` (``0 <= slot < slot_count``); remembered for ``SLOT_COUNT`` only."""
     if slot_count == SLOT_COUNT:
         return _cached_slot(key)
     return _slot(key, slot_count)
