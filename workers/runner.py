@@ -3,8 +3,10 @@
 Invariants:
 - Every controller definition gets its own ``WorkQueue`` (named ``<Kind>-<name>``, like
   Metacontroller's queues) and reconciler; at most ``concurrency`` reconciles run at once in
-  the process, across controllers. A key is never reconciled twice at once (the queue's
-  contract; across workers, the coordinator's slot ownership).
+  the process, across controllers. A key taken from its queue may wait for one of them; the
+  queue counts that wait as work (``work_duration``), since it has handed the key out. A key
+  is never reconciled twice at once (the queue's contract; across workers, the
+  coordinator's slot ownership).
 - A reconcile starts only when ``gate()`` allows it for the key (the worker owns its slot and
   is in contact with the coordinator); otherwise the key is dropped: the coordinator hands it
   to whoever owns it, with all other keys of the slot.
