@@ -6,7 +6,8 @@ have given the key's slot to another worker. The membership fences itself when i
 but a reconcile already past its snapshot would go on writing in the meantime.
 
 ``FencedWriter`` and ``FencedHookClient`` ask ``in_contact()`` (``workers.membership``: joined,
-not leaving, and heard from the coordinator within the fence timeout) right before every
+heard from the coordinator within the fence timeout, its heartbeat loop not stalled; a
+graceful leave still finishes what runs) right before every
 API write and every hook call, and raise ``KeyDropped`` instead of acting when it says no:
 the runner drops the key (the slot's owner reconciles it), and nothing is written, called or
 reported as an error.

@@ -13,6 +13,11 @@ Contract (see ``proto.wire.messages`` for the messages):
   joining again. The fence timeout is derived from the coordinator's own timeout
   (``heartbeat_timeout - 2 * heartbeat_interval``), so a worker has stopped before the
   coordinator gives its slots to someone else.
+- A process whose heartbeat loop stalled (stopped, swapped out, blocked) for longer than the
+  fence timeout plus one heartbeat interval fences too, whatever it reads after the stall:
+  the coordinator, hearing nothing, may have given its slots away, and the messages that
+  waited in the socket were sent before it did. So the worker is not in contact from the
+  moment its heartbeat loop is that late until it has fenced.
 - A BYE from the coordinator fences at once and is answered with BYE once fenced (the
   coordinator's next leader then knows this worker stopped). A NACK(STALE_EPOCH) with
   request id 0 (the coordinator does not know this worker) makes it join again. While not
@@ -131,6 +136,8 @@ class Membership:
         self._heartbeat_interval = 1.0
         self._fence_timeout = 3.0
         self._last_contact = 0.0
+        self._last_tick = 0.0  # when the heartbeat loop last ran, while welcomed
+        self._stall_limit = 4.0  # the fence timeout plus one heartbeat interval
         self._pending: dict[int, asyncio.Future[Snapshot]] = {}
         self._fetching: dict[ParentKey, int] = {}  # keys with a FETCH not yet answered
         self._fetch_keys: dict[int, ParentKey] = {}  # request id -> key, until answered
@@ -151,10 +158,15 @@ class Membership:
         )
 
     def in_contact(self) -> bool:
-        """Whether this worker may still act on what it was given: joined, and heard from
-        the coordinator within the fence timeout (``workers.fencing``). A graceful leave
-        still finishes what runs."""
-        return self.welcomed and self._clock.now() - self._last_contact <= self._fence_timeout
+        """Whether this worker may still act on what it was given: joined, heard from the
+        coordinator within the fence timeout, and its heartbeat loop not stalled
+        (``workers.fencing``). A graceful leave still finishes what runs."""
+        now = self._clock.now()
+        return (
+            self.welcomed
+            and now - self._last_contact <= self._fence_timeout
+            and now - self._last_tick <= self._stall_limit
+        )
 
     async def fetch(self, key: ParentKey, barrier: Mapping[str, str]) -> Snapshot:
         if not self.welcomed or self.epoch is None:
@@ -215,10 +227,15 @@ class Membership:
     async def _tick(self) -> None:
         while True:
             if self.welcomed:
-                silent = self._clock.now() - self._last_contact
+                now = self._clock.now()
+                stalled, silent = now - self._last_tick, now - self._last_contact
+                if stalled > self._stall_limit:
+                    self._fence(f"this process stalled for {stalled:.1f}s")
+                    continue
                 if silent > self._fence_timeout:
                     self._fence(f"no word from the coordinator for {silent:.1f}s")
                     continue
+                self._last_tick = now
                 work = self.work
                 await self._link.send(
                     Heartbeat(
@@ -322,7 +339,8 @@ class Membership:
         self._fence_timeout = max(
             msg.heartbeat_timeout - 2 * msg.heartbeat_interval, msg.heartbeat_interval
         )
-        self._last_contact = self._clock.now()
+        self._stall_limit = self._fence_timeout + self._heartbeat_interval
+        self._last_contact = self._last_tick = self._clock.now()
         self.welcomed = True
         self.joined.set()
         if self.work is not None:

@@ -7,9 +7,10 @@ Invariants:
   queue counts that wait as work (``work_duration``), since it has handed the key out. A key
   is never reconciled twice at once (the queue's contract; across workers, the
   coordinator's slot ownership).
-- A reconcile starts only when ``gate()`` allows it for the key (the worker owns its slot and
-  is in contact with the coordinator); otherwise the key is dropped: the coordinator hands it
-  to whoever owns it, with all other keys of the slot.
+- A reconcile starts only when ``gate()`` allows it for the key (the worker is joined, not
+  leaving, and owns the key's slot); otherwise the key is dropped: the coordinator hands it
+  to whoever owns it, with all other keys of the slot. Contact with the coordinator is
+  checked later, before each write and hook call (``workers.fencing``).
 - After each reconcile: success -> ``forget``; ``Outcome.requeue_after`` -> ``forget`` and
   ``add_after``; ``RequeueAfter`` -> ``add_after`` (not a failure); a refused or failed fetch
   for a reason that is not the key's fault -> dropped; any other error -> ``add_rate_limited``

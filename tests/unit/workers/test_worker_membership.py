@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -265,3 +266,26 @@ async def test_an_unanswered_fetch_fails_at_the_timeout_and_its_late_snapshot_is
         assert snapshot.request_id == second.request_id and snapshot.parent == b"{}"
     finally:
         beating.cancel()
+
+
+@pytest.mark.asyncio
+async def test_a_stalled_worker_fences_though_the_coordinator_spoke_during_the_stall(
+    world: World,
+) -> None:
+    """The process stalls (stopped, swapped out, a blocking call) for longer than the
+    coordinator's timeout, which has then given its slots to another worker. The heartbeats
+    that wait in the socket meanwhile were sent before that: read after the stall, they must
+    not keep the worker in contact."""
+    coordinator, membership, script = world
+    script.release.clear()
+    await coordinator.welcome()
+    await within(membership.joined.wait())
+    await coordinator.send(Assign(5, (slot_of(KEY),), (KEY,)))
+    await serve_fetch(coordinator)
+    await asyncio.sleep(0.05)
+    assert script.running == 1 and membership.in_contact()
+    await coordinator.send(Heartbeat(5))
+    time.sleep(2 * TIMEOUT)  # noqa: ASYNC251 - the stall: nothing on this event loop runs
+    await asyncio.sleep(0.02)
+    assert not membership.in_contact()
+    assert script.running == 0 and not membership.welcomed
