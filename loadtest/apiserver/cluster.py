@@ -77,18 +77,21 @@ class Settings:
     kube-controller-manager's ``namespaceDeletionGracePeriod``)."""
 
 
-def write_kubeconfig(path: Path, url: str, token: str | None) -> None:
-    """A kubeconfig for ``url`` with ``token`` (none: no credentials). Values are written as
-    JSON strings, which YAML reads back as strings: a bare token of digits would be a number."""
+def write_kubeconfig(
+    path: Path, url: str, token: str | None, *, ca_file: str | None = None
+) -> None:
+    """A kubeconfig for ``url`` with ``token`` (none: no credentials), trusting ``ca_file``
+    (none: the system's CAs). Values are written as JSON strings, which YAML reads back as
+    strings: a bare token of digits would be a number."""
     user = f"    token: {json.dumps(token)}\n" if token else "    {}\n"
+    ca = f"    certificate-authority: {json.dumps(ca_file)}\n" if ca_file else ""
     path.write_text(
         "apiVersion: v1\n"
         "kind: Config\n"
         "clusters:\n"
         "- name: embedded\n"
         "  cluster:\n"
-        f"    server: {json.dumps(url)}\n"
-        "contexts:\n"
+        f"    server: {json.dumps(url)}\n" + ca + "contexts:\n"
         "- name: embedded\n"
         "  context:\n"
         "    cluster: embedded\n"

@@ -191,7 +191,9 @@ async def sync_errors(kube: Client, namespace: str) -> dict[str, list[str]]:
 
 async def api_writes(kube: Client) -> Counter[tuple[str, str]] | None:
     """Write requests the API server counted for Things and ConfigMaps, by (verb, resource;
-    a server-side apply is verb ``APPLY``); None when ``/metrics`` cannot be read."""
+    a server-side apply is verb ``APPLY``); None when ``/metrics`` cannot be read. Requests
+    of the control plane's own components (a real cluster labels them ``system_client``, as
+    kube-controller-manager's ``kube-root-ca.crt`` creates) are not counted."""
     try:
         text = (await kube.session.request("GET", "/metrics")).body.decode()
     except errors.KubeError:
@@ -205,6 +207,8 @@ async def api_writes(kube: Client) -> Counter[tuple[str, str]] | None:
             part.split("=", 1) for part in head[len("apiserver_request_total{") : -1].split(",")
         )
         labels = {k: v.strip('"') for k, v in labels.items()}
+        if labels.get("system_client"):
+            continue
         if labels.get("verb") in ("POST", "PUT", "PATCH", "APPLY", "DELETE") and labels.get(
             "resource"
         ) in (

@@ -295,7 +295,8 @@ async def test_the_chart_as_deployed_runs_a_controller_and_scales(
         account = next(o for o in objects if o["kind"] == "ServiceAccount")["metadata"]["name"]
         token = await service_account_token(admin, namespace, account)
         kubeconfig = tmp_path / "serviceaccount-kubeconfig"
-        write_kubeconfig(kubeconfig, load_config(rbac_cluster[0]).server, token)
+        admin_config = load_config(rbac_cluster[0])
+        write_kubeconfig(kubeconfig, admin_config.server, token, ca_file=admin_config.ca_file)
         for i in range(2):
             deployment.start(
                 deployment.roles.coordinator, f"{FULLNAME}-coordinator-{i}", kubeconfig
