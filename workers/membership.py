@@ -137,7 +137,6 @@ class Membership:
         self._fence_timeout = 3.0
         self._last_contact = 0.0
         self._last_tick = 0.0  # when the heartbeat loop last ran, while welcomed
-        self._stall_limit = 4.0  # the fence timeout plus one heartbeat interval
         self._pending: dict[int, asyncio.Future[Snapshot]] = {}
         self._fetching: dict[ParentKey, int] = {}  # keys with a FETCH not yet answered
         self._fetch_keys: dict[int, ParentKey] = {}  # request id -> key, until answered
@@ -156,6 +155,11 @@ class Membership:
             and not self._leaving
             and slot_of(key, slot_count=self._slot_count) in self._slots
         )
+
+    @property
+    def _stall_limit(self) -> float:
+        """How late the heartbeat loop may be before this process counts as stalled."""
+        return self._fence_timeout + self._heartbeat_interval
 
     def in_contact(self) -> bool:
         """Whether this worker may still act on what it was given: joined, heard from the
@@ -339,7 +343,6 @@ class Membership:
         self._fence_timeout = max(
             msg.heartbeat_timeout - 2 * msg.heartbeat_interval, msg.heartbeat_interval
         )
-        self._stall_limit = self._fence_timeout + self._heartbeat_interval
         self._last_contact = self._last_tick = self._clock.now()
         self.welcomed = True
         self.joined.set()
