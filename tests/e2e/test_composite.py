@@ -318,6 +318,10 @@ async def test_fanout_writes_exactly_what_is_needed_and_updates_in_place(
     child = (await configmaps(kube, namespace))["p0-1"]
     assert child["data"] == {"value": "two", "index": "1", "sidecar": "theirs"}
     assert child["metadata"]["uid"] == uid  # updated, not recreated
+    # A dynamic apply update leaves out managedFields, so the server keeps the live ones:
+    # the field someone else set is still theirs.
+    owned = [e.get("fieldsV1", {}).get("f:data", {}) for e in child["metadata"]["managedFields"]]
+    assert any("f:sidecar" in fields for fields in owned), child["metadata"]["managedFields"]
 
     # fewer children: the extra ones go; deleting a parent takes its children with it
     await kube.patch(THINGS, "p1", {"spec": {"children": 1}}, namespace=namespace)

@@ -47,7 +47,7 @@ from proto.api.objectmap import TypeKey
 from proto.kube import errors
 from proto.kube.resources import Resource
 from proto.logs import get_logger
-from workers.apply import ApplyError, ControllerRef, apply_update, create_body
+from workers.apply import ApplyError, ControllerRef, apply_update, create_body, put_body
 from workers.common.observed import Observed
 from workers.common.writer import Writer
 
@@ -121,7 +121,7 @@ def plan(
         if method in _RECREATE and not _only_labels(current.obj, child.object, in_place_labels):
             writes.append(Write(Action.RECREATE, *ident, uid=current.uid))
         elif method in _RECREATE or method in _IN_PLACE:
-            writes.append(Write(Action.UPDATE, *ident, body=merged))
+            writes.append(Write(Action.UPDATE, *ident, body=put_body(merged)))
     return Plan((*deletes, *writes), tuple(problems))
 
 

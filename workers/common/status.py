@@ -9,8 +9,8 @@
   differs, by Go's ``reflect.DeepEqual`` (``workers.apply.deep_equal``: 3 is not 3.0, a
   missing status differs from ``{}``), so an unchanged parent costs no API call.
 - ``body(parent, status)``: what to PUT to ``/status``: the parent as observed (its
-  ``metadata.resourceVersion`` is the precondition) with the new status. Shallow: the parent
-  itself is not modified.
+  ``metadata.resourceVersion`` is the precondition) with the new status, without its
+  ``managedFields`` (``workers.apply.put_body``). Shallow: the parent itself is not modified.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from proto.api.names import OBSERVED_GENERATION
-from workers.apply import deep_equal
+from workers.apply import deep_equal, put_body
 
 
 def desired(hook_status: dict[str, Any] | None, generation: Any) -> dict[str, Any]:
@@ -31,4 +31,4 @@ def changed(parent: dict[str, Any], status: dict[str, Any]) -> bool:
 
 
 def body(parent: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
-    return {**parent, "status": status}
+    return {**put_body(parent), "status": status}

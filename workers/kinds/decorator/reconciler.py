@@ -61,7 +61,7 @@ from proto.api.selectors import Selector
 from proto.kube import errors
 from proto.logs import get_logger
 from proto.wire import ControllerDef
-from workers.apply import ControllerRef
+from workers.apply import ControllerRef, put_body
 from workers.common import children, finalizer, status, syncrequest
 from workers.common.claims import adoption_patch
 from workers.common.hookcall import Events, HookCaller, Hooks, resource_of
@@ -335,15 +335,17 @@ class DecoratorReconciler:
         namespace = meta.get("namespace") or None
         try:
             if wanted is not None and "status" not in resource.subresources:
-                body = {
-                    **obj,
-                    "metadata": {
-                        **meta,
-                        "labels": metadata.merged(meta.get("labels"), labels),
-                        "annotations": metadata.merged(meta.get("annotations"), annotations),
-                    },
-                    "status": wanted,
-                }
+                body = put_body(
+                    {
+                        **obj,
+                        "metadata": {
+                            **meta,
+                            "labels": metadata.merged(meta.get("labels"), labels),
+                            "annotations": metadata.merged(meta.get("annotations"), annotations),
+                        },
+                        "status": wanted,
+                    }
+                )
                 answer = await self._writer.replace(
                     resource, body, namespace=namespace, name=meta["name"]
                 )

@@ -96,6 +96,24 @@ def test_changed_children_per_strategy(method: UpdateMethod, action: Action | No
         assert write.body["metadata"]["resourceVersion"] == "5"  # the precondition
 
 
+def test_an_update_leaves_out_the_observed_managed_fields() -> None:
+    managed = [{"manager": "metashard", "operation": "Update", "fieldsV1": {"f:data": {}}}]
+    current = observed_from(desired("a", "old"))
+    current = Observed.decode(
+        orjson.dumps(
+            {**current.obj, "metadata": {**current.obj["metadata"], "managedFields": managed}}
+        )
+    )
+    (write,) = run([current], [desired("a", "new")], UpdateMethod.IN_PLACE).writes
+    merged = apply_update(current.obj, desired("a", "new").object)[0]
+    assert merged["metadata"]["managedFields"] == managed  # what dynamic apply computes
+    assert write.body is not None
+    assert "managedFields" not in write.body["metadata"]  # the server keeps the live ones
+    assert write.body["metadata"] == {
+        k: v for k, v in merged["metadata"].items() if k != "managedFields"
+    }
+
+
 def test_in_place_update_keeps_what_others_added() -> None:
     mine = desired("a", "old")
     current = observed_from(mine, data={"value": "old", "sidecar": "theirs"})

@@ -69,3 +69,11 @@ def test_body_replaces_only_the_status_and_keeps_the_resource_version() -> None:
         "status": {"observedGeneration": 1},
     }
     assert parent["status"] == {}
+
+
+def test_body_leaves_out_the_managed_fields() -> None:
+    managed = [{"manager": "metashard", "operation": "Update", "subresource": "status"}]
+    parent = {"metadata": {"name": "p", "resourceVersion": "3", "managedFields": managed}}
+    body = status.body(parent, {})
+    assert body == {"metadata": {"name": "p", "resourceVersion": "3"}, "status": {}}
+    assert parent["metadata"]["managedFields"] == managed
