@@ -57,7 +57,6 @@ from proto.api.hooks import DesiredChild, SyncResponse
 from proto.api.objectmap import TypeKey
 from proto.api.revisions import (
     DEFAULT_HISTORY_LIMIT,
-    REVISION_HASH_LABEL,
     Revision,
     apply_patch,
     make_patch,
@@ -209,7 +208,7 @@ class Rollouts:
                 child_id = self._child_id(namespace, child)
                 obj = child.object
                 if self._rolling(child.type):
-                    obj = _labelled(obj, revision.hash)
+                    obj = rollout.labelled(obj, revision.hash)
                 listed.append(rollout.Desired(child_id, obj))
                 if revision is arrangement.latest:
                     by_id[child_id] = child
@@ -237,7 +236,7 @@ class Rollouts:
         for item, belongs in plan.children:
             obj = dict(item.obj)
             if belongs == plan.latest.name and latest_name != belongs:
-                obj = _labelled(obj, revision_hash(latest_name))
+                obj = rollout.labelled(obj, revision_hash(latest_name))
             result.append(replace(by_id[item.id], object=obj))
 
         condition = plan.condition
@@ -429,13 +428,3 @@ class Rollouts:
         self._events.emit(
             parent, names.EVENT_TYPE_NORMAL, str(condition["reason"]), str(condition["message"])
         )
-
-
-def _labelled(obj: Mapping[str, Any], value: str) -> dict[str, Any]:
-    metadata = obj.get("metadata")
-    metadata = metadata if isinstance(metadata, dict) else {}
-    labels = metadata.get("labels")
-    labels = labels if isinstance(labels, dict) else {}
-    if labels.get(REVISION_HASH_LABEL) == value:
-        return dict(obj)
-    return {**obj, "metadata": {**metadata, "labels": {**labels, REVISION_HASH_LABEL: value}}}

@@ -16,7 +16,9 @@ Metacontroller's ``syncRevisions`` / ``syncRollingUpdate`` (``composite/controll
      and of children the latest answer no longer wants are dropped; a child claimed twice
      stays with the first claimant (the latest revision first).
    - The latest revision takes every desired rolling child no revision claims, and every
-     child whose update to the latest desired state would change nothing.
+     child whose update to the latest desired state would change nothing but its
+     ``controller-revision-hash`` label (``REVISION_HASH_LABEL``, which names the revision a
+     child belongs to, so it differs on every child of an older one).
    - The latest answer's children are walked **in the order the hook returned them**: the
      first rolling child not on the latest revision moves to it, but only when every child
      already on the latest revision exists, is up to date, has ``status.observedGeneration
@@ -47,7 +49,7 @@ from typing import Any
 
 from proto.api import names
 from proto.api.controllers import StatusCheck, UpdateMethod
-from proto.api.revisions import ChildNames, Revision
+from proto.api.revisions import REVISION_HASH_LABEL, ChildNames, Revision
 from workers.apply import ApplyError, apply_update, deep_equal
 
 ChildId = tuple[str, str, str]
@@ -203,9 +205,11 @@ def plan(
         owner = claims.owner.get(child)
         if owner is None:
             claims.add(latest.name, child)
-        elif owner != latest.name and up_to_date(observed.get(child), wanted[child].obj):
-            claims.remove(owner, child)
-            claims.add(latest.name, child)
+        elif owner != latest.name:
+            current = observed.get(child)
+            if current is not None and up_to_date(current, _as_labelled(current, wanted[child])):
+                claims.remove(owner, child)
+                claims.add(latest.name, child)
 
     moved: ChildId | None = None
     waiting: str | None = None
@@ -246,6 +250,30 @@ def plan(
             version = _find(desired.get(owner, ()), item.id) or item
         children.append((version, owner))
     return Rollout(tuple(kept), tuple(deletes), tuple(children), condition, moved, waiting)
+
+
+def labelled(obj: Mapping[str, Any], value: str | None) -> dict[str, Any]:
+    """``obj`` with its ``REVISION_HASH_LABEL`` set to ``value`` (removed when None); shallow,
+    and ``obj`` itself (as a dict) when it already is."""
+    metadata = obj.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    labels = metadata.get("labels")
+    labels = labels if isinstance(labels, dict) else {}
+    if labels.get(REVISION_HASH_LABEL) == value:
+        return dict(obj)
+    if value is None:
+        labels = {k: v for k, v in labels.items() if k != REVISION_HASH_LABEL}
+    else:
+        labels = {**labels, REVISION_HASH_LABEL: value}
+    return {**obj, "metadata": {**metadata, "labels": labels}}
+
+
+def _as_labelled(current: Mapping[str, Any], wanted: Desired) -> dict[str, Any]:
+    """``wanted`` with the revision label ``current`` has (or none when it has none)."""
+    metadata = current.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    value = labels.get(REVISION_HASH_LABEL) if isinstance(labels, Mapping) else None
+    return labelled(wanted.obj, value if isinstance(value, str) else None)
 
 
 def _find(answer: Sequence[Desired], child: ChildId) -> Desired | None:

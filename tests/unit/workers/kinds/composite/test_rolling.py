@@ -204,6 +204,43 @@ async def test_a_template_change_rolls_one_child_at_a_time_behind_the_status_che
     assert events[-1][0] == "OnLatestRevision"
 
 
+async def test_a_parent_change_that_changes_no_child_moves_them_all_at_once() -> None:
+    # Metacontroller's syncRollingUpdate: a child whose update would be a no-op moves to the
+    # latest revision at once. Here that update still rewrites the revision hash label, in
+    # place, so a scale-up writes the new child and relabels the others in one sync.
+    world = rolling_world()
+    await start(world, replicas=3)
+    await world.cluster.patch(THINGS, "p", {"spec": {"replicas": 4}}, namespace=NS)
+    await world.sync()
+    owning = [r for r in revisions(world) if r.get("children")]
+    assert len(owning) == 1, [r["metadata"]["name"] for r in owning]
+    assert updated(world)["reason"] == "OnLatestRevision"
+    assert sorted(child_writes(world)) == [
+        ("POST", "p-3"),
+        ("PUT", "p-0"),
+        ("PUT", "p-1"),
+        ("PUT", "p-2"),
+    ]
+    assert (
+        len(
+            {existing(world, f"p-{i}")["metadata"]["labels"][REVISION_HASH_LABEL] for i in range(4)}
+        )
+        == 1
+    )
+
+
+async def test_a_parent_change_that_changes_no_child_completes_behind_an_unready_child() -> None:
+    world = rolling_world()
+    await start(world, replicas=3)
+    ready(world, "p-2", value="False")
+    await world.cluster.patch(THINGS, "p", {"spec": {"note": "x"}}, namespace=NS)
+    await world.sync()
+    assert updated(world)["reason"] == "OnLatestRevision"
+    assert [r for r in revisions(world) if r.get("children")] == [
+        r for r in revisions(world) if r["parentPatch"]["spec"].get("note") == "x"
+    ]
+
+
 async def test_rolling_in_place_waits_for_the_observed_generation() -> None:
     world = rolling_world("RollingInPlace", checks=False)
     await start(world, replicas=2)
