@@ -5,8 +5,9 @@ Invariants:
   Metacontroller's queues) and reconciler; at most ``concurrency`` reconciles run at once in
   the process, across controllers. A key taken from its queue may wait for one of them; the
   queue counts that wait as work (``work_duration``), since it has handed the key out. A key
-  is never reconciled twice at once (the queue's contract; across workers, the
-  coordinator's slot ownership).
+  is never reconciled twice at once (the queue's contract; a key whose reconcile was
+  cancelled, its controller removed and added again, starts again only once the cancelled
+  one has ended; across workers, the coordinator's slot ownership).
 - A reconcile starts only when ``gate()`` allows it for the key (the worker is joined, not
   leaving, and owns the key's slot); otherwise the key is dropped: the coordinator hands it
   to whoever owns it, with all other keys of the slot. Contact with the coordinator is
@@ -20,7 +21,8 @@ Invariants:
 - ``cancel(predicate)`` stops the running reconciles of matching keys at their next await
   (fencing: the coordinator is gone) and drops their queued keys; ``drain(predicate)`` drops
   queued keys and waits for running ones to finish (a slot is being revoked). Both pass the
-  predicate to ``on_discard`` (per-key state kept outside the runner, e.g. ETag caches).
+  predicate to ``on_discard`` (per-key state kept outside the runner, e.g. ETag caches). A
+  cancelled reconcile's key is forgotten by its queue's rate limiter, like a dropped one.
 - Read-your-writes: the resourceVersions a reconcile reports through ``wrote`` become the
   barrier of the key's next fetch; a fetch that returned satisfied it.
 - Echoes wait their turn: a LIVE key whose running reconcile has written, or whose last
@@ -248,6 +250,9 @@ class Runner:
 
     async def _process(self, name: str, controller: _Controller, key: ParentKey) -> None:
         queue = controller.queue
+        cancelled = self._running.get(key)
+        if cancelled is not None:  # of the controller's previous queue, still ending
+            await asyncio.wait((cancelled,))
         if not self._gate(key):
             queue.forget(key)
             return
@@ -261,6 +266,7 @@ class Runner:
         except asyncio.CancelledError:
             if not task.cancelled():
                 raise  # the consumer itself is being cancelled
+            queue.forget(key)
             return  # fenced or stopped: nothing to retry here
         except KeyDropped as e:
             queue.forget(key)
@@ -286,7 +292,8 @@ class Runner:
             )
             return
         finally:
-            del self._running[key]
+            if self._running.get(key) is task:  # not yet the entry of the key's next run
+                del self._running[key]
             controller.active -= 1
             self._metrics.set_active(name, controller.active)
         seconds = time.perf_counter() - started

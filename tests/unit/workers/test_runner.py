@@ -236,6 +236,59 @@ async def test_cancel_interrupts_running_reconciles_and_drain_waits() -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_key_of_a_controller_removed_and_added_again_never_runs_twice_at_once() -> None:
+    # A controller object deleted and created again while one of its keys reconciles: the
+    # worker handles both CONTROLLERS messages and the key's KEYS in one turn.
+    script = Script()
+    script.release.clear()
+    r = runner(script, concurrency=2)
+    r.set_controllers((definition(),))
+    r.enqueue(key("a"), Priority.LIVE)
+    await settle()
+    r.set_controllers(())
+    r.set_controllers((definition(),))
+    r.enqueue(key("a"), Priority.LIVE)
+    await settle()
+    assert script.reconciled == ["a", "a"] and script.running == 1 and script.peak == 1
+    assert r.in_flight == 1
+    drained = asyncio.create_task(r.drain(lambda _: True))  # a slot revoked meanwhile
+    await settle()
+    assert not drained.done()  # it waits for the new reconcile
+    script.release.set()
+    await asyncio.wait_for(drained, 2)
+    r.enqueue(key("b"), Priority.LIVE)
+    await settle()
+    assert script.reconciled == ["a", "a", "b"]  # every consumer still works
+    assert r.in_flight == 0
+    await r.close()
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_reconcile_leaves_no_backoff_behind() -> None:
+    script = Script()
+    script.actions["a"] = [RuntimeError("hook 500"), RuntimeError("hook 500"), Outcome()]
+    r = runner(script, concurrency=1)
+    r.set_controllers((definition(),))
+    queue = r._controllers["CompositeController-cc"].queue
+    r.enqueue(key("a"), Priority.LIVE)
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if len(script.reconciled) == 2 and script.running == 0:
+            break
+    assert queue.num_requeues(key("a")) == 2
+    script.release.clear()
+    for _ in range(100):  # the third attempt, after its backoff, now blocks
+        await asyncio.sleep(0.01)
+        if script.running:
+            break
+    assert script.running == 1
+    assert r.cancel(lambda _: True) == 1  # fenced
+    await settle()
+    assert queue.num_requeues(key("a")) == 0  # as a dropped key: no backoff, no memory
+    await r.close()
+
+
+@pytest.mark.asyncio
 async def test_controllers_come_and_go_and_a_bad_one_is_isolated() -> None:
     script = Script()
 
