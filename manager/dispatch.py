@@ -4,8 +4,9 @@ Contract:
 - ``push(key, priority)`` notes a parent key for the owner of its slot; all keys pushed in
   one event-loop turn go out as KEYS messages (at most ``KEYS_BATCH`` keys each, each key
   once per priority), in priority order. A key whose slot is in transit is dropped (the
-  ASSIGN that ends the move carries every key of the slot); so is a key whose snapshot is
-  being held back (``parked``): the snapshot, taken after the change, already reflects it.
+  ASSIGN that ends the move carries every key of the slot). A key whose snapshot is being
+  held back still goes out: only the worker knows whether it still waits for that snapshot
+  (it drops KEYS of a key it is fetching, since the snapshot follows them on the same pipe).
 - ``send(target, msg)`` queues one message: ``target`` is a worker id (resolved to its current
   connection when sent, and dropped if it is no longer a member, unless it is a NACK or BYE)
   or a routing id (``bytes``: an answer to a connection that is not a member).
@@ -17,8 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from manager.membership import Outbox
 from manager.term_metrics import TermMetrics
@@ -46,11 +46,8 @@ class Dispatch:
             lambda: defaultdict(list)
         )
         self._flush_scheduled = False
-        self._parked: dict[ParentKey, int] = {}
 
     def push(self, key: ParentKey, priority: Priority) -> None:
-        if key in self._parked:
-            return
         worker = self._target_of(slot_of(key))
         if worker is None:
             return
@@ -69,17 +66,6 @@ class Dispatch:
                 for i in range(0, len(unique), KEYS_BATCH):
                     batch = tuple(unique[i : i + KEYS_BATCH])
                     self._outbox.put_nowait((worker, Keys(self._epoch, priority, batch)))
-
-    @contextmanager
-    def parked(self, key: ParentKey) -> Iterator[None]:
-        """While inside, pushes of ``key`` are dropped (its snapshot will reflect them)."""
-        self._parked[key] = self._parked.get(key, 0) + 1
-        try:
-            yield
-        finally:
-            left = self._parked.pop(key) - 1
-            if left:
-                self._parked[key] = left
 
     def send(self, target: Target, msg: Message) -> None:
         self._outbox.put_nowait((target, msg))

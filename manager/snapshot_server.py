@@ -14,8 +14,10 @@ Contract:
   objects where they differ from the live parent's.
 - A snapshot carries the parent's ControllerRevisions (``manager.snapshots.revisions_of``)
   when its controller keeps them (rolling updates), none otherwise.
-- While a snapshot waits, pushes of its key are dropped (``Dispatch.parked``): the snapshot,
-  taken after them, reflects them. A snapshot whose slot changed owner meanwhile is not sent.
+- While a snapshot waits, pushes of its key still go out (the worker that fetches drops
+  them, and the snapshot, sent after them, reflects them; a worker that gave up waiting, or
+  the slot's new owner, runs the key). A snapshot whose slot changed owner meanwhile is not
+  sent.
 - ``close()`` cancels the snapshots still waiting.
 """
 
@@ -133,8 +135,7 @@ class SnapshotServer:
     async def _answer_later(
         self, worker: str, msg: Fetch, view: ControllerView, waits: list[asyncio.Future[bool]]
     ) -> None:
-        with self._dispatch.parked(msg.key):
-            results = await asyncio.gather(*waits)
+        results = await asyncio.gather(*waits)
         if not all(results):
             self._metrics.barrier_timeout()
         if self._owner(slot_of(msg.key)) == worker:
