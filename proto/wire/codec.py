@@ -14,7 +14,9 @@ Contract:
   - ``unknown_type``: ``t`` names no message of this version.
   Fields the decoder does not know are ignored; every declared field is required.
 - Validation is by exact type (``bool`` is not an ``int``, a str is not an array), counts and
-  ids are non-negative, durations non-negative and finite, enums must name a member.
+  ids are non-negative, durations non-negative and finite, enums must name a member. A
+  WELCOME must also be one a worker can act on: at least one slot in all, each assigned slot
+  below that count, a positive heartbeat interval no longer than the heartbeat timeout.
 - ``encode`` raises ``FrameError("oversized")`` for a frame longer than ``max_size``, which
   the peer would drop: the caller learns at once (a coordinator answers such a FETCH with
   ``NackReason.TOO_LARGE``).
@@ -48,6 +50,7 @@ from proto.wire.messages import (
     NackReason,
     Priority,
     ResourceInfo,
+    Welcome,
 )
 
 DEFAULT_MAX_FRAME_SIZE: Final = 64 * 1024 * 1024
@@ -380,4 +383,18 @@ def decode(frame: bytes, *, max_size: int = DEFAULT_MAX_FRAME_SIZE) -> Message:
     except KeyError:
         raise FrameError("unknown_type", f"unknown message type {tag[:64]!r}") from None
     msg: Message = unpack(m)
+    if type(msg) is Welcome:
+        _check_welcome(msg)
     return msg
+
+
+def _check_welcome(msg: Welcome) -> None:
+    if msg.slot_count < 1:
+        raise FrameError("malformed", "WELCOME.slot_count: expected at least 1")
+    if any(slot >= msg.slot_count for slot in msg.slots):
+        raise FrameError("malformed", "WELCOME.slots: expected slots below slot_count")
+    if not 0 < msg.heartbeat_interval <= msg.heartbeat_timeout:
+        raise FrameError(
+            "malformed",
+            "WELCOME.heartbeat_interval: expected more than 0 and at most heartbeat_timeout",
+        )

@@ -169,6 +169,20 @@ def test_durations_must_be_finite_non_negative_numbers(bad: object) -> None:
     assert _reason(_frame(**fields)) == "malformed"
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"slot_count": 0},  # every slot_of would divide by zero
+        {"slots": [3, 1024]},  # a slot the count does not have
+        {"heartbeat_interval": 0.0},  # heartbeats without pause
+        {"heartbeat_interval": 6.0},  # longer than the timeout
+    ],
+)
+def test_a_welcome_no_worker_can_act_on_is_malformed(change: dict[str, Any]) -> None:
+    fields = _fields(Welcome(1, "c", "i", (), 1024, (3,), 1.0, 5.0)) | change
+    assert _reason(_frame(**fields)) == "malformed"
+
+
 def test_oversized_frames_are_rejected_before_parsing() -> None:
     frame = encode(Bye("x" * 100))
     assert decode(frame, max_size=len(frame)) == Bye("x" * 100)

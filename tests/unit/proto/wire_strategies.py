@@ -61,7 +61,17 @@ controller_lists = st.lists(controllers, max_size=3).map(tuple)
 MESSAGES: dict[type, st.SearchStrategy[Any]] = {
     Hello: st.builds(Hello, text, text, small, small),
     Welcome: st.builds(
-        Welcome, uints, text, text, controller_lists, small, slot_lists, seconds, seconds
+        lambda epoch, coordinator, incarnation, controllers, count, slots, interval, more: Welcome(
+            epoch, coordinator, incarnation, controllers, count, slots, interval, interval + more
+        ),
+        uints,
+        text,
+        text,
+        controller_lists,
+        st.integers(min_value=1024, max_value=2**31),  # every slot of slot_lists is below it
+        slot_lists,
+        st.floats(min_value=1e-3, max_value=1e6),
+        seconds,
     ),
     Controllers: st.builds(Controllers, uints, controller_lists),
     Assign: st.builds(Assign, uints, slot_lists, key_lists),
