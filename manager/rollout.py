@@ -10,9 +10,10 @@
   ``parentPatch`` from the revision before (dotted paths of the changed leaves).
 - ``undo [--to-revision N]``: writes revision N's ``parentPatch`` (default: the revision
   before the latest) back over the parent's ``revisionHistory.fieldPaths``, like ``kubectl
-  rollout undo``; the controller then moves the children back one at a time. The field paths
-  come from the one CompositeController that handles the parent; the write is a PUT with the
-  parent's resourceVersion as its precondition.
+  rollout undo`` (a path the patch lacks, a field that did not exist then, is removed); the
+  controller then moves the children back one at a time. The field paths come from the one
+  CompositeController that handles the parent; the write is a PUT with the parent's
+  resourceVersion as its precondition.
 
 A parent's revisions are the ControllerRevisions whose controller ownerReference is the
 parent's uid: in its namespace for a namespaced parent, in any namespace for a
@@ -33,7 +34,7 @@ from typing import Any, TextIO
 from proto.api import names
 from proto.api.controllers import group_of, parse_composite_controller
 from proto.api.errors import InvalidControllerError
-from proto.api.revisions import Revision, apply_patch, revision_hash
+from proto.api.revisions import Revision, restore_patch, revision_hash
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.config import load_config
@@ -253,7 +254,7 @@ async def run(args: argparse.Namespace, out: TextIO) -> None:
         else:
             chosen = undo_target(revisions, args.to_revision)
             paths = await field_paths(client, resource, parent)
-            wanted = apply_patch(parent, chosen.patch, paths)
+            wanted = restore_patch(parent, chosen.patch, paths)
             if wanted == parent:
                 out.write(f"{target.what}: already at revision {chosen.number}\n")
                 return

@@ -7,6 +7,8 @@ Read by the workers (which write them, ``workers.kinds.composite``) and by ``met
 - ``make_patch`` / ``apply_patch``: Metacontroller's ``makePatch`` and ``applyPatch`` over
   ``revisionHistory.fieldPaths`` (dotted paths, default ``["spec"]``): the patch holds the
   parent's subtree at each path that exists; applying it overwrites those subtrees of a copy.
+- ``restore_patch``: what ``metashard rollout undo`` writes: ``apply_patch`` that also
+  removes the paths the patch lacks, so the result's ``make_patch`` is the patch itself.
 - ``older_parents``: the parent each older revision that owns children is synced with (its
   ``parentPatch`` applied over the live parent); the coordinator calls the customize hook
   once for each (Metacontroller calls customize once per revision).
@@ -32,6 +34,7 @@ __all__ = [
     "apply_patch",
     "make_patch",
     "older_parents",
+    "restore_patch",
     "revision_hash",
 ]
 
@@ -71,6 +74,33 @@ def apply_patch(
         if found:
             result = _set(result, parts, value)
     return result
+
+
+def restore_patch(
+    parent: Mapping[str, Any], patch: Mapping[str, Any], field_paths: Sequence[str]
+) -> dict[str, Any]:
+    """A copy of ``parent`` whose subtrees at ``field_paths`` are ``patch``'s: written over
+    where the patch has them, removed where it does not (the field did not exist then)."""
+    result = dict(parent)
+    for path in field_paths:
+        parts = path.split(".")
+        found, value = _get(patch, parts)
+        result = _set(result, parts, value) if found else _remove(result, parts)
+    return result
+
+
+def _remove(obj: dict[str, Any], parts: Sequence[str]) -> dict[str, Any]:
+    """``obj`` without the value at ``parts`` (copy on write; ``obj`` itself when absent)."""
+    head, rest = parts[0], parts[1:]
+    if head not in obj:
+        return obj
+    if not rest:
+        return {k: v for k, v in obj.items() if k != head}
+    inner = obj[head]
+    if not isinstance(inner, dict):
+        return obj
+    removed = _remove(inner, rest)
+    return obj if removed is inner else {**obj, head: removed}
 
 
 def _get(obj: Mapping[str, Any], parts: Sequence[str]) -> tuple[bool, Any]:

@@ -5,8 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from proto.api.revisions import Revision, apply_patch, make_patch, older_parents, revision_hash
+from proto.api.revisions import (
+    Revision,
+    apply_patch,
+    make_patch,
+    older_parents,
+    restore_patch,
+    revision_hash,
+)
 from tests.jsonvalues import strict
 
 
@@ -44,6 +53,33 @@ def test_apply_patch_overwrites_the_paths_on_a_copy() -> None:
         "metadata": {"name": "p"},
         "spec": {"replicas": 1},
     }
+
+
+def test_restore_patch_also_removes_the_paths_the_patch_lacks() -> None:
+    paths = ["spec.template", "spec.paused", "spec.gone.deeper"]
+    then = {"metadata": {"name": "p"}, "spec": {"template": {"image": "v1"}}}
+    patch = make_patch(then, paths)
+    now = {"metadata": {"name": "p"}, "spec": {"template": {"image": "v2"}, "paused": True}}
+    before = strict(now)
+    restored = restore_patch(now, patch, paths)
+    assert restored == then
+    assert make_patch(restored, paths) == patch
+    assert strict(now) == before
+    assert apply_patch(now, patch, paths)["spec"]["paused"] is True  # unlike applyPatch
+
+
+OBJECTS = st.dictionaries(
+    st.sampled_from(["spec", "x"]), st.dictionaries(st.sampled_from(["a", "b"]), st.integers())
+)
+
+
+@given(parent=OBJECTS, then=OBJECTS)
+def test_a_restored_parent_has_exactly_the_patch(
+    parent: dict[str, Any], then: dict[str, Any]
+) -> None:
+    paths = ["spec.a", "x"]
+    patch = make_patch(then, paths)
+    assert make_patch(restore_patch(parent, patch, paths), paths) == patch
 
 
 @pytest.mark.parametrize(
