@@ -8,8 +8,10 @@ As in Metacontroller (``pkg/controller/decorator``):
   objects to decorate. Each has a ``labelSelector`` and an ``annotationSelector``
   (``matchAnnotations`` + ``matchExpressions``, read as a label selector over the
   annotations, so its values must be valid label values, else the controller does not start);
-  both must match, an absent one matches everything. Several rules may name one resource: an
-  object is decorated when any rule of its resource selects it.
+  both must match, an absent one matches everything (``DecoratedResource.matches``). Several
+  rules may name one resource: an object is decorated when any rule of its resource selects
+  it. A rule's ``resource`` is text (plural or short name) until discovery resolves it, so
+  which rules apply to an object is decided where the resolved resources are known.
 - ``attachments[]`` with ``updateStrategy.method`` OnDelete (default), Recreate or InPlace.
   ``RollingRecreate`` and ``RollingInPlace`` pass validation (the CRD enum accepts them) and
   act like Recreate and InPlace, as in Metacontroller, which has no rolling logic for
@@ -61,7 +63,7 @@ DecoratorHooks = CompositeHooks
 
 @dataclass(frozen=True, slots=True)
 class DecoratedResource:
-    """One ``resources[]`` rule."""
+    """One ``resources[]`` rule; ``resource`` as written (plural or short name)."""
 
     api_version: str
     resource: str
@@ -72,6 +74,7 @@ class DecoratedResource:
     def matches(
         self, labels: Mapping[str, str] | None, annotations: Mapping[str, str] | None
     ) -> bool:
+        """Whether both selectors match (an absent selector matches everything)."""
         return self.label_selector.matches(labels) and self.annotation_selector.matches(annotations)
 
 
@@ -98,22 +101,6 @@ class DecoratorController:
     def connection_settings(self) -> dict[HookName, Settings]:
         """The connection settings each hook uses (its own, or its endpoint config's)."""
         return hook_settings(self.hooks, self.endpoint_configs)
-
-    def selects(
-        self,
-        api_version: str,
-        resource: str,
-        labels: Mapping[str, str] | None,
-        annotations: Mapping[str, str] | None,
-    ) -> bool:
-        """Whether some rule for ``resource`` (in ``api_version``'s group) selects the object."""
-        group = api_version.rpartition("/")[0]
-        return any(
-            r.resource == resource
-            and r.api_version.rpartition("/")[0] == group
-            and r.matches(labels, annotations)
-            for r in self.resources
-        )
 
 
 def _annotation_selector(fields: Fields, key: str) -> Selector:

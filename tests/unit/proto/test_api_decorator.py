@@ -58,12 +58,14 @@ def test_defaults_and_selectors() -> None:
         UpdateMethod.ON_DELETE,
         UpdateMethod.ROLLING_IN_PLACE,
     ]
+    statefulsets, pods = spec.resources
+    assert (statefulsets.api_version, statefulsets.resource) == ("apps/v1", "statefulsets")
     labels, annotations = {"app": "web"}, {"service-per-pod-label": "pod-name", "ports": "80"}
-    assert spec.selects("apps/v1", "statefulsets", labels, annotations)
-    assert not spec.selects("apps/v1", "statefulsets", labels, {"ports": "80"})
-    assert not spec.selects("apps/v1", "statefulsets", annotations, labels)  # swapped
-    assert spec.selects("v1", "pods", None, None)  # no selectors: everything
-    assert not spec.selects("v1", "services", None, None)  # not a decorated resource
+    assert statefulsets.matches(labels, annotations)
+    assert not statefulsets.matches(labels, {"ports": "80"})
+    assert not statefulsets.matches(annotations, labels)  # swapped
+    assert not statefulsets.matches(None, None)
+    assert pods.matches(None, None)  # no selectors: everything
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,8 @@ Each ``reconcile`` follows Metacontroller's ``decorator.syncParentObject``:
 
 1. No target in the snapshot (deleted, or no longer handled), or a target that no rule of
    its resource selects (labels and annotations) and that does not carry our finalizer:
-   nothing to do.
+   nothing to do. A rule's resource is the one it resolved to (``ControllerDef.resources``,
+   one per rule, in order), as on the coordinator: a rule naming ``po`` applies to pods.
 2. Our finalizer ``metacontroller.io/decoratorcontroller-<name>`` is added (with a finalize
    hook) or removed (without one) (``workers.common.finalizer``).
 3. Attachments: ours are those the target owns that carry our annotation
@@ -48,6 +49,7 @@ import orjson
 from proto.api import names
 from proto.api.controllers import HookName, UpdateMethod
 from proto.api.decorator import (
+    DecoratedResource,
     DecoratorResponse,
     decode_decorator_response,
     parse_decorator_controller,
@@ -100,10 +102,12 @@ class DecoratorReconciler:
         self._writer = writer
         self._events = events
         self._controller = definition.object
-        self._parents = {
-            info.group_resource: children.Target(resource_of(info), info.group_resource)
-            for info in definition.resources[:count]
-        }
+        self._parents: dict[str, children.Target] = {}
+        self._rules: dict[str, tuple[DecoratedResource, ...]] = {}
+        for info, rule in zip(definition.resources[:count], spec.resources, strict=True):
+            name = info.group_resource
+            self._parents[name] = children.Target(resource_of(info), name)
+            self._rules[name] = (*self._rules.get(name, ()), rule)
         targets: dict[TypeKey, children.Target] = {}
         self._methods: dict[TypeKey, UpdateMethod] = {}
         self._types: list[ChildType] = []
@@ -144,8 +148,9 @@ class DecoratorReconciler:
         ours = spec.finalizer
         resource = target.resource
         meta = obj["metadata"]
-        selected = spec.selects(
-            resource.api_version, resource.name, meta.get("labels"), meta.get("annotations")
+        selected = any(
+            rule.matches(meta.get("labels"), meta.get("annotations"))
+            for rule in self._rules[target.group_resource]
         )
         has_finalize = spec.hooks.finalize is not None
         current = await sync_finalizer(

@@ -38,7 +38,7 @@ def view(*rules: dict[str, Any]) -> DecoratorView:
             "hooks": {"sync": {"webhook": {"url": "http://hook/sync"}}},
         },
     }
-    targets = tuple(PODS if r["resource"] == "pods" else ROLES for r in rules)
+    targets = tuple(PODS if r["resource"] in ("pods", "po") else ROLES for r in rules)
     return DecoratorView(
         parse_decorator_controller(obj), orjson.dumps(obj), "1", targets, (SERVICES, BINDINGS)
     )
@@ -167,6 +167,17 @@ def test_several_resources_any_scope_keys_by_resource() -> None:
     w.event(ROLES, cached("admin", ns="", kind="ClusterRole"))
     assert w.pushed == [pod_key("p"), role_key("admin")]
     assert w.router.keys_of(range(1024)) == tuple(sorted([pod_key("p"), role_key("admin")]))
+
+
+def test_rules_apply_to_the_resource_they_resolve_to() -> None:
+    """A rule naming ``po`` is a rule of pods: any rule of pods selects, however named."""
+    db = {"apiVersion": "v1", "resource": "pods", "labelSelector": {"matchLabels": {"app": "db"}}}
+    w = World(view({**POD_RULE, "resource": "po"}, db))
+    w.event(PODS, cached("p", **SELECTED))
+    w.event(PODS, cached("q", labels={"app": "db"}))
+    w.event(PODS, cached("r", labels={"app": "other"}))
+    assert w.pushed == [pod_key("p"), pod_key("q")]
+    assert w.view.parents == (PODS,)
 
 
 def test_attachments_map_to_their_target_only_when_annotated() -> None:

@@ -27,7 +27,14 @@ FINALIZER = "metacontroller.io/decoratorcontroller-dc"
 pytestmark = pytest.mark.asyncio
 
 
-def decorator(*, finalize: bool = False, method: str = "InPlace", **rule: Any) -> dict[str, Any]:
+def decorator(
+    *,
+    finalize: bool = False,
+    method: str = "InPlace",
+    rules: list[dict[str, Any]] | None = None,
+    **rule: Any,
+) -> dict[str, Any]:
+    """One rule for pods (``rule`` its selectors), or ``rules``."""
     hooks: dict[str, Any] = {"sync": {"webhook": {"url": "http://hook/sync"}}}
     if finalize:
         hooks["finalize"] = {"webhook": {"url": "http://hook/finalize"}}
@@ -36,7 +43,7 @@ def decorator(*, finalize: bool = False, method: str = "InPlace", **rule: Any) -
         "kind": "DecoratorController",
         "metadata": {"name": "dc", "uid": "dc-uid"},
         "spec": {
-            "resources": [{"apiVersion": "v1", "resource": "pods", **rule}],
+            "resources": rules or [{"apiVersion": "v1", "resource": "pods", **rule}],
             "attachments": [
                 {"apiVersion": "v1", "resource": "services", "updateStrategy": {"method": method}}
             ],
@@ -93,12 +100,15 @@ class World:
         *,
         subresources: tuple[str, ...] = ("status",),
         connections: bytes = b"",
+        targets: tuple[ResourceInfo, ...] | None = None,
     ) -> None:
+        """``targets``: the resolved resource of each rule; pods for every rule by default."""
         self.cluster = MemoryCluster()
         self.events = Events()
         self.answer: Callable[[dict[str, Any]], Any] = service_per_pod
         self.hooks = ScriptedHooks(lambda r: orjson.dumps(self.answer(r)))
         self.keyed = KeyedHooks(self.hooks)
+        pods = ResourceInfo("v1", "pods", "Pod", True, subresources)
         definition = ControllerDef(
             ControllerKind.DECORATOR,
             "dc",
@@ -106,7 +116,7 @@ class World:
             "1",
             orjson.dumps(dc),
             (
-                ResourceInfo("v1", "pods", "Pod", True, subresources),
+                *(targets or (pods,) * len(dc["spec"]["resources"])),
                 ResourceInfo("v1", "services", "Service", True, ()),
             ),
             connections,
@@ -243,6 +253,42 @@ async def test_targets_are_selected_by_labels_and_annotations(
 ) -> None:
     world = World(decorator(**rule))
     await world.pod(labels=labels, annotations=annotations)
+    await world.sync()
+    assert bool(world.hooks.requests) is selected
+    assert (world.get(SERVICES, "svc-p") is not None) is selected
+
+
+CONFIGMAPS = ResourceInfo("v1", "configmaps", "ConfigMap", True, ())
+
+
+def pod_rule(resource: str, app: str | None = None) -> dict[str, Any]:
+    rule: dict[str, Any] = {"apiVersion": "v1", "resource": resource}
+    if app is not None:
+        rule["labelSelector"] = {"matchLabels": {"app": app}}
+    return rule
+
+
+@pytest.mark.parametrize(
+    ("rules", "configmaps_at", "selected"),
+    [
+        ([pod_rule("po")], None, True),  # a short name, resolved to pods
+        ([pod_rule("po", app="db")], None, False),
+        ([pod_rule("pods", app="db"), pod_rule("po", app="web")], None, True),  # any rule
+        ([pod_rule("pods", app="db"), pod_rule("po", app="db")], None, False),
+        # a rule of another resource never applies, however much it would select
+        ([pod_rule("configmaps"), pod_rule("po", app="db")], 0, False),
+        ([pod_rule("po", app="web"), pod_rule("cm")], 1, True),
+    ],
+)
+async def test_rules_apply_to_the_resource_they_resolve_to(
+    rules: list[dict[str, Any]], configmaps_at: int | None, selected: bool
+) -> None:
+    """Rules are matched by their resolved resource (``ControllerDef.resources``), not by the
+    text naming it: the coordinator routes targets named by a short name too."""
+    pods = ResourceInfo("v1", "pods", "Pod", True, ("status",))
+    targets = tuple(CONFIGMAPS if i == configmaps_at else pods for i in range(len(rules)))
+    world = World(decorator(rules=rules), targets=targets)
+    await world.pod(labels={"app": "web"})
     await world.sync()
     assert bool(world.hooks.requests) is selected
     assert (world.get(SERVICES, "svc-p") is not None) is selected
