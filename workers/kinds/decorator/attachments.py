@@ -9,8 +9,11 @@ metashard also adopts like a CompositeController does, within what a decorator c
 orphan (no controller ownerReference) carrying our annotation, not being deleted, in the
 target's namespace (any namespace for a cluster-scoped target) is adoptable, and is adopted
 when the hook wants an attachment of that type, namespace and name (Metacontroller would try
-to create it and stop at AlreadyExists). An adoptable orphan the hook does not want is left
-alone. Nothing is released: a decorator has no selector an attachment could stop matching.
+to create it and stop at AlreadyExists). A target being deleted adopts nothing, as in
+Kubernetes' ControllerRefManager (``workers.common.claims``): once its finalizers are gone
+the garbage collector would delete what it adopted. An adoptable orphan the hook does not
+want is left alone. Nothing is released: a decorator has no selector an attachment could
+stop matching.
 
 ``stamp(desired, name)`` writes our annotation on a desired attachment (before apply, so it
 is part of the last-applied configuration, as in Metacontroller).
@@ -37,8 +40,11 @@ class Split:
     adoptable: tuple[Observed, ...]
 
 
-def split(candidates: Iterable[Observed], *, uid: str, namespace: str, name: str) -> Split:
-    """Sort one type's candidates for the target ``uid`` (in ``namespace``; ``""``: any)."""
+def split(
+    candidates: Iterable[Observed], *, uid: str, namespace: str, name: str, deleting: bool
+) -> Split:
+    """Sort one type's candidates for the target ``uid`` (in ``namespace``; ``""``: any),
+    which is being deleted when ``deleting``: then nothing is adoptable."""
     owned: list[Observed] = []
     adoptable: list[Observed] = []
     for child in candidates:
@@ -48,7 +54,7 @@ def split(candidates: Iterable[Observed], *, uid: str, namespace: str, name: str
             if child.controller_uid == uid:
                 owned.append(child)
             continue
-        if child.deleting or (namespace and child.namespace != namespace):
+        if deleting or child.deleting or (namespace and child.namespace != namespace):
             continue
         adoptable.append(child)
     return Split(tuple(owned), tuple(adoptable))

@@ -10,7 +10,8 @@ Each ``reconcile`` follows Metacontroller's ``decorator.syncParentObject``:
 2. Our finalizer ``metacontroller.io/decoratorcontroller-<name>`` is added (with a finalize
    hook) or removed (without one) (``workers.common.finalizer``).
 3. Attachments: ours are those the target owns that carry our annotation
-   (``attachments.split``); an annotated orphan the hook wants is adopted.
+   (``attachments.split``); an annotated orphan the hook wants is adopted, unless the target
+   is being deleted.
 4. The sync hook is called, or the finalize hook (``finalizing: true``) for a target being
    deleted or no longer selected. Request ``{controller, object, attachments, related,
    finalizing}``, with the snapshot's raw JSON embedded. The hook's TLS material and
@@ -37,7 +38,7 @@ Every successful write is reported to ``request.wrote``.
 Differences from Metacontroller, on purpose: no GET before writes (resourceVersion
 preconditions instead, as for CompositeControllers); the attachments are all checked before
 any write; ``finalized`` counts only in an answer of the finalize hook; annotated orphans the
-hook wants are adopted instead of failing with AlreadyExists.
+hook wants are adopted (by a target not being deleted) instead of failing with AlreadyExists.
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ class DecoratorReconciler:
 
         uid = meta.get("uid") or ""
         namespace = (meta.get("namespace") or "") if resource.namespaced else ""
-        owned, adoptable = self._observed(request, uid, namespace)
+        owned, adoptable = self._observed(request, uid, namespace, deleting)
         finalizing = finalizer.finalizing(
             has_finalize_hook=has_finalize, deleting=deleting, selected=selected
         )
@@ -244,15 +245,17 @@ class DecoratorReconciler:
         )
 
     def _observed(
-        self, request: ReconcileRequest, uid: str, namespace: str
+        self, request: ReconcileRequest, uid: str, namespace: str, deleting: bool
     ) -> tuple[dict[TypeKey, list[Observed]], dict[TypeKey, dict[tuple[str, str], Observed]]]:
+        """Each type's attachments of the target, and the orphans it may adopt (none while it
+        is being deleted), by namespace and name."""
         snapshot = request.snapshot.children
         owned: dict[TypeKey, list[Observed]] = {}
         adoptable: dict[TypeKey, dict[tuple[str, str], Observed]] = {}
         for type_key in self._targets:
             candidates = [Observed.decode(raw) for raw in snapshot.get(type_key.group_key, ())]
             found = attachments.split(
-                candidates, uid=uid, namespace=namespace, name=self._spec.name
+                candidates, uid=uid, namespace=namespace, name=self._spec.name, deleting=deleting
             )
             owned[type_key] = list(found.owned)
             adoptable[type_key] = {(c.namespace, c.name): c for c in found.adoptable}

@@ -479,6 +479,22 @@ async def test_children_are_managed_while_finalizing() -> None:
     ]
 
 
+async def test_a_parent_being_deleted_adopts_nothing() -> None:
+    """Adopted under a dying parent, an orphan would go to the garbage collector once the
+    finalizer is removed (Kubernetes' ControllerRefManager)."""
+    world = World(finalize=True)
+    parent = await world.parent(spec={"children": 1, "data": "x"}, finalizers=[FINALIZER])
+    await world.cluster.delete(THINGS, "p", namespace=NS)  # held by our finalizer
+    await world.child("p-0", labels={"controller-uid": parent["metadata"]["uid"]})
+    wanted = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p-0"}}
+    world.answer = lambda _: {"children": [wanted], "finalized": False}
+    await world.sync()
+    assert world.requests[-1][1]["finalizing"] is True
+    assert world.requests[-1][1]["children"]["ConfigMap.v1"] == {}  # not claimed
+    assert world.get("p-0")["metadata"].get("ownerReferences") is None  # type: ignore[index]
+    assert ("PATCH", "configmaps", "p-0") not in verbs(world)
+
+
 async def test_no_children_managed_under_a_garbage_collector_finalizer() -> None:
     world = World(finalize=True)
     await world.parent(spec={"children": 1, "data": "x"})

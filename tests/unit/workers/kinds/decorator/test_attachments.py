@@ -49,13 +49,28 @@ def test_ours_needs_both_the_owner_and_the_annotation() -> None:
         uid="t-uid",
         namespace="ns",
         name="dc",
+        deleting=False,
     )
     assert names(found.owned) == ["ours"]
     assert names(found.adoptable) == ["orphan"]
 
 
+def test_a_target_being_deleted_keeps_what_it_owns_and_may_adopt_nothing() -> None:
+    found = split(
+        [obj("ours", owner="t-uid"), obj("orphan")],
+        uid="t-uid",
+        namespace="ns",
+        name="dc",
+        deleting=True,
+    )
+    assert names(found.owned) == ["ours"]
+    assert names(found.adoptable) == []
+
+
 def test_a_cluster_scoped_target_may_adopt_in_any_namespace() -> None:
-    found = split([obj("a", ns="one"), obj("b", ns="two")], uid="t", namespace="", name="dc")
+    found = split(
+        [obj("a", ns="one"), obj("b", ns="two")], uid="t", namespace="", name="dc", deleting=False
+    )
     assert names(found.adoptable) == ["a", "b"]
 
 

@@ -220,6 +220,29 @@ async def test_an_annotated_orphan_the_hook_wants_is_adopted() -> None:
     assert service["spec"] == {"selector": {"pod": "p"}}  # then updated in place
 
 
+async def test_a_target_being_deleted_adopts_nothing() -> None:
+    """As Kubernetes' ControllerRefManager: adopted under a dying target, the orphan would go
+    to the garbage collector once our finalizer is removed."""
+    world = World(decorator(finalize=True))
+    world.answer = lambda r: {
+        "attachments": [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "keep"}}],
+        "finalized": False,
+    }
+    await world.pod(finalizers=[FINALIZER])
+    await world.cluster.delete(PODS, "p", namespace=NS)  # held by our finalizer
+    await world.cluster.create(
+        SERVICES,
+        {"metadata": {"name": "keep", "annotations": {DECORATOR_ANNOTATION: "dc"}}},
+        namespace=NS,
+    )
+    await world.sync()  # the create finds the name taken: let go, as in Metacontroller
+    assert world.hooks.requests[-1][1]["finalizing"] is True
+    service = world.get(SERVICES, "keep")
+    assert service is not None and "ownerReferences" not in service["metadata"]
+    pod = world.get(PODS, "p")
+    assert pod is not None and pod["metadata"]["finalizers"] == [FINALIZER]
+
+
 @pytest.mark.parametrize(
     ("rule", "labels", "annotations", "selected"),
     [
