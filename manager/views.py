@@ -15,7 +15,8 @@ from this protocol only, so they hold no kind-specific code. A view answers thre
 resolved TLS material and credentials (``connections``, set by ``manager.controllers`` through
 ``with_connections``). Views are immutable once built; a changed controller object, or
 changed connection material, gets a new view. Helpers shared by every kind live
-here too: ``resolve_all``, ``resource_info``, ``group_resource``, ``group_key``.
+here too: ``resolve_all``, ``resource_info``, ``group_resource``, ``group_key``,
+``status_only``.
 """
 
 from __future__ import annotations
@@ -68,6 +69,21 @@ def resource_info(resource: Resource) -> ResourceInfo:
 
 def group_resource(resource: Resource) -> str:
     return f"{resource.name}.{resource.group}" if resource.group else resource.name
+
+
+def status_only(old: Cached, new: Cached) -> bool:
+    """Whether ``ignoreStatusChanges`` drops the update from ``old`` to ``new``, as
+    Metacontroller's ``updateParentObject`` (composite and decorator) decides: it changes
+    neither ``metadata.generation``, the labels nor the annotations, and ``new`` is not being
+    deleted (every update of an object being deleted counts: a finalize hook may be waiting
+    on its status). An annotation value longer than 63 characters is kept as
+    ``manager.store.LONG_VALUE``, so a change within such a value alone is not seen."""
+    return (
+        not new.deleting
+        and old.generation == new.generation
+        and old.labels == new.labels
+        and old.annotations == new.annotations
+    )
 
 
 def group_key(resource: Resource) -> str:

@@ -3,7 +3,8 @@
 - Watches the parent resource and every child resource.
 - A parent is handled when ``parentResource.labelSelector`` selects it or it still carries
   the controller's finalizer (it must be finalized). ``ignoreStatusChanges`` drops updates
-  that change neither generation, labels nor deletion.
+  that change neither generation, labels nor annotations, of a parent not being deleted
+  (``manager.views.status_only``).
 - A child maps to the parent its controller ownerReference names (same group and kind as the
   parent type). An orphan maps to every parent in scope whose children selector matches it:
   the parents of its namespace for a namespaced parent type, all parents otherwise.
@@ -45,6 +46,7 @@ from manager.views import (
     group_resource,
     resolve_all,
     resource_info,
+    status_only,
 )
 from proto.api import names
 from proto.api.controllers import CompositeController, group_of, parse_composite_controller
@@ -117,12 +119,7 @@ class CompositeView(SpecView[CompositeController]):
         )
 
     def ignores_update(self, resource: Resource, old: Cached, new: Cached) -> bool:
-        return (
-            self.spec.parent.ignore_status_changes
-            and old.generation == new.generation
-            and old.labels == new.labels
-            and old.deleting == new.deleting
-        )
+        return self.spec.parent.ignore_status_changes and status_only(old, new)
 
     def owner_key(self, child: Cached) -> ParentKey | None:
         ref = child.owner

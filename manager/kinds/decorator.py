@@ -8,7 +8,8 @@ As Metacontroller's ``pkg/controller/decorator`` does it:
   ``annotationSelector`` both match) or it still carries the controller's finalizer (it must
   be finalized: the finalize hook also runs for a target that stopped matching). With
   ``ignoreStatusChanges`` on every rule of its resource, an update that changes neither
-  generation, labels, annotations nor deletion is dropped.
+  generation, labels nor annotations, of a target not being deleted, is dropped
+  (``manager.views.status_only``).
 - An attachment is ours when its controller ownerReference names a target type and it
   carries ``metacontroller.k8s.io/decorator-controller: <name>``; it maps to that target's
   key. An orphan carrying the annotation maps to every handled target in scope (its
@@ -32,6 +33,7 @@ from manager.views import (
     group_resource,
     resolve_all,
     resource_info,
+    status_only,
 )
 from proto.api import names
 from proto.api.controllers import group_of
@@ -113,14 +115,7 @@ class DecoratorView(SpecView[DecoratorController]):
 
     def ignores_update(self, resource: Resource, old: Cached, new: Cached) -> bool:
         rules = self._rules(resource)
-        return (
-            bool(rules)
-            and all(r.ignore_status_changes for r in rules)
-            and old.generation == new.generation
-            and old.labels == new.labels
-            and old.annotations == new.annotations
-            and old.deleting == new.deleting
-        )
+        return bool(rules) and all(r.ignore_status_changes for r in rules) and status_only(old, new)
 
     def _ours(self, child: Cached) -> bool:
         return child.annotations.get(names.DECORATOR_ANNOTATION) == self.spec.name

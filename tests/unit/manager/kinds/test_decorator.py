@@ -244,6 +244,31 @@ def test_cluster_scoped_target_sees_attachments_in_every_namespace() -> None:
     assert names == ["a", "b"]
 
 
+GONE = {"deletionTimestamp": "2024-01-01T00:00:00Z", "finalizers": [FINALIZER]}
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "pushed"),
+    [
+        ({}, {}, False),  # status only
+        ({}, {"generation": 2}, True),
+        ({}, {"labels": {**SELECTED["labels"], "x": "y"}}, True),
+        ({}, {"annotations": {**SELECTED["annotations"], "x": "y"}}, True),
+        ({}, GONE, True),  # deletion starts
+        # Every update of a target being deleted: its finalize hook may wait on its status.
+        (GONE, GONE, True),
+    ],
+)
+def test_ignore_status_changes_drops_what_metacontroller_drops(
+    before: dict[str, Any], after: dict[str, Any], pushed: bool
+) -> None:
+    w = World(view({**POD_RULE, "ignoreStatusChanges": True}))
+    w.event(PODS, cached("p", **{**SELECTED, **before}))
+    w.pushed.clear()
+    w.event(PODS, cached("p", **{**SELECTED, **after, "resourceVersion": "2"}))
+    assert (w.pushed == [pod_key("p")]) is pushed
+
+
 def test_ignore_status_changes_needs_every_rule_of_the_resource() -> None:
     rule = {**POD_RULE, "ignoreStatusChanges": True}
     w = World(view(rule))
