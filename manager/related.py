@@ -4,7 +4,12 @@ Contract:
 - For every parent of a controller that has a customize hook, the hook is called once per
   parent version that matters (uid and ``metadata.generation``), by a bounded pool of tasks:
   never from an informer event handler (``parent_changed`` only schedules). The answer's rules
-  are kept until the generation changes or the parent goes away.
+  are kept until the generation changes or the parent goes away, and for at most 20 minutes
+  (Metacontroller's customize cache TTL): once the answer is that old, the parent's next
+  event or next snapshot (a periodic resync asks for one) calls the hook again exactly as a
+  new generation does, its snapshots waiting for the new answer. So a parent without
+  ``metadata.generation`` (a ConfigMap, a Secret) whose labels or annotations the hook reads
+  gets a fresh answer at its first sync after 20 minutes, not never.
 - The resources the rules name are resolved through discovery and watched by shared informers
   (a namespace informer too when a rule has a ``namespaceSelector``); an informer is released
   when no rule names its resource any more.
@@ -16,10 +21,10 @@ Contract:
   children, with that revision's parent (``ControllerView.revision_parents``), as
   Metacontroller does. Those answers hang off the live parent's entry: kept while the
   revision stays among the parent's older revisions, dropped with the live answer (a new
-  generation, the parent gone). ``ready``/``wait_ready`` given ``versions`` cover them too,
-  and ``revision_related_of`` is the snapshot's ``revision_related``: the groups of each
-  revision whose related objects differ from the live parent's. With one revision nothing
-  more is called or sent.
+  generation, the parent gone, any answer of the family 20 minutes old).
+  ``ready``/``wait_ready`` given ``versions`` cover them too, and ``revision_related_of`` is
+  the snapshot's ``revision_related``: the groups of each revision whose related objects
+  differ from the live parent's. With one revision nothing more is called or sent.
 - An answer counts once the informers of the resources its rules name have listed them
   (at most 30 s, else it counts as failed), so a snapshot never carries an empty related
   group only because a new informer has not listed yet.
@@ -67,6 +72,7 @@ CallKey = tuple[ControllerId, str, str]  # (controller, parent uid, revision nam
 Versions = tuple[tuple[str, bytes], ...]  # (revision name, parent JSON) of older revisions
 _MAX_BACKOFF = 300.0
 _SYNC_TIMEOUT = 30.0
+_ANSWER_TTL = 20 * 60.0  # Metacontroller's customize cache TTL (customize/manager.go)
 
 
 @dataclass(slots=True)
@@ -77,6 +83,8 @@ class _Entry:
     """The live parent (its key, namespace and generation)."""
     rules: tuple[RelatedRule, ...] | None = None
     resources: tuple[Resource, ...] = ()
+    answered: float | None = None
+    """When ``rules`` were taken (clock seconds); ``None`` until then."""
     error: str | None = None
     failures: int = 0
     ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -154,6 +162,7 @@ class Related:
             entry is not None
             and entry.view is view
             and entry.parent.generation == parent.generation
+            and not self._expired(entry)
         ):
             for member in entry.family():
                 member.parent = parent
@@ -178,11 +187,19 @@ class Related:
                 self._forget(key)
 
     def state(self, view: ControllerView, resource: Resource, parent: Cached) -> _Entry | None:
+        """``parent``'s entry; made (and its call scheduled) when missing or expired."""
         entry = self._entries.get((view.id, parent.uid))
-        if entry is None:
+        if entry is None or self._expired(entry):
             self.parent_changed(view, resource, parent, None)
             entry = self._entries.get((view.id, parent.uid))
         return entry
+
+    def _expired(self, entry: _Entry) -> bool:
+        """Whether an answer of ``entry``'s family is ``_ANSWER_TTL`` old."""
+        now = self._clock.now()
+        return any(
+            m.answered is not None and now - m.answered >= _ANSWER_TTL for m in entry.family()
+        )
 
     def _family(
         self, view: ControllerView, resource: Resource, parent: Cached, versions: Versions
@@ -376,6 +393,7 @@ class Related:
             if self._lookup(entry.call_key) is not entry:
                 return
         entry.rules = response.related_rules
+        entry.answered = self._clock.now()
         entry.error = None
         entry.failures = 0
         entry.ready.set()

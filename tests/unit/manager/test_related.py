@@ -1,7 +1,8 @@
-"""manager.related under rolling updates: the customize hook once per revision.
+"""manager.related: when the customize hook is called (per generation, per revision under
+rolling updates, again once an answer is 20 minutes old) and what its answers select.
 
-Fakes at the seams ``Related`` is given (hook client, discovery, informers, recorder); the
-hook selects the ConfigMap ``config-<spec.config>`` of the parent it is asked about.
+Fakes at the seams ``Related`` is given (hook client, discovery, informers, recorder, clock);
+the hook selects the ConfigMap ``config-<spec.config>`` of the parent it is asked about.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from manager.kinds.composite import CompositeView
 from manager.related import Related
 from manager.store import Cached, Store
 from proto.api.controllers import parse_composite_controller
+from proto.clock import FakeClock
 from proto.hooks.client import HookEndpoint
 from proto.kube.resources import Resource
 
@@ -61,18 +63,17 @@ def cached(obj: dict[str, Any]) -> Cached:
     return Cached.from_object(obj, orjson.dumps(obj))
 
 
-def thing(config: str, generation: int = 1) -> Cached:
+def thing(config: str, generation: int | None = 1) -> Cached:
+    """The parent ``p``; ``generation=None``: one without ``metadata.generation``, as a
+    ConfigMap or a Secret, whose changes no generation counts."""
+    metadata: dict[str, Any] = {"name": "p", "namespace": "ns", "uid": "uid-p"}
+    if generation is not None:
+        metadata |= {"generation": generation, "resourceVersion": str(generation)}
     return cached(
         {
             "apiVersion": "example.com/v1",
             "kind": "Thing",
-            "metadata": {
-                "name": "p",
-                "namespace": "ns",
-                "uid": "uid-p",
-                "generation": generation,
-                "resourceVersion": str(generation),
-            },
+            "metadata": metadata,
             "spec": {"config": config},
         }
     )
@@ -173,12 +174,14 @@ class World:
         self.informers = Informers()
         self.events = Events()
         self.pushed: list[Any] = []
+        self.clock = FakeClock()
         self.related = Related(
             hooks=self.hooks,  # type: ignore[arg-type]
             discovery=Discovery(),  # type: ignore[arg-type]
             informers=self.informers,  # type: ignore[arg-type]
             recorder=self.events,  # type: ignore[arg-type]
             push=lambda key, priority: self.pushed.append(key),
+            clock=self.clock,
         )
         self.view = view()
 
@@ -299,3 +302,58 @@ async def test_loose_answers_problems_are_logged_once_per_controller(world: Worl
         'unknown field "relatedResource"',
     ]
     assert {e["controller"] for e in warned} == {"cc"}
+
+
+TTL = 20 * 60.0  # how long an answer is kept, as Metacontroller's customize cache
+
+
+@pytest.mark.asyncio
+async def test_an_answer_is_asked_again_at_the_first_event_once_20_minutes_old(
+    world: World,
+) -> None:
+    parent = thing("b", generation=None)
+    await world.ready(parent, ())
+    changed = thing("c", generation=None)  # e.g. a label the hook reads: no new generation
+
+    # Younger than 20 minutes, the answer stands whatever the parent's events.
+    world.clock.advance(TTL - 1)
+    world.related.parent_changed(world.view, THINGS, changed, parent)
+    await world.ready(changed, ())
+    assert world.hooks.asked == ["b"]
+    assert world.related_names(world.related.related_of(world.view, changed)) == ["config-b"]
+
+    # Once 20 minutes old, the next event asks again, as a new generation does: snapshots
+    # wait for the new answer meanwhile.
+    world.clock.advance(1)
+    world.related.parent_changed(world.view, THINGS, changed, changed)
+    assert not world.related.ready(world.view, THINGS, changed)
+    await world.ready(changed, ())
+    assert world.hooks.asked == ["b", "c"]
+    assert world.related_names(world.related.related_of(world.view, changed)) == ["config-c"]
+    await asyncio.sleep(0)
+    assert world.informers.users == 1
+
+    # The new answer is kept 20 minutes from when it came.
+    world.clock.advance(TTL - 1)
+    world.related.parent_changed(world.view, THINGS, changed, changed)
+    await world.ready(changed, ())
+    assert world.hooks.asked == ["b", "c"]
+
+
+@pytest.mark.asyncio
+async def test_a_resync_asks_again_for_an_expired_answer_and_its_revisions(world: World) -> None:
+    """A periodic resync is no informer event: it reaches the parent as a snapshot, which asks
+    again for every answer of the parent's family once one of them is 20 minutes old."""
+    parent = thing("b", generation=None)
+    revisions = (revision("rev-b", "b"), revision("rev-a", "a"))
+    await world.ready(parent, revisions)
+    assert sorted(world.hooks.asked) == ["a", "b"]
+    world.clock.advance(TTL)
+    versions = world.view.revision_parents(parent, revisions)
+    assert not world.related.ready(world.view, THINGS, parent, versions)
+    await world.ready(parent, revisions)
+    assert sorted(world.hooks.asked) == ["a", "a", "b", "b"]
+    per_revision = world.related.revision_related_of(world.view, parent)
+    assert world.related_names(per_revision["rev-a"]) == ["config-a"]
+    await asyncio.sleep(0)
+    assert world.informers.users == 1
