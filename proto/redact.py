@@ -3,6 +3,9 @@
 - ``safe_url(url)``: the URL without its ``user:password@`` and without its query string and
   fragment (a token is often passed as ``?token=...``). Hook metric labels and every hook error
   message name the hook by this form.
+- ``masked_url(text)``: for a message about a URL that may not parse (a refused webhook
+  ``url``): the text with everything up to the last ``@`` before the query (where userinfo
+  may be), every query value and the fragment replaced, the scheme, host and path kept.
 - ``redact_headers(headers)``: a copy of a header mapping whose credential headers
   (``Authorization``, ``Proxy-Authorization``, ``Cookie``, ``Set-Cookie`` and any name holding
   ``token``, ``secret``, ``password`` or ``api-key``, case-insensitively) read ``[REDACTED]``.
@@ -53,6 +56,37 @@ def safe_url(url: str) -> str:
         host = f"[{host}]"
     netloc = f"{host}:{port}" if port is not None else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+_URL_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/+")
+
+
+def masked_url(text: str) -> str:
+    """``text`` with possible userinfo, query values and fragment replaced (module docstring).
+
+    Made for malformed input: with no parse to trust, anything before the last ``@`` of the
+    part before ``?`` may be userinfo (``http:/user:pw@host`` is no URL with userinfo, but the
+    password is there all the same), so all of it but a leading ``scheme:/`` goes.
+    """
+    rest, hash_mark, fragment = text.partition("#")
+    rest, question_mark, query = rest.partition("?")
+    at = rest.rfind("@")
+    if at >= 0:
+        prefix = _URL_PREFIX.match(rest)
+        keep = prefix.end() if prefix is not None and prefix.end() <= at else 0
+        rest = f"{rest[:keep]}{REDACTED}{rest[at:]}"
+    if question_mark:
+        rest += "?" + "&".join(_masked_parameter(p) for p in query.split("&"))
+    if hash_mark:
+        rest += "#" + (REDACTED if fragment else "")
+    return rest
+
+
+def _masked_parameter(parameter: str) -> str:
+    name, equals, value = parameter.partition("=")
+    if not equals:
+        return REDACTED if parameter else parameter
+    return f"{name}={REDACTED}" if value else parameter
 
 
 def redact_headers(headers: Mapping[str, Any]) -> dict[str, Any]:

@@ -47,6 +47,7 @@ from proto.api.endpoints import (
 from proto.api.errors import DurationError, InvalidControllerError
 from proto.api.fields import Fields
 from proto.api.selectors import Selector
+from proto.redact import masked_url
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
 DEFAULT_SERVICE_PORT = 80
@@ -294,7 +295,8 @@ def parse_webhook(fields: Fields) -> Webhook:
     else:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise fields.fail("url", f'must be an absolute http or https URL, not "{url}"')
+            shown = masked_url(url)
+            raise fields.fail("url", f'must be an absolute http or https URL, not "{shown}"')
     return Webhook(
         url=url,
         timeout_seconds=_parse_timeout(fields),

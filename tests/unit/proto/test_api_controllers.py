@@ -346,6 +346,22 @@ def test_invalid(obj: dict[str, Any], message: str) -> None:
     assert message in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http:/alice:s3cretPW@hook.ns/sync", "http:/[REDACTED]@hook.ns/sync"),
+        ("htps://alice:s3cretPW@hook.ns/sync", "htps://[REDACTED]@hook.ns/sync"),
+        ("ftp://hook.ns/sync?token=s3cretPW", "ftp://hook.ns/sync?token=[REDACTED]"),
+    ],
+)
+def test_an_invalid_url_is_named_without_its_credentials(url: str, shown: str) -> None:
+    with pytest.raises(InvalidControllerError) as info:
+        parse_composite_controller(webhook(url=url))
+    assert str(info.value) == (
+        f'spec.hooks.sync.webhook.url: must be an absolute http or https URL, not "{shown}"'
+    )
+
+
 def test_not_an_object() -> None:
     with pytest.raises(InvalidControllerError, match="must be an object, not array"):
         parse_composite_controller([])  # type: ignore[arg-type]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proto.redact import REDACTED, redact, redact_headers, safe_url, scrub
+from proto.redact import REDACTED, masked_url, redact, redact_headers, safe_url, scrub
 
 
 @pytest.mark.parametrize(
@@ -20,6 +20,25 @@ from proto.redact import REDACTED, redact, redact_headers, safe_url, scrub
 )
 def test_safe_url(url: str, safe: str) -> None:
     assert safe_url(url) == safe
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        ("http://hooks.example/sync", "http://hooks.example/sync"),
+        ("hook/sync", "hook/sync"),
+        ("http:/alice:pw@hook.ns/sync", "http:/[REDACTED]@hook.ns/sync"),
+        ("htps://alice:pw@hook.ns/sync", "htps://[REDACTED]@hook.ns/sync"),
+        ("alice:pw@hook.ns/sync", "[REDACTED]@hook.ns/sync"),
+        ("http://a:p/w@host/x@y?z=@", "http://[REDACTED]@y?z=[REDACTED]"),
+        (
+            "ftp://hook.ns/s?token=pw&flag&empty=#pw",
+            "ftp://hook.ns/s?token=[REDACTED]&[REDACTED]&empty=#[REDACTED]",
+        ),
+    ],
+)
+def test_masked_url_hides_userinfo_query_values_and_fragment(url: str, masked: str) -> None:
+    assert masked_url(url) == masked
 
 
 def test_redact_headers_keeps_ordinary_headers() -> None:
