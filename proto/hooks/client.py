@@ -15,7 +15,10 @@ the caller) to the endpoint's webhook as Metacontroller does:
   raises ``HookConnectionError`` and nothing is sent.
 - Only 200 is success. 429 raises ``HookRetryAfter`` with the ``Retry-After`` delay (integer
   seconds or an RFC 1123 date; unparsable or past: 0). Other statuses raise
-  ``HookStatusError`` with an excerpt of the body; timeouts, connection failures and malformed
+  ``HookStatusError`` with an excerpt of the body (its first ``BODY_EXCERPT_BYTES``), in
+  which the credentials sent read ``[REDACTED]``: the ``Authorization`` value, its
+  credentials and, for ``Basic``, the decoded ``user:password`` and the password (a hook, or
+  a proxy in front of it, may echo them in a 401). Timeouts, connection failures and malformed
   HTTP raise ``HookTransportError`` (tree in ``proto.hooks.errors``).
   ``asyncio.CancelledError`` passes.
 - A body longer than ``max_response_bytes`` (default 3 MiB, Kubernetes' request size limit)
@@ -32,11 +35,13 @@ the caller) to the endpoint's webhook as Metacontroller does:
 - Metrics go to an injected ``HookMetrics`` (``proto.hooks.metrics``), with the endpoint's
   ``url`` (without userinfo or query string), ``controller_name`` and ``controller_type``.
 - No credential appears in an error message, a metric label or a log line: URLs are shown
-  through ``proto.redact.safe_url`` and header values are never put into messages.
+  through ``proto.redact.safe_url``, header values are never put into messages, and the
+  credentials sent are masked in a body excerpt.
 """
 
 from __future__ import annotations
 
+import base64
 import calendar
 import math
 import re
@@ -60,7 +65,7 @@ from proto.hooks.etag import ETagCache
 from proto.hooks.metrics import HookMetrics, NoHookMetrics
 from proto.hooks.tls import TlsContexts
 from proto.http1 import BodyTooLarge, HttpClient, HttpTransportError
-from proto.redact import safe_url
+from proto.redact import REDACTED, safe_url
 
 BODY_EXCERPT_BYTES = 1024
 DEFAULT_MAX_RESPONSE_BYTES = 3 * 1024 * 1024
@@ -138,6 +143,43 @@ def parse_retry_after(value: str | None, *, now: float) -> float:
     if stamp is None:
         return 0.0
     return float(max(0, math.ceil(stamp - now)))
+
+
+# --- error answers ---------------------------------------------------------------------------
+
+
+def _sent_credentials(authorization: str | None) -> set[bytes]:
+    """The secret parts of an ``Authorization`` value, as the bytes an echo would carry: the
+    value, its credentials and, for ``Basic``, the decoded ``user:password`` and password."""
+    if not authorization:
+        return set()
+    scheme, _, credentials = authorization.partition(" ")
+    credentials = credentials.strip()
+    texts = {authorization, credentials}
+    values: set[bytes] = set()
+    if scheme.lower() == "basic":
+        try:
+            userinfo = base64.b64decode(credentials, validate=True)
+        except ValueError:  # not base64: the value and its credentials are masked all the same
+            userinfo = b""
+        values |= {userinfo, userinfo.partition(b":")[2]}
+    for encoding in ("utf-8", "latin-1"):  # as sent (latin-1), or re-encoded by the hook
+        values |= {text.encode(encoding, "ignore") for text in texts}
+    values.discard(b"")
+    return values
+
+
+def _masked_excerpt(body: bytes, authorization: str | None) -> str:
+    """The start of an error answer's body with the credentials sent masked.
+
+    The whole body is masked before it is cut, so a credential across the cut leaves no part.
+    """
+    secrets = _sent_credentials(authorization)
+    if secrets:
+        longest_first = sorted(secrets, key=len, reverse=True)
+        pattern = re.compile(b"|".join(re.escape(secret) for secret in longest_first))
+        body = pattern.sub(REDACTED.encode(), body)
+    return body[:BODY_EXCERPT_BYTES].decode("utf-8", "replace")
 
 
 # --- the client -------------------------------------------------------------------------------
@@ -232,8 +274,8 @@ class HookClient:
         if code == 429:
             delay = parse_retry_after(response.headers.get("retry-after"), now=self._wall_clock())
             raise HookRetryAfter(delay, url=url)
-        excerpt = response.body[:BODY_EXCERPT_BYTES]
-        raise HookStatusError(code, excerpt.decode("utf-8", "replace"), url=url)
+        excerpt = _masked_excerpt(response.body, headers.get("Authorization"))
+        raise HookStatusError(code, excerpt, url=url)
 
     def _context(self, endpoint: HookEndpoint) -> ssl.SSLContext | None:
         if not endpoint.webhook.url.startswith("https:"):

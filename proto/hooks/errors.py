@@ -6,7 +6,8 @@
     ├── HookRetryAfter         HTTP 429: re-queue the key after ``delay`` seconds; this is not a
     │                          failure (no backoff step, no SyncError event)
     ├── HookStatusError        any other status but 200: a failure, re-queue with backoff; the
-    │                          message carries the status and an excerpt of the body
+    │                          message carries the status and an excerpt of the body, with
+    │                          the credentials sent masked
     ├── HookTransportError     no HTTP answer (timeout, refused, reset, DNS, TLS): a failure,
     │                          re-queue with backoff; ``timed_out`` tells timeouts apart
     ├── HookResponseTooLarge   the body passed the size limit: a failure, re-queue with backoff

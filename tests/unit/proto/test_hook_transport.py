@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry
 
 from proto.api.controllers import HookName, Webhook
 from proto.api.endpoints import Connection, ETag
-from proto.hooks.client import HookClient, HookEndpoint
+from proto.hooks.client import BODY_EXCERPT_BYTES, HookClient, HookEndpoint
 from proto.hooks.errors import (
     HookConnectionError,
     HookResponseTooLarge,
@@ -30,6 +30,7 @@ from proto.hooks.errors import (
 )
 from proto.hooks.metrics import PrometheusHookMetrics
 from proto.http1 import HttpClient
+from proto.redact import REDACTED
 from tests.unit.proto.pki import Pki, server_tls
 
 MIB = 1024 * 1024
@@ -84,9 +85,24 @@ class HookServer:
             pass  # the client stopped reading
         return response
 
+    async def denied(self, request: web.Request) -> web.Response:
+        """401 echoing the request's credentials, as some auth proxies do, after ``pad`` bytes:
+        the ``Authorization`` value, its credentials and, for Basic, ``user:password`` and the
+        password."""
+        await request.read()
+        authorization = request.headers.get("Authorization", "")
+        scheme, _, credentials = authorization.partition(" ")
+        echoes = [authorization, credentials]
+        if scheme == "Basic":
+            userinfo = base64.b64decode(credentials).decode()
+            echoes += [userinfo, userinfo.partition(":")[2]]
+        pad = "x" * int(request.query.get("pad", "0"))
+        return web.Response(status=401, text=pad + " | ".join(echoes))
+
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/ok", self.ok)
+        app.router.add_post("/denied", self.denied)
         app.router.add_post("/etag/{status}", self.etag_handler)
         app.router.add_post("/etag-by-body", self.etag_by_body)
         app.router.add_post("/huge", self.huge)
@@ -232,6 +248,29 @@ async def test_credentials_stay_out_of_labels_and_messages(start: Start, http: H
     for text in (exposition, str(info.value), info.value.url):
         assert "hunter2" not in text and "abc123" not in text and "xyz789" not in text
     assert f"http://{host}/ok" in exposition
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("authorization", "echoes"),
+    [
+        ("Bearer t0ken-s3cr3t", 2),
+        ("Basic " + base64.b64encode(b"alice:pa55-s3cr3t").decode(), 4),
+    ],
+)
+@pytest.mark.parametrize("pad", [0, BODY_EXCERPT_BYTES - 4])
+async def test_credentials_echoed_by_an_error_answer_are_masked_in_the_excerpt(
+    start: Start, http: HttpClient, authorization: str, echoes: int, pad: int
+) -> None:
+    server = await start()
+    client = HookClient(http)
+    with pytest.raises(HookStatusError) as info:
+        url = f"{server.base}/denied?pad={pad}"
+        await client.call(endpoint(url, Connection(authorization=authorization)), b"{}")
+    assert info.value.status == 401
+    expected = ("x" * pad + " | ".join([REDACTED] * echoes))[:BODY_EXCERPT_BYTES]
+    assert info.value.body == expected
+    assert str(info.value) == f"unsupported status code: 401 body: {expected}"
 
 
 # --- body limit and timeouts ---------------------------------------------------------------------
