@@ -52,6 +52,8 @@ from dataclasses import dataclass
 from typing import cast
 from urllib.parse import unquote, urlsplit
 
+from proto.redact import masked_url
+
 MAX_HEAD_BYTES = 64 * 1024
 _NO_BODY_STATUSES = (204, 304)
 
@@ -346,7 +348,8 @@ class HttpClient:
         if proxy:
             parts = urlsplit(proxy)
             if parts.scheme != "http":
-                raise ValueError(f"only http:// proxies are supported, got {proxy!r}")
+                shown = masked_url(proxy)
+                raise ValueError(f"only http:// proxies are supported, got {shown!r}")
             self._proxy = _origin("http", parts.netloc.rpartition("@")[2])
             if parts.username is not None:
                 userinfo = f"{unquote(parts.username)}:{unquote(parts.password or '')}"

@@ -16,6 +16,9 @@ Contract:
   once. Other error statuses raise the ``ApiError`` subclass built from the body at once.
 - Connection failures and client-side timeouts (``request_timeout`` over a whole request,
   ``connect_timeout``) raise ``TransportError``; nothing from the HTTP libraries leaks out.
+  Its message names the library's exception class and its text without credentials (not its
+  ``repr``, which shows request headers such as ``Proxy-Authorization``, nor a URL's userinfo),
+  and the library's exception is not chained.
 - ``on_response(method, status_code, seconds)`` is called once per attempt that got response
   headers (status 0 for a transport failure), so applications can count requests in their own
   metrics. Waits and durations use the injected ``Clock``.
@@ -41,6 +44,7 @@ from proto.http1 import HttpClient, HttpTransportError
 from proto.kube.auth import Authorization
 from proto.kube.cluster import ClusterConfig
 from proto.kube.errors import ConfigError, StreamError, TransportError, api_error
+from proto.redact import safe_url, scrub
 
 if TYPE_CHECKING:
     import aiohttp
@@ -147,6 +151,23 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     except ValueError:
         return None
     return seconds if seconds >= 0 else None
+
+
+def _describe(exc: BaseException) -> str:
+    """``Class: text`` of an exception from aiohttp or the socket layer, without credentials.
+
+    A ``ClientResponseError`` (a proxy refusing ``CONNECT``, say) gives its status, reason and
+    the URL it came from without userinfo: its text and ``repr`` carry the proxy URL with
+    userinfo and the request headers, ``Proxy-Authorization`` included.
+    """
+    import aiohttp
+
+    if isinstance(exc, aiohttp.ClientResponseError):
+        where = safe_url(str(exc.request_info.real_url))
+        text = f"{exc.status} {scrub(exc.message)} from {where}"
+    else:
+        text = scrub(str(exc))
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _ssl_context(config: ClusterConfig) -> ssl.SSLContext | None:
@@ -305,15 +326,15 @@ class Session:
             try:
                 resp = await http.request(method, url, params=params, headers=headers, **extra)
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-                raise TransportError(f"{method} {path}: {exc!r}") from exc
+                raise TransportError(f"{method} {path}: {_describe(exc)}") from None
 
             async def read_error() -> bytes:
                 try:
                     return await resp.read()
                 except (aiohttp.ClientError, TimeoutError) as exc:
                     raise TransportError(
-                        f"{method} {path}: reading the error failed: {exc}"
-                    ) from exc
+                        f"{method} {path}: reading the error failed: {_describe(exc)}"
+                    ) from None
                 finally:
                     resp.release()
 
@@ -338,10 +359,10 @@ class Session:
                 if not chunk:
                     return
                 yield chunk
-        except aiohttp.ServerTimeoutError as exc:
-            raise TransportError(f"{what}: no data for {read_timeout} s") from exc
+        except aiohttp.ServerTimeoutError:
+            raise TransportError(f"{what}: no data for {read_timeout} s") from None
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise TransportError(f"{what}: the stream broke: {exc!r}") from exc
+            raise TransportError(f"{what}: the stream broke: {_describe(exc)}") from None
 
     @staticmethod
     def _require(client: T | None) -> T:

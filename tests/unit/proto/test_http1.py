@@ -466,6 +466,14 @@ async def test_only_absolute_http_urls_are_accepted(url: str) -> None:
             await client.request("GET", url)
 
 
+def test_a_proxy_other_than_http_is_refused_without_its_credentials() -> None:
+    with pytest.raises(ValueError) as info:
+        HttpClient(proxy="https://puser:pPASSw0rd@proxy.example:3128")
+    assert str(info.value) == (
+        "only http:// proxies are supported, got 'https://[REDACTED]@proxy.example:3128'"
+    )
+
+
 # --- body size limit ---------------------------------------------------------------------------
 
 _BIG = b"x" * 5000

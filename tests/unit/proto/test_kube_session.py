@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import socket
+import traceback
 from pathlib import Path
 
 import pytest
@@ -202,6 +205,36 @@ async def test_connection_refused_is_a_transport_error() -> None:
         with pytest.raises(errors.TransportError, match="GET /api"):
             await s.request("GET", "/api")
     assert reported == [0]
+
+
+@pytest.mark.asyncio
+async def test_a_stream_refused_by_the_proxy_is_reported_without_the_proxy_credentials() -> None:
+    async def refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    proxy = await asyncio.start_server(refuse, "127.0.0.1", 0)
+    port = proxy.sockets[0].getsockname()[1]
+    config = ClusterConfig(
+        server="https://127.0.0.1:6443", proxy=f"http://puser:pPASSw0rd@127.0.0.1:{port}"
+    )
+    try:
+        async with Session(config, qps=0) as session:
+            with pytest.raises(errors.TransportError) as info:
+                async with session.stream("GET", "/api", params={"watch": "true"}):
+                    pass
+    finally:
+        proxy.close()
+        await proxy.wait_closed()
+    assert str(info.value) == (
+        "GET /api: ClientHttpProxyError: 407 Proxy Authentication Required"
+        f" from http://127.0.0.1:{port}"
+    )
+    shown = "".join(traceback.format_exception(info.value))
+    assert "pPASSw0rd" not in shown
+    assert base64.b64encode(b"puser:pPASSw0rd").decode() not in shown
 
 
 @pytest.mark.asyncio
