@@ -26,7 +26,8 @@ Contract:
   time limit is closed, never reused.
 - Response bodies: ``Content-Length``, ``chunked`` or until close; none for ``HEAD``, 204 and
   304; interim 1xx responses are skipped. Header names and values containing CR or LF are
-  refused (``ValueError``) before anything is sent.
+  refused (``ValueError``, naming the header but never quoting the value) before anything is
+  sent.
 - Body size: ``request(..., max_body=n)`` refuses a response body longer than ``n`` bytes
   with ``BodyTooLarge`` as soon as that is known: at once from ``Content-Length``, else as
   soon as the chunks or the bytes read until close pass ``n``; at most ``n`` plus one read's
@@ -109,9 +110,11 @@ def _origin(scheme: str, netloc: str) -> _Origin:
     return _Origin(scheme, host, port, authority, shown if port == default else authority)
 
 
-def _check_header(text: str) -> str:
+def _check_header(text: str, what: str) -> str:
+    """``text``, to go into the request head; ``ValueError`` naming ``what`` (never ``text``,
+    which may be a credential) if it holds CR or LF."""
     if "\r" in text or "\n" in text:
-        raise ValueError(f"CR or LF in an HTTP header: {text!r}")
+        raise ValueError(f"CR or LF in {what}")
     return text
 
 
@@ -453,12 +456,16 @@ class HttpClient:
     ) -> bytes:
         if self._proxy is not None and not origin.tls:
             target = f"http://{origin.host_header}{target}"
-        lines = [f"{_check_header(method)} {_check_header(target)} HTTP/1.1"]
+        lines = [
+            f"{_check_header(method, 'the method')} "
+            f"{_check_header(target, 'the request target')} HTTP/1.1"
+        ]
         lines.append(f"Host: {origin.host_header}")
         if self._proxy_auth is not None and not origin.tls:
             lines.append(f"Proxy-Authorization: {self._proxy_auth}")
         for name, value in headers.items():
-            lines.append(f"{_check_header(name)}: {_check_header(value)}")
+            name = _check_header(name, "an HTTP header name")
+            lines.append(f"{name}: {_check_header(value, f'the value of HTTP header {name!r}')}")
         if body is not None:
             lines.append(f"Content-Length: {len(body)}")
         elif method in ("POST", "PUT", "PATCH"):

@@ -257,7 +257,7 @@ class HookClient:
             raise HookResponseTooLarge(self._max_response_bytes, url=url) from None
         except HttpTransportError as err:
             raise HookTransportError(f"http error: {url}: {err}", url=url) from None
-        except ValueError:  # its text may quote a header value: not repeated here
+        except ValueError:  # its text may quote the URL, userinfo included: not repeated here
             raise HookTransportError(
                 f"http error: {url}: the request cannot be sent (a malformed URL or header)",
                 url=url,

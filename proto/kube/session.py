@@ -14,6 +14,8 @@ Contract:
   seconds, at most ``max_retries`` (10) times like client-go; then the error is raised
   (``TooManyRequests`` with ``retry_after``). A 401 re-reads a rotating credential and retries
   once. Other error statuses raise the ``ApiError`` subclass built from the body at once.
+- A credential holding a line break (a token, a token file's content or an auth plugin's
+  answer) raises ``ConfigError`` before anything is sent; the message does not quote it.
 - Connection failures and client-side timeouts (``request_timeout`` over a whole request,
   ``connect_timeout``) raise ``TransportError``; nothing from the HTTP libraries leaks out.
   Its message names the library's exception class and its text without credentials (not its
@@ -385,6 +387,12 @@ class Session:
             headers = {"User-Agent": self._user_agent, "Accept": accept}
             authorization = await self._auth.header()
             if authorization is not None:
+                if "\r" in authorization or "\n" in authorization:
+                    where = self.config.source or safe_url(self.config.server)
+                    raise ConfigError(
+                        f"{method} {path}: the credentials of {where} hold a line break,"
+                        " which cannot go into the Authorization header"
+                    )
                 headers["Authorization"] = authorization
             started = self.clock.now()
             try:

@@ -195,6 +195,34 @@ async def test_a_failed_token_re_read_keeps_the_last_token(tmp_path: Path) -> No
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("mode", ["request", "stream"])
+async def test_a_token_with_a_line_break_is_a_config_error_that_does_not_quote_it(
+    mode: str,
+) -> None:
+    server = FakeApiServer()
+    server.route("GET", PATH, OK)
+    await server.start()
+    config = ClusterConfig(
+        server=server.url, authorization="Bearer tok3nPART1\ntok3nPART2", source="kubeconfig k"
+    )
+    try:
+        async with Session(config, qps=0) as session:
+            with pytest.raises(errors.ConfigError) as info:
+                if mode == "request":
+                    await session.request("GET", PATH)
+                else:
+                    async with session.stream("GET", PATH):
+                        pass
+    finally:
+        await server.close()
+    assert str(info.value) == (
+        f"GET {PATH}: the credentials of kubeconfig k hold a line break,"
+        " which cannot go into the Authorization header"
+    )
+    assert server.received == []
+
+
+@pytest.mark.asyncio
 async def test_connection_refused_is_a_transport_error() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
