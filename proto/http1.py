@@ -13,7 +13,10 @@ Contract:
   connection, connecting, the exchange and a resend) has taken ``s`` seconds; the connection
   is closed. It costs a timer, where ``asyncio.timeout`` costs a task cancellation scope on
   every request; the caller's own cancellation (``asyncio.timeout``) works as well.
-- ``url`` is an absolute ``http://`` or ``https://`` URL, already percent-encoded.
+- ``url`` is an absolute ``http://`` or ``https://`` URL, already percent-encoded. Its userinfo
+  (``http://user:password@host/``, percent-decoded) is sent as ``Authorization: Basic
+  base64(user:password)`` when the request has no ``Authorization`` header, as Go's net/http
+  does (``userinfo_authorization``); it is never sent otherwise, nor put into a message.
 - Keep-alive: a connection returns to its origin's idle pool when its response is complete and
   neither side asked to close; an idle connection that the peer closed, or idle for longer than
   ``idle_timeout``, is discarded. At most ``limit_per_origin`` connections are open per origin;
@@ -46,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
+import re
 import ssl
 import time
 from collections.abc import Mapping
@@ -96,6 +100,26 @@ class _Origin:
     @property
     def tls(self) -> bool:
         return self.scheme == "https"
+
+
+_AUTHORITY = re.compile(r"[^/?#]*")
+
+
+def _authority(rest: str) -> str:
+    """The authority (``[userinfo@]host[:port]``) at the start of a URL's part after ``://``."""
+    match = _AUTHORITY.match(rest)
+    return match[0] if match else ""
+
+
+def userinfo_authorization(url: str) -> str | None:
+    """``Basic base64(user:password)`` from the userinfo of ``url``, percent-decoded (no
+    password: ``user:``); ``None`` when ``url`` has none."""
+    _, _, rest = url.partition("://")
+    userinfo, at, _ = _authority(rest).rpartition("@")
+    if not at:
+        return None
+    user, _, password = userinfo.partition(":")
+    return "Basic " + base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
 
 
 def _origin(scheme: str, netloc: str) -> _Origin:
@@ -345,7 +369,8 @@ class HttpClient:
         self._idle_timeout = idle_timeout
         self._limit = limit_per_origin
         self._pools: dict[tuple[_Origin, ssl.SSLContext | None], _Pool] = {}
-        self._origins: dict[str, _Origin] = {}
+        self._origins: dict[str, tuple[_Origin, str | None]] = {}
+        """``scheme://netloc`` -> its origin and the ``Authorization`` value of its userinfo."""
         self._proxy: _Origin | None = None
         self._proxy_auth: str | None = None
         if proxy:
@@ -354,9 +379,7 @@ class HttpClient:
                 shown = masked_url(proxy)
                 raise ValueError(f"only http:// proxies are supported, got {shown!r}")
             self._proxy = _origin("http", parts.netloc.rpartition("@")[2])
-            if parts.username is not None:
-                userinfo = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
-                self._proxy_auth = "Basic " + base64.b64encode(userinfo.encode()).decode()
+            self._proxy_auth = userinfo_authorization(proxy)
         self._closed = False
 
     async def __aenter__(self) -> HttpClient:
@@ -387,8 +410,8 @@ class HttpClient:
         time_limit: float | None = None,
     ) -> HttpResponse:
         """Send one request and return its response (any status). See the module docstring."""
-        origin, target = self._split(url)
-        data = self._encode(method, origin, target, headers or {}, body)
+        origin, target, basic = self._split(url)
+        data = self._encode(method, origin, target, headers or {}, body, basic)
         pool = (origin, ssl_context if origin.tls else None)
         loop = asyncio.get_running_loop()
         deadline = None if time_limit is None else loop.time() + time_limit
@@ -434,17 +457,21 @@ class HttpClient:
 
     # --- requests -----------------------------------------------------------------------------
 
-    def _split(self, url: str) -> tuple[_Origin, str]:
+    def _split(self, url: str) -> tuple[_Origin, str, str | None]:
+        """The origin, the request target and the ``Authorization`` value of the userinfo."""
         scheme, sep, rest = url.partition("://")
         if not sep:
-            raise ValueError(f"not an absolute URL: {url!r}")
-        slash = rest.find("/")
-        netloc, target = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
+            raise ValueError(f"not an absolute URL: {masked_url(url)!r}")
+        netloc = _authority(rest)
+        target = rest[len(netloc) :]
+        if not target.startswith("/"):
+            target = "/" + target
         key = f"{scheme}://{netloc}"
-        origin = self._origins.get(key)
-        if origin is None:
-            origin = self._origins[key] = _origin(scheme, netloc)
-        return origin, target
+        known = self._origins.get(key)
+        if known is None:
+            origin = _origin(scheme, netloc.rpartition("@")[2])
+            known = self._origins[key] = (origin, userinfo_authorization(key))
+        return known[0], target, known[1]
 
     def _encode(
         self,
@@ -453,6 +480,7 @@ class HttpClient:
         target: str,
         headers: Mapping[str, str],
         body: bytes | None,
+        basic: str | None,
     ) -> bytes:
         if self._proxy is not None and not origin.tls:
             target = f"http://{origin.host_header}{target}"
@@ -466,6 +494,8 @@ class HttpClient:
         for name, value in headers.items():
             name = _check_header(name, "an HTTP header name")
             lines.append(f"{name}: {_check_header(value, f'the value of HTTP header {name!r}')}")
+        if basic is not None and not any(name.lower() == "authorization" for name in headers):
+            lines.append(f"Authorization: {basic}")
         if body is not None:
             lines.append(f"Content-Length: {len(body)}")
         elif method in ("POST", "PUT", "PATCH"):

@@ -303,6 +303,7 @@ class Connection:
     client_cert: str | None = None
     client_key: str | None = None
     authorization: str | None = None
+    """``None``: the hook client sends the URL's userinfo, if any, as Basic auth."""
     error: str | None = None
     """Why the settings could not be resolved: the hook must not be called."""
 

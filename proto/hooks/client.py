@@ -9,8 +9,10 @@ the caller) to the endpoint's webhook as Metacontroller does:
 - The webhook's ``timeout`` bounds the whole call: waiting for a pooled connection, connect,
   TLS handshake, sending, and reading the whole body.
 - The endpoint's resolved ``Connection`` (``proto.api.endpoints``) supplies the
-  ``Authorization`` header and the TLS material: a verifying context with TLS 1.2 at least,
-  with the given CA roots (else the system's) and client certificate (``proto.hooks.tls``).
+  ``Authorization`` header (without one, the URL's userinfo, ``http://user:password@host/``,
+  is sent as Basic auth, as Go's net/http does for Metacontroller) and the TLS material: a
+  verifying context with TLS 1.2 at least, with the given CA roots (else the system's) and
+  client certificate (``proto.hooks.tls``).
   A connection that failed to resolve (``Connection.error``) or whose material does not load
   raises ``HookConnectionError`` and nothing is sent.
 - Only 200 is success. 429 raises ``HookRetryAfter`` with the ``Retry-After`` delay (integer
@@ -64,7 +66,7 @@ from proto.hooks.errors import (
 from proto.hooks.etag import ETagCache
 from proto.hooks.metrics import HookMetrics, NoHookMetrics
 from proto.hooks.tls import TlsContexts
-from proto.http1 import BodyTooLarge, HttpClient, HttpTransportError
+from proto.http1 import BodyTooLarge, HttpClient, HttpTransportError, userinfo_authorization
 from proto.redact import REDACTED, safe_url
 
 BODY_EXCERPT_BYTES = 1024
@@ -274,7 +276,8 @@ class HookClient:
         if code == 429:
             delay = parse_retry_after(response.headers.get("retry-after"), now=self._wall_clock())
             raise HookRetryAfter(delay, url=url)
-        excerpt = _masked_excerpt(response.body, headers.get("Authorization"))
+        sent = headers.get("Authorization") or userinfo_authorization(endpoint.webhook.url)
+        excerpt = _masked_excerpt(response.body, sent)
         raise HookStatusError(code, excerpt, url=url)
 
     def _context(self, endpoint: HookEndpoint) -> ssl.SSLContext | None:

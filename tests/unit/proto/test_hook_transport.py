@@ -208,6 +208,26 @@ async def test_the_authorization_header_is_sent_and_replaced_when_rotated(
 
 
 @pytest.mark.asyncio
+async def test_url_userinfo_is_sent_as_basic_auth_unless_the_connection_sets_credentials(
+    start: Start, http: HttpClient
+) -> None:
+    server = await start()
+    client = HookClient(http)
+    host = server.base.removeprefix("http://")
+    await client.call(endpoint(f"http://alice:pa%3Ass@{host}/ok"), b"{}")
+    own = Connection(authorization="Bearer one")
+    await client.call(endpoint(f"http://alice:pa%3Ass@{host}/ok", own), b"{}")
+    assert server.authorizations == [
+        "Basic " + base64.b64encode(b"alice:pa:ss").decode(),
+        "Bearer one",
+    ]
+    with pytest.raises(HookStatusError) as info:  # echoed back, the password is masked
+        await client.call(endpoint(f"http://alice:pa%3Ass@{host}/denied"), b"{}")
+    assert info.value.body == " | ".join([REDACTED] * 4)
+    assert info.value.url == f"http://{host}/denied"
+
+
+@pytest.mark.asyncio
 async def test_unusable_material_means_no_call(pki: Pki, start: Start, http: HttpClient) -> None:
     server = await start(tls=server_tls(pki, require_client_cert=False))
     client = HookClient(http)

@@ -150,6 +150,26 @@ async def test_a_request_goes_out_as_http_1_1_with_host_length_and_headers(serve
 
 
 @pytest.mark.asyncio
+async def test_userinfo_is_sent_as_basic_auth_unless_the_request_has_an_authorization(
+    serve: Serve,
+) -> None:
+    server = await serve(answer_with(reply()))
+    host = server.url.removeprefix("http://")
+    async with HttpClient() as client:
+        await client.request("GET", f"http://alice:s3cr%40t@{host}/a")
+        await client.request("GET", f"http://alice@{host}/b")
+        await client.request("GET", f"http://alice:pw@{host}/c", headers={"authorization": "x"})
+        await client.request("GET", f"http://{host}?next=a@b")  # no userinfo: '@' in the query
+    sent = [(r.line, r.header(b"host"), r.header(b"authorization")) for r in server.requests]
+    assert sent == [
+        (b"GET /a HTTP/1.1", host.encode(), b"Basic " + base64.b64encode(b"alice:s3cr@t")),
+        (b"GET /b HTTP/1.1", host.encode(), b"Basic " + base64.b64encode(b"alice:")),
+        (b"GET /c HTTP/1.1", host.encode(), b"x"),
+        (b"GET /?next=a@b HTTP/1.1", host.encode(), None),
+    ]
+
+
+@pytest.mark.asyncio
 async def test_bodies_framed_by_chunks_by_close_and_none_for_head_and_204(serve: Serve) -> None:
     async def script(request: Request) -> bytes | None:
         path = request.line.split(b" ")[1]
@@ -470,6 +490,21 @@ async def test_only_absolute_http_urls_are_accepted(url: str) -> None:
     async with HttpClient() as client:
         with pytest.raises(ValueError):
             await client.request("GET", url)
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("alice:pw@hook/sync", "not an absolute URL: '[REDACTED]@hook/sync'"),
+        ("ftp://alice:pw@hook/sync", "not an absolute http(s) URL: ftp://hook"),
+    ],
+)
+@pytest.mark.asyncio
+async def test_a_refused_url_is_named_without_its_userinfo(url: str, message: str) -> None:
+    async with HttpClient() as client:
+        with pytest.raises(ValueError) as info:
+            await client.request("GET", url)
+    assert str(info.value) == message
 
 
 def test_a_proxy_other_than_http_is_refused_without_its_credentials() -> None:
