@@ -10,10 +10,11 @@ Contract:
   ``Accept: application/json``.
 - Every attempt of every request, watches included, first takes a token from the client-side
   ``TokenBucket`` (client-go's defaults: qps 5, burst 10; ``qps=0`` disables it).
-- A 429, or a 5xx that carries ``Retry-After``, is retried after the advertised number of
-  seconds, at most ``max_retries`` (10) times like client-go; then the error is raised
-  (``TooManyRequests`` with ``retry_after``). A 401 re-reads a rotating credential and retries
-  once. Other error statuses raise the ``ApiError`` subclass built from the body at once.
+- A 429, or a 5xx that carries ``Retry-After`` (whole seconds; anything else is ignored, as
+  client-go does), is retried after the advertised number of seconds, at most
+  ``max_retries`` (10) times like client-go; then the error is raised (``TooManyRequests``
+  with ``retry_after``). A 401 re-reads a rotating credential and retries once. Other error
+  statuses raise the ``ApiError`` subclass built from the body at once.
 - A credential holding a line break (a token, a token file's content or an auth plugin's
   answer) raises ``ConfigError`` before anything is sent; the message does not quote it.
 - Connection failures and client-side timeouts (``request_timeout`` over a whole request,
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -144,15 +146,21 @@ class _Attempt(Generic[T]):
     value: T
 
 
+_SECONDS = re.compile(r"\+?[0-9]+")
+_INT64_MAX = 2**63 - 1
+
+
 def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """The ``Retry-After`` seconds, ``None`` unless a non-negative integer that fits in 64 bits.
+
+    client-go reads it with ``strconv.Atoi`` and ignores what does not parse, so ``1.5``,
+    ``1e12`` or ``inf`` mean no retry, not a wait (a float would wait for ever on ``inf``).
+    """
     value = headers.get("retry-after")
-    if value is None:
+    if value is None or not _SECONDS.fullmatch(value):
         return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None
-    return seconds if seconds >= 0 else None
+    seconds = int(value)
+    return float(seconds) if seconds <= _INT64_MAX else None
 
 
 def _describe(exc: BaseException) -> str:

@@ -130,6 +130,31 @@ async def test_429_without_retry_after_is_not_retried() -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("value", ["inf", "nan", "1e12", "3.5", "0x10", "-1", "1_0", "9" * 20])
+async def test_a_retry_after_that_is_no_integer_of_seconds_is_ignored(value: str) -> None:
+    clock = FakeClock()
+    server = FakeApiServer()
+    server.route("GET", PATH, Reply.json(429, {"kind": "Status"}, headers={"Retry-After": value}))
+    async with serve(server, clock=clock) as session:
+        with pytest.raises(errors.TooManyRequests) as caught:
+            await session.request("GET", PATH)
+    assert caught.value.retry_after is None  # as client-go's strconv.Atoi: not retried
+    assert len(server.received) == 1 and clock.sleeps == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("value", "seconds"), [("0", 0.0), ("+3", 3.0), ("007", 7.0)])
+async def test_a_retry_after_of_whole_seconds_is_waited(value: str, seconds: float) -> None:
+    clock = FakeClock()
+    server = FakeApiServer()
+    busy = Reply.json(429, {"kind": "Status"}, headers={"Retry-After": value})
+    server.route("GET", PATH, busy, OK)
+    async with serve(server, clock=clock) as session:
+        assert (await session.request("GET", PATH)).status == 200
+    assert clock.sleeps == [seconds]
+
+
+@pytest.mark.asyncio
 async def test_token_file_is_re_read_every_minute(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("first\n")
