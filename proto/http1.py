@@ -134,11 +134,11 @@ def _origin(scheme: str, netloc: str) -> _Origin:
     return _Origin(scheme, host, port, authority, shown if port == default else authority)
 
 
-def _check_header(text: str, what: str) -> str:
-    """``text``, to go into the request head; ``ValueError`` naming ``what`` (never ``text``,
-    which may be a credential) if it holds CR or LF."""
+def _check_header(text: str, what: str, name: str = "") -> str:
+    """``text``, to go into the request head; ``ValueError`` naming ``what`` (and the header
+    ``name``; never ``text``, which may be a credential) if it holds CR or LF."""
     if "\r" in text or "\n" in text:
-        raise ValueError(f"CR or LF in {what}")
+        raise ValueError(f"CR or LF in {what}{f' {name!r}' if name else ''}")
     return text
 
 
@@ -493,7 +493,7 @@ class HttpClient:
             lines.append(f"Proxy-Authorization: {self._proxy_auth}")
         for name, value in headers.items():
             name = _check_header(name, "an HTTP header name")
-            lines.append(f"{name}: {_check_header(value, f'the value of HTTP header {name!r}')}")
+            lines.append(f"{name}: {_check_header(value, 'the value of HTTP header', name)}")
         if basic is not None and not any(name.lower() == "authorization" for name in headers):
             lines.append(f"Authorization: {basic}")
         if body is not None:
