@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from proto.kube.errors import ConfigError
+from proto.redact import masked_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +39,12 @@ class ClusterConfig:
 
     def __post_init__(self) -> None:
         if not self.server.startswith(("http://", "https://")):
-            raise ConfigError(f"server must be an http:// or https:// URL, got {self.server!r}")
+            shown = masked_url(self.server)
+            raise ConfigError(f"server must be an http:// or https:// URL, got {shown!r}")
         if (self.client_cert_file is None) != (self.client_key_file is None):
             raise ConfigError("a client certificate needs both a certificate and a key file")
 
     def __repr__(self) -> str:  # never print credentials
         auth = "token-file" if self.token_file else ("set" if self.authorization else "none")
-        return f"ClusterConfig(server={self.server!r}, source={self.source!r}, auth={auth})"
+        server = masked_url(self.server)
+        return f"ClusterConfig(server={server!r}, source={self.source!r}, auth={auth})"

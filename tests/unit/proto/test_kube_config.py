@@ -236,3 +236,12 @@ def test_the_in_cluster_path_does_not_import_kubernetes(tmp_path: Path) -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_a_server_url_with_userinfo_is_shown_without_it() -> None:
+    config = ClusterConfig(server="https://admin:pw5ecret@api.example:6443", source="test")
+    assert "pw5ecret" not in repr(config)
+    assert "api.example:6443" in repr(config)
+    with pytest.raises(ConfigError) as info:
+        ClusterConfig(server="ftp://admin:pw5ecret@api.example", source="test")
+    assert "pw5ecret" not in str(info.value) and "ftp://" in str(info.value)
