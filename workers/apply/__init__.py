@@ -229,8 +229,8 @@ def put_body(obj: dict[str, Any]) -> dict[str, Any]:
     manager, ``decodeLiveOrNew``; a subresource ignores the request's anyway). Every PUT a
     worker makes has its observed resourceVersion as precondition, so the live entries are the
     observed ones, which dynamic apply would otherwise send back unchanged: leaving them out
-    changes nothing on the server and spares both sides their encoding (about 8% of a
-    ConfigMap PUT's API server CPU, measured on kube-apiserver v1.36.2)."""
+    changes nothing on the server and spares both sides their encoding (on kube-apiserver
+    v1.36.2, a ConfigMap PUT with one entry: 10% of the client's CPU, 2% of the server's)."""
     metadata = obj.get("metadata")
     if not isinstance(metadata, dict) or "managedFields" not in metadata:
         return obj
