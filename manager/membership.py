@@ -9,16 +9,19 @@ Invariants (the exclusivity guarantee rests on them):
   finishing a reconcile), and no one else is given it.
 - A worker that said BYE has drained: its slots are free at once. A worker silent for
   ``worker_timeout`` has fenced itself (its fence timeout is shorter, see
-  ``workers.membership``): its slots are free at once. A worker that re-joins under the same
-  id with a new incarnation replaced a process that may have died without a word: its slots
-  stay unassignable until ``worker_timeout`` after that process was last heard from.
+  ``workers.membership``): its slots are free at once. A worker that joins under the id of a
+  member not heard from for ``worker_timeout`` (not yet expired by ``tick``) replaces it; the
+  replaced process's slots stay unassignable until ``worker_timeout`` after it was last heard
+  from.
 - Workers are addressed by the routing id of their current connection (``route``), which
   the ROUTER socket chooses; the worker id is what a HELLO claims. A HELLO of a member's
   incarnation from a new connection is that process re-joining after it fenced (it dropped its
   queues): it gets WELCOME and an ASSIGN of every key of the slots it still owns, so nothing
-  it dropped is lost. A HELLO of another incarnation replaces the member (the newer process
-  wins); while the newer one is a member, HELLOs of the replaced incarnation are refused
-  (``hello`` returns None), so two live processes with one id never take turns.
+  it dropped is lost. A HELLO of another incarnation while the member is live (heard from
+  within ``worker_timeout``) is refused (``hello`` returns None): a second process claiming a
+  live worker's id disturbs neither the coordinator nor that worker. A restarted worker (a
+  StatefulSet pod) is thus welcomed once its dead predecessor expires, which is also when
+  that one's slots become free; one that stopped with BYE, at once.
 - Nothing is assigned before ``start_at`` (a new leader waits until workers of the previous
   term have fenced themselves and live ones have re-joined).
 - Targets come from rendezvous hashing over the live worker ids (``proto.wire.slots``), so a
@@ -88,7 +91,6 @@ class Membership:
         self.start_at = start_at
         self.workers: dict[str, WorkerInfo] = {}
         self._by_route: dict[bytes, str] = {}
-        self._replaced: dict[str, set[str]] = defaultdict(set)  # id -> ousted incarnations
         self._keys_of = keys_of
         self._controllers = controllers
         self._owner: dict[int, str] = {}
@@ -145,14 +147,14 @@ class Membership:
     def hello(
         self, worker_id: str, incarnation: str, concurrency: int, now: float, route: bytes = b""
     ) -> Outbox | None:
-        """A HELLO from connection ``route``; None if refused (a replaced incarnation)."""
-        if incarnation in self._replaced.get(worker_id, ()):
-            return None
+        """A HELLO from connection ``route``; None if refused (another incarnation of the id
+        is a live member)."""
         known = self.workers.get(worker_id)
         rejoined = False
         if known is not None and known.incarnation != incarnation:
+            if now - known.last_seen <= self.timing.worker_timeout:
+                return None
             # The same id from a new process: the old one may have died mid-reconcile.
-            self._replaced[worker_id].add(known.incarnation)
             self._drop(worker_id, free_at=known.last_seen + self.timing.worker_timeout)
             known = None
         if known is None:
@@ -208,7 +210,6 @@ class Membership:
         """A worker said BYE: it has finished everything, its slots are free now."""
         if worker_id in self.workers:
             self._drop(worker_id, free_at=None)
-            self._replaced.pop(worker_id, None)
         return self.rebalance(now)
 
     def lost(self, worker_id: str, now: float) -> Outbox:
@@ -217,7 +218,6 @@ class Membership:
         worker = self.workers.get(worker_id)
         if worker is not None:
             self._drop(worker_id, free_at=worker.last_seen + self.timing.worker_timeout)
-            self._replaced.pop(worker_id, None)
         return self.rebalance(now)
 
     def tick(self, now: float) -> Outbox:
@@ -225,7 +225,6 @@ class Membership:
         for worker in list(self.workers.values()):
             if now - worker.last_seen > self.timing.worker_timeout:
                 self._drop(worker.id, free_at=None)
-                self._replaced.pop(worker.id, None)
         if self._free_at and min(self._free_at.values()) <= now:
             self._dirty = True
         return self.rebalance(now)

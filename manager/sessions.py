@@ -4,8 +4,8 @@ Contract:
 - ``receive()`` reads every message. A HELLO goes to ``manager.membership`` with the routing
   id of the connection it came on (ZeroMQ chooses routing ids: a worker id is only what a
   HELLO claims, so a second connection claiming a live worker's id is just another peer). A
-  refused HELLO (a process replaced by a newer one with its id) gets NACK(STALE_EPOCH, 0),
-  at most once a second per connection, and one log line per process. Any other message from
+  refused HELLO (another live process has its id) gets NACK(STALE_EPOCH, 0), at most once a
+  second per connection, and one log line per process until it is welcomed. Any other message from
   a connection that is not a member's gets NACK(STALE_EPOCH) so the worker joins again.
   Members' messages count as contact; FETCH goes to the snapshot server, RELEASED and BYE to
   membership.
@@ -115,12 +115,13 @@ class WorkerSessions:
             if (msg.worker_id, msg.incarnation) not in self._refused:
                 self._refused.add((msg.worker_id, msg.incarnation))
                 log.warning(
-                    "refused a worker process: a newer one with its id is a member",
+                    "refused a worker process: another live process has its id",
                     worker=msg.worker_id,
                     pid=msg.pid,
                 )
-            self._nack(route, now, "replaced by a newer process with this worker id")
+            self._nack(route, now, "another live process has this worker id")
             return
+        self._refused.discard((msg.worker_id, msg.incarnation))
         self._dispatch.emit(out)
         if before is None and self._may_assign(now):
             self._dispatch.emit(self._membership.tick(now))  # no need to wait for the tick

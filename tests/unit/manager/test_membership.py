@@ -100,13 +100,14 @@ def test_a_restarted_worker_waits_for_its_previous_process_to_have_fenced() -> N
     m.hello("w1", "old", 4, now=0.0)
     m.tick(0.0)
     m.seen("w1", 2.0)
-    hello = m.hello("w1", "new", 4, now=3.0)
-    assert hello is not None
-    welcome = hello[0][1]
-    assert isinstance(welcome, Welcome) and welcome.slots == ()
+    assert m.hello("w1", "new", 4, now=3.0) is None  # the old process may still run
     assert m.tick(3.0) == []
     assert m.tick(6.9) == []
-    assert granted(m.tick(7.0)) == {"w1": set(range(SLOTS))}
+    assert m.hello("w1", "new", 4, now=6.9) is None
+    m.tick(7.1)  # silent for the timeout: expired, so it has fenced
+    hello = m.hello("w1", "new", 4, now=7.2)
+    assert hello is not None
+    assert granted(hello + m.tick(7.2)) == {"w1": set(range(SLOTS))}
 
 
 def test_undeliverable_control_messages_drop_the_worker() -> None:
@@ -149,15 +150,32 @@ def test_slots_being_revoked_are_not_handed_back_on_rejoin() -> None:
     assert granted(out)["w1"] == set(range(SLOTS)) - moving
 
 
-def test_a_replaced_process_is_refused_while_its_replacement_is_a_member() -> None:
+def test_another_process_with_a_live_members_id_is_refused_and_disturbs_nothing() -> None:
     m = table()
     m.hello("w1", "old", 4, now=0.0, route=b"r1")
-    m.tick(0.0)
-    assert m.hello("w1", "new", 4, now=1.0, route=b"r2") is not None
-    assert m.hello("w1", "old", 4, now=1.5, route=b"r3") is None
-    assert m.route("w1") == b"r2"
-    m.leave("w1", now=2.0)
-    assert m.hello("w1", "old", 4, now=2.5, route=b"r3") is not None
+    owned = granted(m.tick(0.0))["w1"]
+    for now in (1.0, 3.0, 5.0):  # the member keeps heartbeating meanwhile
+        m.seen("w1", now)
+        assert m.hello("w1", "new", 4, now=now, route=b"r2") is None
+        assert m.member_at(b"r2") is None and m.route("w1") == b"r1"
+        assert m.tick(now) == []  # no slot moves
+    assert {s for s in range(SLOTS) if m.owner(s) == "w1"} == owned
+
+
+def test_a_restarted_process_joins_once_its_silent_predecessor_expired() -> None:
+    m = table()
+    m.hello("w1", "old", 4, now=0.0, route=b"r1")
+    owned = granted(m.tick(0.0))["w1"]
+    assert m.hello("w1", "new", 4, now=1.0, route=b"r2") is None  # the old one may still run
+    # Not yet expired by a tick, but silent for the timeout: the new process replaces it and
+    # gets the slots once the old one has surely fenced.
+    out = m.hello("w1", "new", 4, now=5.5, route=b"r2")
+    assert out is not None and m.route("w1") == b"r2"
+    assert granted(m.tick(5.5)).get("w1", set()) == owned
+    # The old process, back from a partition, is refused: the new one is live.
+    assert m.hello("w1", "old", 4, now=6.0, route=b"r3") is None
+    m.leave("w1", now=7.0)
+    assert m.hello("w1", "old", 4, now=7.5, route=b"r3") is not None
 
 
 def test_timing_must_leave_room_for_fencing() -> None:
@@ -198,6 +216,7 @@ class ExclusivityMachine(RuleBasedStateMachine):
         self.m = table(start_at=2.0)
         self.processes: list[Process] = []
         self.current: dict[str, Process] = {}
+        self.joining: dict[str, Process] = {}  # started, not welcomed yet
         self.incarnations = 0
 
     def deliver(self, out: Outbox) -> None:
@@ -214,14 +233,25 @@ class ExclusivityMachine(RuleBasedStateMachine):
 
     @rule(wid=WORKERS)
     def start(self, wid: str) -> None:
-        old = self.current.get(wid)
-        if old is not None and not old.stopped:
-            old.silent = True  # its connection was taken over; it no longer hears anything
+        """A new process with this id (a restart, or a second process by mistake), the old one
+        alive or not: it says HELLO now and at every step until it is welcomed."""
         self.incarnations += 1
         proc = Process(wid, self.incarnations, self.now)
         self.processes.append(proc)
+        self.joining[wid] = proc
+        self.try_joining(wid)
+
+    def try_joining(self, wid: str) -> None:
+        proc = self.joining[wid]
+        out = self.m.hello(wid, str(proc.incarnation), 4, self.now, proc.route)
+        if out is None:
+            return  # refused: a live process has the id
+        del self.joining[wid]
+        old = self.current.get(wid)
+        if old is not None and not old.stopped:
+            old.silent = True  # no longer the member: nothing reaches it any more
         self.current[wid] = proc
-        self.deliver(self.m.hello(wid, str(proc.incarnation), 4, self.now, proc.route) or [])
+        self.deliver(out)
 
     @rule(wid=WORKERS)
     def fence_and_rejoin(self, wid: str) -> None:
@@ -269,8 +299,9 @@ class ExclusivityMachine(RuleBasedStateMachine):
     @rule(dt=st.sampled_from([0.5, 1.0, 2.5]))
     def advance(self, dt: float) -> None:
         self.now += dt
+        joining = set(map(id, self.joining.values()))
         for proc in self.processes:
-            if proc.stopped:
+            if proc.stopped or id(proc) in joining:
                 continue
             if not proc.silent and self.current.get(proc.wid) is proc:
                 proc.last_contact = self.now  # coordinator heartbeats reach it
@@ -278,6 +309,8 @@ class ExclusivityMachine(RuleBasedStateMachine):
             elif self.now - proc.last_contact > FENCE:
                 proc.stopped = True
         self.deliver(self.m.tick(self.now))
+        for wid in list(self.joining):
+            self.try_joining(wid)
 
     @invariant()
     def exclusive(self) -> None:
