@@ -31,11 +31,11 @@ chaos: $(STAMP)
 	METASHARD_CHAOS_SECONDS=$(CHAOS_SECONDS) $(PY) -m pytest -s -p no:cacheprovider tests/e2e/test_chaos.py
 
 demo: $(STAMP)
-	$(PY) -m loadtest.demo
+	$(PY) -m loadtest.dev.demo
 
 # docs/configuration.md from the commands' own flag definitions (a test checks it is current).
 docs: $(STAMP)
-	$(PY) -m loadtest.configdoc
+	$(PY) -m tests.configdoc
 
 BENCH_STAMP := $(VENV)/.installed-bench
 

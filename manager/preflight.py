@@ -1,7 +1,7 @@
 """Checks run before a coordinator (or ``metashard run``) starts anything.
 
 What can fail for a configuration reason is tried up front, so that the process stops with
-one line and exit code 2 (``proto.startup``) instead of starting workers that crash-loop:
+one line and exit code 2 (``proto.runtime.startup``) instead of starting workers that crash-loop:
 
 - ``check_cluster_config``: a kubeconfig (or in-cluster configuration) is found and readable.
 - ``check_endpoints``: the metrics and health-probe addresses can be listened on now.
@@ -25,9 +25,9 @@ import sys
 import zmq
 
 from manager.settings import CoordinatorSettings
-from proto.addresses import check_bindable, parse_address
 from proto.kube.config import load_config
-from proto.startup import StartupError
+from proto.runtime.addresses import check_bindable, parse_address
+from proto.runtime.startup import StartupError
 
 
 def check_coordinator(settings: CoordinatorSettings) -> None:

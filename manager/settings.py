@@ -1,5 +1,5 @@
 """The coordinator's settings: parsed once from flags (Metacontroller's names where they
-exist, ``proto.flags``) and environment, then passed down.
+exist, ``proto.runtime.flags``) and environment, then passed down.
 
 ``from_args`` parses ``metashard coordinator``'s flags; ``add_arguments``/``from_namespace``
 let ``metashard run`` add its own. ``from_namespace`` raises ``ValueError`` for flags that
@@ -21,11 +21,11 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from manager.election_config import ElectionConfig
-from proto.addresses import Peer
+from manager.election.config import ElectionConfig
 from proto.api.selectors import Operator, Requirement, Selector, parse
-from proto.curve import CurveKeyError, ServerCurve, server_keys
-from proto.flags import Parser, Role, add_common, common, duration, typed
+from proto.runtime.addresses import Peer
+from proto.runtime.curve import CurveKeyError, ServerCurve, server_keys
+from proto.runtime.flags import Parser, Role, add_common, common, duration, typed
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 A worker that cannot start for a configuration reason (bad flags, no usable kubeconfig, a
 reconciler that cannot be loaded, an endpoint it cannot serve) prints one line and exits 2
-(``proto.startup``); ``metashard run`` then stops instead of restarting it.
+(``proto.runtime.startup``); ``metashard run`` then stops instead of restarting it.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import sys
 
 import uvloop
 
-from proto import gctune, logs
-from proto.flags import log_notices
-from proto.startup import StartupError, guard
+from proto.runtime import gctune, logs
+from proto.runtime.flags import log_notices
+from proto.runtime.startup import StartupError, guard
 from workers.settings import WorkerSettings, from_args
 from workers.worker import Worker
 

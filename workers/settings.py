@@ -1,6 +1,6 @@
 """The worker process's settings: parsed once from flags and environment, then passed down.
 
-A worker takes every flag of ``proto.flags`` (so one argument list serves both roles); those
+A worker takes every flag of ``proto.runtime.flags`` (so one argument list serves both roles); those
 that only the coordinator acts on are reported in ``notices``, which the entry point logs.
 """
 
@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from proto.api.revisions import DEFAULT_HISTORY_LIMIT
-from proto.curve import ClientCurve, CurveKeyError, client_keys
-from proto.flags import (
+from proto.hooks.client import DEFAULT_MAX_RESPONSE_BYTES
+from proto.runtime.curve import ClientCurve, CurveKeyError, client_keys
+from proto.runtime.flags import (
     DEFAULT_APPLY,
     ApplyStrategy,
     Parser,
@@ -24,7 +25,6 @@ from proto.flags import (
     positive_int,
     typed,
 )
-from proto.hooks.client import DEFAULT_MAX_RESPONSE_BYTES
 
 # What ZeroMQ can connect to: tcp://HOST:PORT or ipc://PATH.
 _ENDPOINT = re.compile(r"^(tcp://(\[[^\]]+\]|[^:/\s]+):\d{1,5}|ipc://\S+)$")

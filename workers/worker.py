@@ -18,26 +18,26 @@ import asyncio
 from prometheus_client import CollectorRegistry
 
 from proto.api import names
-from proto.clock import SYSTEM_CLOCK, Clock
 from proto.hooks.client import HookClient
 from proto.hooks.metrics import PrometheusHookMetrics
-from proto.http1 import HttpClient
 from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.events import EventRecorder
 from proto.kube.session import Session
-from proto.logs import bind, get_logger
-from proto.ops import OpsServer
+from proto.runtime.clock import SYSTEM_CLOCK, Clock
+from proto.runtime.http1 import HttpClient
+from proto.runtime.logs import bind, get_logger
+from proto.runtime.ops import OpsServer
 from proto.wire import ControllerDef, dropped_frames_counter
-from workers.apply_metrics import PrometheusApplyMetrics
-from workers.common.ssa import ServerSideApply
-from workers.controller_metrics import PrometheusControllerMetrics
-from workers.fencing import FencedHookClient, FencedWriter
-from workers.link import DealerLink
-from workers.membership import Membership
-from workers.reconcilers import FactoryBuilder, WorkerContext, builtin, load
-from workers.runner import KeyFilter, Runner, queue_name
+from workers.kinds.plugins import FactoryBuilder, WorkerContext, builtin, load
+from workers.link.dealer import DealerLink
+from workers.link.fencing import FencedHookClient, FencedWriter
+from workers.link.membership import Membership
+from workers.runner.metrics import PrometheusControllerMetrics
+from workers.runner.runner import KeyFilter, Runner, queue_name
 from workers.settings import WorkerSettings
+from workers.sync.apply_metrics import PrometheusApplyMetrics
+from workers.sync.ssa_writes import ServerSideApply
 from workers.workqueue import PrometheusMetricsProvider
 
 log = get_logger("metashard.worker")

@@ -19,7 +19,7 @@ import sys
 from loadtest.apiserver import gcpauses
 from loadtest.apiserver.cluster import EmbeddedCluster, Settings
 from proto.api.crds import load_crds
-from proto.logs import configure, get_logger
+from proto.runtime.logs import configure, get_logger
 
 
 def build_parser() -> argparse.ArgumentParser:

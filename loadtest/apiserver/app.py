@@ -22,7 +22,7 @@ from loadtest.apiserver.faults import AdminHandler, Faults
 from loadtest.apiserver.handlers import Handlers, error_response, json_response
 from loadtest.apiserver.metrics import Metrics
 from loadtest.apiserver.registry import Registry, ResourceType
-from proto.logs import get_logger
+from proto.runtime.logs import get_logger
 
 if TYPE_CHECKING:
     from loadtest.apiserver.access import Access

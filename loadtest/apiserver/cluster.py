@@ -8,7 +8,7 @@
         cluster.kubelet.enable()                      # the fake kubelet (off by default)
 
 ``Settings`` holds the tunables (watch-cache size, bookmark interval, compaction interval,
-watcher queue limit, namespace grace period). A ``proto.clock.FakeClock`` passed as
+watcher queue limit, namespace grace period). A ``proto.runtime.clock.FakeClock`` passed as
 ``clock`` steers every timer of the server (watch timeouts, bookmarks, the
 future-resourceVersion wait, compaction, the namespace controller) from a test.
 The cluster starts with the namespaces ``default``, ``kube-system``, ``kube-public`` and
@@ -55,7 +55,7 @@ from loadtest.apiserver.registry import Registry
 from loadtest.apiserver.storage import Storage
 from loadtest.apiserver.timers import call_later
 from loadtest.apiserver.watch import WatchHub
-from proto.clock import SYSTEM_CLOCK, Clock
+from proto.runtime.clock import SYSTEM_CLOCK, Clock
 
 SYSTEM_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 

@@ -10,7 +10,7 @@ beside the program, with sub-millisecond pauses.
 ``install()``, once, in the emulator's own process (``python -m loadtest.apiserver``; not in
 a process that embeds the library):
 
-- the youngest generation is collected every ``proto.gctune.YOUNG_THRESHOLD`` allocations
+- the youngest generation is collected every ``proto.runtime.gctune.YOUNG_THRESHOLD`` allocations
   instead of 700, as in metashard's own processes;
 - whatever survives a full collection is frozen (``gc.freeze()``, which moves the lists, not
   the objects): the next full collection scans only what was allocated since;
@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from proto.gctune import YOUNG_THRESHOLD
+from proto.runtime.gctune import YOUNG_THRESHOLD
 
 THAW_INTERVAL = 600.0
 _OLDEST = 2

@@ -36,7 +36,7 @@ from loadtest.apiserver.registry import DecodeError, ResourceType
 from loadtest.apiserver.storage import Change, Storage, Table, encode
 from loadtest.apiserver.watch import WatchHub
 from proto.api.validation import ErrorType, FieldError
-from proto.clock import Clock
+from proto.runtime.clock import Clock
 
 JSON = "application/json"
 BODY_TYPES = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")

@@ -23,7 +23,7 @@ import errno
 import socket
 from collections.abc import Callable
 
-from proto.logs import get_logger
+from proto.runtime.logs import get_logger
 
 BACKLOG = 1024
 PAUSE_ON_EXHAUSTION = 1.0

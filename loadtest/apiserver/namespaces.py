@@ -23,7 +23,7 @@ from loadtest.apiserver.registry import ResourceType
 from loadtest.apiserver.storage import ADDED, DELETED, Change, Table
 from loadtest.apiserver.timers import call_later
 from loadtest.apiserver.workqueue import WorkQueue
-from proto.clock import Clock
+from proto.runtime.clock import Clock
 
 NAMESPACES = "/namespaces"
 MANAGER = "kube-controller-manager"  # the field manager of the status this controller writes

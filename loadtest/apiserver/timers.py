@@ -1,4 +1,4 @@
-"""Callbacks after a delay, on the project's clock (``proto.clock``: real or fake).
+"""Callbacks after a delay, on the project's clock (``proto.runtime.clock``: real or fake).
 
 The server's timers (watch deadlines and bookmarks, the namespace controller's grace period,
 compaction) all go through ``call_later``, so a test that hands the cluster a ``FakeClock``
@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from proto.clock import Clock
+from proto.runtime.clock import Clock
 
 
 def call_later(clock: Clock, delay: float, callback: Callable[[], None]) -> asyncio.Task[None]:

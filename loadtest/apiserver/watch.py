@@ -32,7 +32,7 @@ from loadtest.apiserver.listing import ListOptions, parse_rv
 from loadtest.apiserver.registry import ResourceType
 from loadtest.apiserver.storage import ADDED, DELETED, Change, Entry, Storage, Table
 from loadtest.apiserver.timers import call_later
-from proto.clock import Clock
+from proto.runtime.clock import Clock
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Hashable
 
-from proto.logs import get_logger
+from proto.runtime.logs import get_logger
 
 _log = get_logger(__name__)
 

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from types import ModuleType
 
-from loadtest.processes import REPO
+from loadtest.dev.processes import REPO
 
 SHARED_BENCH = REPO.parent / "shared" / "bench"
 

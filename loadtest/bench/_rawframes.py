@@ -1,6 +1,6 @@
 """The floor of the link benchmarks: pre-encoded frames between a ROUTER and a DEALER.
 
-Both ends are ``proto.loopsocket`` sockets (what the links are built on: the socket's
+Both ends are ``proto.runtime.loopsocket`` sockets (what the links are built on: the socket's
 descriptor in the loop, every waiting message drained per wake-up, no future per message), in
 this process over ``ipc://``. No codec and no link logic run, so a link's ratio to these
 figures is what its encoding, decoding and bookkeeping cost on top of moving the same bytes.
@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import zmq
 
-from proto.loopsocket import LoopSocket
+from proto.runtime.loopsocket import LoopSocket
 
 WINDOW = 64
 ROUTING_ID = b"raw-worker"

@@ -1,10 +1,11 @@
 """A controller that costs nothing: metashard's watches for the fanout job, doing nothing.
 
-``python -m loadtest.bench._watchers --kubeconfig FILE`` runs one ``manager.informer.Informer``
-(all namespaces) per resource the coordinator watches for the fanout CompositeController
-(CompositeControllers, DecoratorControllers, Fanouts, ConfigMaps), prints ``synced`` once
-every first list is in, and runs until SIGINT or SIGTERM. The fanout benchmark runs it during
-a raw-client wave to measure what serving a controller's watches costs the API server.
+``python -m loadtest.bench._watchers --kubeconfig FILE`` runs one
+``manager.informers.informer.Informer`` (all namespaces) per resource the coordinator watches for
+the fanout CompositeController (CompositeControllers, DecoratorControllers, Fanouts, ConfigMaps),
+prints ``synced`` once every first list is in, and runs until SIGINT or SIGTERM. The fanout
+benchmark runs it during a raw-client wave to measure what serving a controller's watches costs the
+API server.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ import asyncio
 import contextlib
 import signal
 
-from manager.informer import Informer
+from manager.informers.informer import Informer
 from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.resources import Resource
 from proto.kube.session import Session
-from proto.logs import configure
+from proto.runtime.logs import configure
 
 WATCHED = (
     Resource(

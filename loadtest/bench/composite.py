@@ -34,13 +34,13 @@ from proto.api.controllers import HookName, ResponseMode, parse_composite_contro
 from proto.api.hooks import decode_sync_response
 from proto.hooks.client import HookEndpoint
 from proto.kube.resources import Resource
-from proto.logs import configure
+from proto.runtime.logs import configure
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo, Snapshot
 from workers.apply import apply_update
-from workers.common.observed import Observed
-from workers.common.syncrequest import encode, object_map
 from workers.kinds.composite.reconciler import CompositeReconciler
-from workers.reconciler import ReconcileRequest
+from workers.reconcile import ReconcileRequest
+from workers.sync.hookrequest import encode, object_map
+from workers.sync.observed import Observed
 
 K = 3
 DATA = "create-" + "x" * 93

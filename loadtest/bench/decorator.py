@@ -27,8 +27,8 @@ from aiohttp import web
 from loadtest.apiserver.background import ClusterProcess
 from loadtest.bench._report import header, row
 from loadtest.bench.runtime import _cpu
-from loadtest.crds import install
-from loadtest.processes import Processes, free_port
+from loadtest.dev.crds import install
+from loadtest.dev.processes import Processes, free_port
 from proto.api.crds import load_crds
 from proto.api.names import DECORATOR_ANNOTATION
 from proto.kube.client import Client

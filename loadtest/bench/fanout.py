@@ -69,7 +69,7 @@ from loadtest.bench import _fanout_report as report
 from loadtest.bench import _harness
 from loadtest.bench._proc import RoleCpu, busy_seconds, per_role
 from loadtest.bench._report import header
-from loadtest.processes import free_port
+from loadtest.dev.processes import free_port
 
 KUBECONFIG_ENV = "METASHARD_E2E_KUBECONFIG"
 LABEL = "fanoutbench"

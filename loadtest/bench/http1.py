@@ -1,11 +1,12 @@
-"""Client CPU per unary request: ``proto.http1`` and the kube ``Session`` against aiohttp's client.
+"""Client CPU per unary request: ``proto.runtime.http1`` and the kube ``Session`` against aiohttp's
+client.
 
 A trivial aiohttp server runs in its own process (the same one the ``apiserver`` benchmark uses
 as its baseline). This process POSTs a small JSON body N times at concurrency 32 and reports
 the client's own CPU per request (``time.process_time``) and requests/s for:
 
 - aiohttp's ``ClientSession`` (the baseline: what the hot path used before);
-- ``proto.http1.HttpClient`` (what hook calls use);
+- ``proto.runtime.http1.HttpClient`` (what hook calls use);
 - ``proto.kube.Session.request`` (what API writes use: token bucket, auth, retries, errors).
 
 Each client is warmed up, then measured twice, interleaved; the better run is reported.
@@ -22,9 +23,9 @@ import uvloop
 
 from loadtest.bench._report import header, row
 from loadtest.bench.apiserver import trivial_server
-from proto.http1 import HttpClient
 from proto.kube.cluster import ClusterConfig
 from proto.kube.session import Session
+from proto.runtime.http1 import HttpClient
 
 CONCURRENCY = 32
 PATH = "/api/v1/namespaces/bench/configmaps"
@@ -80,7 +81,11 @@ async def _session(url: str, count: int) -> tuple[float, float]:
 def main(quick: bool) -> None:
     count = 2_000 if quick else 20_000
     header(f"http1: {count:,} POSTs at concurrency {CONCURRENCY} to a trivial aiohttp server")
-    clients = {"aiohttp ClientSession": _aiohttp, "proto.http1": _http1, "kube Session": _session}
+    clients = {
+        "aiohttp ClientSession": _aiohttp,
+        "proto.runtime.http1": _http1,
+        "kube Session": _session,
+    }
     best: dict[str, tuple[float, float]] = {}
     with trivial_server() as (url, _):
         for _ in range(2):
@@ -90,8 +95,8 @@ def main(quick: bool) -> None:
                 best[name] = (cpu, rate) if previous is None else min(previous, (cpu, rate))
     base_cpu, base_rate = best["aiohttp ClientSession"]
     row("aiohttp ClientSession: client CPU per request (baseline)", base_cpu, "us")
-    for name in ("proto.http1", "kube Session"):
+    for name in ("proto.runtime.http1", "kube Session"):
         row(f"{name}: client CPU per request", best[name][0], "us", baseline=base_cpu)
     row("aiohttp ClientSession: requests/s (baseline)", base_rate, "req/s")
-    for name in ("proto.http1", "kube Session"):
+    for name in ("proto.runtime.http1", "kube Session"):
         row(f"{name}: requests/s", best[name][1], "req/s", baseline=base_rate)

@@ -38,15 +38,15 @@ from aiohttp import web
 
 from loadtest.bench._report import header, row
 from loadtest.bench.watch_decode import pod
-from manager.gcguard import GcGuard
-from manager.informer import Informer, InformerOptions
-from manager.store import Cached, Store
+from manager.informers.gcguard import GcGuard
+from manager.informers.informer import Informer, InformerOptions
+from manager.informers.store import Cached, Store
 from proto.kube.client import Client
 from proto.kube.cluster import ClusterConfig
 from proto.kube.resources import Resource
 from proto.kube.session import Session
 from proto.kube.watch import LineSplitter, decode_event
-from proto.logs import configure
+from proto.runtime.logs import configure
 
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 SERVER_WRITE = 8 << 20

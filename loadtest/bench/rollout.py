@@ -1,10 +1,10 @@
 """A rolling update of N parents x K children, in-process: time and API writes per child moved.
 
 ``workers.kinds.composite.reconciler.CompositeReconciler`` runs against the in-memory cluster
-(``loadtest.inmemory``) with a StatefulSet-like hook: K ConfigMap children ``<parent>-<i>``, highest
-ordinal first, ``RollingRecreate``, no status checks (a recreated child counts as ready at
-once). Every parent is synced until its children match, then every parent's spec changes
-and the parents are synced round-robin until all are on the latest revision again.
+(``loadtest.apiserver.inprocess``) with a StatefulSet-like hook: K ConfigMap children
+``<parent>-<i>``, highest ordinal first, ``RollingRecreate``, no status checks (a recreated child
+counts as ready at once). Every parent is synced until its children match, then every parent's spec
+changes and the parents are synced round-robin until all are on the latest revision again.
 
 Reported: syncs and wall time of the rollout, CPU per sync, and API writes per child moved,
 by resource, against the least a crash-safe rollout can write per child: 2 child writes
@@ -22,13 +22,13 @@ from typing import Any
 
 import orjson
 
+from loadtest.apiserver.inprocess import MemoryCluster, ScriptedHooks
 from loadtest.bench._report import header, row
-from loadtest.inmemory import MemoryCluster, ScriptedHooks
 from proto.kube.resources import Resource
-from proto.logs import configure
+from proto.runtime.logs import configure
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
 from workers.kinds.composite.reconciler import CompositeReconciler
-from workers.reconciler import ReconcileRequest
+from workers.reconcile import ReconcileRequest
 
 THINGS = Resource("bench.metashard.io", "v1", "sets", "Set", True, subresources=("status",))
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)

@@ -6,7 +6,7 @@
    pre-encoded frames of the same sizes moved the same way, no codec and no link logic
    (``loadtest.bench._rawframes``), in the same process.
 2. End to end (real processes on the embedded cluster): a cold start with N parents waiting,
-   each reconciled once by a no-op reconciler (``loadtest.noop``), with 1 and with 2 worker
+   each reconciled once by a no-op reconciler (``loadtest.bench.noop``), with 1 and with 2 worker
    processes: reconciles/s, the ratio, and CPU per reconcile of all metashard processes.
 3. Failover with the production timings: worker SIGKILL -> its slots owned by the others;
    leader SIGKILL -> the standby serving (/readyz); graceful leader hand-over (SIGTERM).
@@ -29,12 +29,12 @@ import zmq.asyncio
 from loadtest.apiserver.background import ClusterProcess
 from loadtest.bench import _rawframes
 from loadtest.bench._report import header, row
-from loadtest.crds import install, simple_crd
-from loadtest.processes import Proc, Processes
+from loadtest.dev.crds import install, simple_crd
+from loadtest.dev.processes import Proc, Processes
+from manager.informers.store import Cached, Store
 from manager.kinds.composite import CompositeView
-from manager.membership import Timing
-from manager.store import Cached, Store
-from manager.term import Term, TermSettings
+from manager.term.membership import Timing
+from manager.term.term import Term, TermSettings
 from proto.api.controllers import parse_composite_controller
 from proto.api.crds import load_crds
 from proto.kube.client import Client
@@ -42,7 +42,7 @@ from proto.kube.config import load_config
 from proto.kube.resources import Resource
 from proto.kube.session import Session
 from proto.wire import Fetch, Hello, Keys, Snapshot, Welcome
-from workers.link import DealerLink
+from workers.link.dealer import DealerLink
 
 THINGS = Resource("bench.metashard.io", "v1", "things", "Thing", True, subresources=("status",))
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
@@ -251,7 +251,7 @@ async def _cold_start(
     try:
         coordinator = procs.coordinator()
         workers = [
-            procs.worker(f"w{i}", concurrency=32, reconciler="loadtest.noop:factory")
+            procs.worker(f"w{i}", concurrency=32, reconciler="loadtest.bench.noop:factory")
             for i in range(n_workers)
         ]
 
@@ -294,8 +294,8 @@ async def _failover(kubeconfig: str, workdir: Path) -> dict[str, float]:
     procs.workdir.mkdir(parents=True)
     try:
         coordinator = procs.coordinator()
-        victim = procs.worker("a", reconciler="loadtest.noop:factory")
-        procs.worker("b", reconciler="loadtest.noop:factory")
+        victim = procs.worker("a", reconciler="loadtest.bench.noop:factory")
+        procs.worker("b", reconciler="loadtest.bench.noop:factory")
         await _until(lambda: _owned_by(coordinator, ["a", "b"]))
         procs.kill(victim)
         out["worker SIGKILL -> slots reassigned"] = await _until(
@@ -310,7 +310,7 @@ async def _failover(kubeconfig: str, workdir: Path) -> dict[str, float]:
             first = procs.coordinator("c1", leader_election=True)
             await _until(first.ready)
             second = procs.coordinator("c2", leader_election=True)
-            procs.worker("a", reconciler="loadtest.noop:factory")
+            procs.worker("a", reconciler="loadtest.bench.noop:factory")
             await _until(lambda c=first: _owned_by(c, ["a"]))
             await asyncio.sleep(1.0)
             if mode == "SIGKILL":

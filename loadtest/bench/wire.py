@@ -5,8 +5,8 @@ Measured in one run, each against a baseline:
   1 KB, as raw bytes) vs plain ``msgpack.packb``/``unpackb`` of the same field values as a
   plain dict: the ratio is the price of the dataclasses and of validation (target: at most 2x
   the time, i.e. a rate ratio of at least 0.5);
-- round trips ROUTER -> DEALER -> ROUTER through ``manager.link.RouterLink`` and
-  ``workers.link.DealerLink`` (a KEYS push answered by a FETCH; 64 in flight) vs the same
+- round trips ROUTER -> DEALER -> ROUTER through ``manager.link.router.RouterLink`` and
+  ``workers.link.dealer.DealerLink`` (a KEYS push answered by a FETCH; 64 in flight) vs the same
   frames pre-encoded, moved the same way with no codec and no link logic
   (``loadtest.bench._rawframes``), both in this process over ipc://;
 - ``slot_of`` per key vs ``zlib.crc32`` of the same NUL-joined key bytes (the cheapest
@@ -34,7 +34,7 @@ import uvloop
 
 from loadtest.bench import _rawframes
 from loadtest.bench._report import header, rate, row
-from manager.link import RouterLink, SendResult
+from manager.link.router import RouterLink, SendResult
 from proto.wire import (
     PROTOCOL_VERSION,
     SLOT_COUNT,
@@ -49,7 +49,7 @@ from proto.wire import (
     encode,
     slot_of,
 )
-from workers.link import DealerLink
+from workers.link.dealer import DealerLink
 
 ROUNDS = 7
 

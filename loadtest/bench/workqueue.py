@@ -24,8 +24,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from loadtest.bench._report import header, rate, row
-from workers.ratelimit import default_controller_rate_limiter
 from workers.workqueue import PrometheusMetricsProvider, WorkQueue
+from workers.workqueue.ratelimiters import default_controller_rate_limiter
 
 BATCH = 1000
 CONSUMERS = 4

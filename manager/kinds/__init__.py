@@ -4,11 +4,12 @@ Every module of ``manager.kinds`` is a kind: it exposes ``KIND``, a ``Kind``. ``
 imports them all once; adding a kind is adding its module, nothing else.
 
 A ``Kind`` says which objects define its controllers (``resource``, the plural of its
-``metacontroller.k8s.io`` CRD) and turns one such object into a ``manager.views.
+``metacontroller.k8s.io`` CRD) and turns one such object into a ``manager.controllers.view.
 ControllerView`` (``view``), resolving its resources through discovery, or raises
-``manager.views.Unusable`` saying why it cannot run.
+``manager.controllers.view.Unusable`` saying why it cannot run.
 
-Kinds import ``manager.views`` and ``manager.store`` and never each other (import-linter).
+Kinds import ``manager.controllers.view`` and ``manager.informers.store`` and never each other
+(import-linter).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import importlib
 import pkgutil
 from typing import Any, Protocol
 
-from manager.store import Cached
-from manager.views import ControllerView
+from manager.controllers.view import ControllerView
+from manager.informers.store import Cached
 from proto.kube.resources import Discovery
 from proto.wire import ControllerKind
 

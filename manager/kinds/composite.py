@@ -4,7 +4,7 @@
 - A parent is handled when ``parentResource.labelSelector`` selects it or it still carries
   the controller's finalizer (it must be finalized). ``ignoreStatusChanges`` drops updates
   that change neither generation, labels nor annotations, of a parent not being deleted
-  (``manager.views.status_only``).
+  (``manager.controllers.view.status_only``).
 - A child maps to the parent its controller ownerReference names (same group and kind as the
   parent type). An orphan maps to every parent in scope whose children selector matches it:
   the parents of its namespace for a namespaced parent type, all parents otherwise.
@@ -38,8 +38,7 @@ from typing import Any, ClassVar
 
 import orjson
 
-from manager.store import Cached, Store
-from manager.views import (
+from manager.controllers.view import (
     ControllerView,
     SpecView,
     Unusable,
@@ -48,6 +47,7 @@ from manager.views import (
     resource_info,
     status_only,
 )
+from manager.informers.store import Cached, Store
 from proto.api import names
 from proto.api.controllers import CompositeController, group_of, parse_composite_controller
 from proto.api.errors import InvalidControllerError

@@ -9,7 +9,7 @@ As Metacontroller's ``pkg/controller/decorator`` does it:
   be finalized: the finalize hook also runs for a target that stopped matching). With
   ``ignoreStatusChanges`` on every rule of its resource, an update that changes neither
   generation, labels nor annotations, of a target not being deleted, is dropped
-  (``manager.views.status_only``).
+  (``manager.controllers.view.status_only``).
 - An attachment is ours when its controller ownerReference names a target type and it
   carries ``metacontroller.k8s.io/decorator-controller: <name>``; it maps to that target's
   key. An orphan carrying the annotation maps to every handled target in scope (its
@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
-from manager.store import Cached, Store
-from manager.views import (
+from manager.controllers.view import (
     ControllerView,
     SpecView,
     Unusable,
@@ -35,6 +34,7 @@ from manager.views import (
     resource_info,
     status_only,
 )
+from manager.informers.store import Cached, Store
 from proto.api import names
 from proto.api.controllers import group_of
 from proto.api.decorator import DecoratedResource, DecoratorController, parse_decorator_controller

@@ -47,7 +47,7 @@ from proto.api.endpoints import (
 from proto.api.errors import DurationError, InvalidControllerError
 from proto.api.fields import Fields
 from proto.api.selectors import Selector
-from proto.redact import masked_url
+from proto.runtime.redact import masked_url
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
 DEFAULT_SERVICE_PORT = 80

@@ -2,7 +2,7 @@
 
 A controller that sets one of these still runs; the coordinator says so when it loads the
 controller: one Warning event (reason ``UnsupportedField``) on the controller object and one
-log line per field (``manager.controllers``). Nothing accepted is ignored silently.
+log line per field (``manager.controllers.hosted``). Nothing accepted is ignored silently.
 
 - ``FIELDS`` is the table: which controller kinds, which field (a dotted path where ``*``
   stands for every key of an object or every element of a list), when it counts (a

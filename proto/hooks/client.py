@@ -32,12 +32,12 @@ the caller) to the endpoint's webhook as Metacontroller does:
   rollout calls the hook once per revision, each with another parent), so they do not evict
   each other. ``drop_cached(predicate)`` forgets parents, every variant (their slot moved
   away); ``forget`` a controller (its caches, TLS contexts and metric series).
-- One ``proto.http1.HttpClient`` per process (keep-alive connections per hook server and TLS
+- One ``proto.runtime.http1.HttpClient`` per process (keep-alive connections per hook server and TLS
   material) is injected and shared by every controller; the hook client never closes it.
 - Metrics go to an injected ``HookMetrics`` (``proto.hooks.metrics``), with the endpoint's
   ``url`` (without userinfo or query string), ``controller_name`` and ``controller_type``.
 - No credential appears in an error message, a metric label or a log line: URLs are shown
-  through ``proto.redact.safe_url``, header values are never put into messages, and the
+  through ``proto.runtime.redact.safe_url``, header values are never put into messages, and the
   credentials sent are masked in a body excerpt.
 """
 
@@ -66,8 +66,8 @@ from proto.hooks.errors import (
 from proto.hooks.etag import ETagCache
 from proto.hooks.metrics import HookMetrics, NoHookMetrics
 from proto.hooks.tls import TlsContexts
-from proto.http1 import BodyTooLarge, HttpClient, HttpTransportError, userinfo_authorization
-from proto.redact import REDACTED, safe_url
+from proto.runtime.http1 import BodyTooLarge, HttpClient, HttpTransportError, userinfo_authorization
+from proto.runtime.redact import REDACTED, safe_url
 
 BODY_EXCERPT_BYTES = 1024
 DEFAULT_MAX_RESPONSE_BYTES = 3 * 1024 * 1024

@@ -16,7 +16,7 @@
                                failure, re-queue with backoff
 
 ``url`` and every message name the hook by its URL without userinfo or query
-(``proto.redact.safe_url``), and no message carries a credential.
+(``proto.runtime.redact.safe_url``), and no message carries a credential.
 
 A 200 whose body cannot be used is a ``proto.api.errors.HookResponseError``, raised by the
 response parser, not by the HTTP layer.

@@ -12,7 +12,7 @@ For each hook name ``<hook>`` (``sync``, ``finalize``, ``customize``) one metric
 Metacontroller attaches ``url``, ``controller_name`` and ``controller_type`` as constant labels
 of one collector per controller; here they are ordinary labels of the one family per hook,
 which exposes the same series. The ``url`` label is the hook URL without ``user:password@``,
-query string or fragment (``proto.redact.safe_url``), so no credential is exported.
+query string or fragment (``proto.runtime.redact.safe_url``), so no credential is exported.
 Unlike Metacontroller, ``forget`` drops a deleted controller's series instead of exporting
 them forever (calls still under way then record nothing more).
 The DNS and TLS phase histograms are not exported.

@@ -9,7 +9,7 @@
   anonymous in-memory file (``memfd_create``); elsewhere from a private temporary file that
   is removed at once.
 - ``TlsContexts`` keeps one context per distinct material, so connections pool per material
-  (``proto.http1``) and a context is built once, not per call. When the material of a key
+  (``proto.runtime.http1``) and a context is built once, not per call. When the material of a key
   (a controller's hook) changes, the context it replaces is handed to ``on_replaced`` (the
   HTTP client discards its idle connections).
 """

@@ -1,5 +1,5 @@
-"""The asyncio Kubernetes REST client (orjson; ``proto.http1`` for whole-body requests, aiohttp
-for watch streams) shared by the coordinator and workers.
+"""The asyncio Kubernetes REST client (orjson; ``proto.runtime.http1`` for whole-body requests,
+aiohttp for watch streams) shared by the coordinator and workers.
 
 ```python
 from proto.kube.client import Client

@@ -17,8 +17,8 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from proto.clock import SYSTEM_CLOCK, Clock
 from proto.kube.cluster import ClusterConfig
+from proto.runtime.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from proto.kube.errors import ConfigError
-from proto.redact import masked_url
+from proto.runtime.redact import masked_url
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from proto.clock import SYSTEM_CLOCK, Clock
 from proto.kube.errors import KubeError
 from proto.kube.resources import Resource
-from proto.logs import get_logger
+from proto.runtime.clock import SYSTEM_CLOCK, Clock
+from proto.runtime.logs import get_logger
 
 log = get_logger("metashard.events")
 

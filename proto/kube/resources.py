@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from proto.clock import SYSTEM_CLOCK, Clock
 from proto.kube.errors import ApiError, ResourceNotFound
 from proto.kube.session import JSON, Session
+from proto.runtime.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 

@@ -2,9 +2,9 @@
 
 Contract:
 - ``Session(config, ...)`` is an async context manager owning the process's connections to the
-  API server: a lean keep-alive pool (``proto.http1``) for whole-body requests, the hot path of
-  writes, and an ``aiohttp.ClientSession`` for streams (watches), made (and aiohttp imported)
-  on the first stream, so a process that never watches never loads it. Both use the same
+  API server: a lean keep-alive pool (``proto.runtime.http1``) for whole-body requests, the hot
+  path of writes, and an ``aiohttp.ClientSession`` for streams (watches), made (and aiohttp
+  imported) on the first stream, so a process that never watches never loads it. Both use the same
   TLS set-up (the CA or ``insecure_skip_tls_verify``, client certificate,
   ``tls-server-name``) and proxy, and send ``User-Agent: metashard/<version>`` and
   ``Accept: application/json``.
@@ -43,12 +43,12 @@ from urllib.parse import urlencode
 
 import orjson
 
-from proto.clock import SYSTEM_CLOCK, Clock
-from proto.http1 import HttpClient, HttpTransportError
 from proto.kube.auth import Authorization
 from proto.kube.cluster import ClusterConfig
 from proto.kube.errors import ConfigError, StreamError, TransportError, api_error
-from proto.redact import safe_url, scrub
+from proto.runtime.clock import SYSTEM_CLOCK, Clock
+from proto.runtime.http1 import HttpClient, HttpTransportError
+from proto.runtime.redact import safe_url, scrub
 
 if TYPE_CHECKING:
     import aiohttp

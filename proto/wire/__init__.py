@@ -1,7 +1,7 @@
 """The coordinator/worker wire protocol: messages, msgpack codec, keys and slots.
 
 Pure: this package imports no I/O library (enforced by import-linter); the ZeroMQ sockets that
-carry these frames live in ``manager.link`` (ROUTER) and ``workers.link`` (DEALER).
+carry these frames live in ``manager.link.router`` (ROUTER) and ``workers.link.dealer`` (DEALER).
 
 - ``messages``: the message dataclasses, what each means and which way it goes;
 - ``codec``: ``encode``/``decode`` and frame validation;

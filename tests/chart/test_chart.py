@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from proto.flags import zap_level
+from proto.runtime.flags import zap_level
 from tests.chart.render import CHART, Container, deployed, render, value_sets
 
 helm_python = pytest.importorskip("helm_python")
@@ -403,11 +403,11 @@ def test_monitoring_objects_only_when_enabled(case: Any) -> None:
 
 def _exported_series() -> set[str]:
     """Every series name the coordinator and worker processes can export."""
-    from manager.election_metrics import PrometheusLeaderMetrics
-    from manager.informer_metrics import PrometheusInformerMetrics
-    from manager.term_metrics import TermMetrics
+    from manager.election.metrics import PrometheusLeaderMetrics
+    from manager.informers.metrics import PrometheusInformerMetrics
+    from manager.term.metrics import TermMetrics
     from proto.hooks.metrics import PrometheusHookMetrics
-    from workers.controller_metrics import PrometheusControllerMetrics
+    from workers.runner.metrics import PrometheusControllerMetrics
     from workers.workqueue.metrics import PrometheusMetricsProvider
 
     registry = CollectorRegistry()
@@ -467,7 +467,7 @@ GREETER = {
 def test_metashard_rbac_values_are_what_the_narrow_ci_values_hold(tmp_path: Any) -> None:
     import io
 
-    from manager.rbac_command import main
+    from manager.cli.rbac import main
 
     path = tmp_path / "greeter.yaml"
     path.write_text(json.dumps(GREETER), encoding="utf-8")

@@ -33,7 +33,7 @@ import pytest_asyncio
 
 from loadtest.apiserver.background import ClusterProcess, HttpFaults
 from loadtest.apiserver.faults import FaultControl
-from loadtest.crds import install, simple_crd
+from loadtest.dev.crds import install, simple_crd
 from proto.api.crds import load_crds
 from proto.kube import errors
 from proto.kube.client import Client

@@ -2,7 +2,7 @@
 
 - ``Recording`` reads what ``tests.e2e.recorder`` wrote: reconcile intervals per key.
 - ``eventually`` polls an async condition until it holds.
-Processes come from ``loadtest.processes``. The cluster is the embedded one (a subprocess)
+Processes come from ``loadtest.dev.processes``. The cluster is the embedded one (a subprocess)
 or, given ``METASHARD_E2E_KUBECONFIG``, a real one: nothing here depends on which.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from loadtest.processes import Proc, Processes
+from loadtest.dev.processes import Proc, Processes
 
 __all__ = ["Interval", "Proc", "Processes", "Recording", "eventually"]
 

@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 
 from proto.wire import ControllerDef
-from workers.reconciler import Outcome, ReconcileRequest, ReconcilerFactory
-from workers.reconcilers import WorkerContext
+from workers.kinds.plugins import WorkerContext
+from workers.reconcile import Outcome, ReconcileRequest, ReconcilerFactory
 
 
 class Recorder:

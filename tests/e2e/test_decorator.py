@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from loadtest.crds import simple_crd
+from loadtest.dev.crds import simple_crd
 from proto.api.names import DECORATOR_ANNOTATION, LAST_APPLIED_ANNOTATION
 from proto.kube import errors
 from proto.kube.client import Client

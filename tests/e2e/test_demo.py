@@ -1,4 +1,4 @@
-"""``make demo`` (``python -m loadtest.demo``): it converges, then stops cleanly on Ctrl-C."""
+"""``make demo`` (``python -m loadtest.dev.demo``): it converges, then stops cleanly on Ctrl-C."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.processes import REPO
+from loadtest.dev.processes import REPO
 
 pytestmark = pytest.mark.e2e
 
 
 def test_the_demo_converges_and_stops_on_ctrl_c() -> None:
     demo = subprocess.Popen(
-        [sys.executable, "-u", "-m", "loadtest.demo"],
+        [sys.executable, "-u", "-m", "loadtest.dev.demo"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -40,9 +40,9 @@ import yaml  # type: ignore[import-untyped]
 
 from loadtest.apiserver.background import ClusterProcess
 from loadtest.apiserver.cluster import write_kubeconfig
-from loadtest.crds import install, simple_crd
-from loadtest.processes import REPO, free_port
-from manager import rbac_command
+from loadtest.dev.crds import install, simple_crd
+from loadtest.dev.processes import REPO, free_port
+from manager.cli import rbac as rbac_command
 from proto.api.crds import load_crds
 from proto.kube import errors
 from proto.kube.client import Client

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.processes import REPO, free_port
+from loadtest.dev.processes import REPO, free_port
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.config import load_config

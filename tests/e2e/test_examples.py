@@ -28,9 +28,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from loadtest import manifests
-from loadtest.processes import REPO, free_port
-from manager import rollout
+from loadtest.dev import manifests
+from loadtest.dev.processes import REPO, free_port
+from manager.cli import rollout
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.resources import Resource

@@ -28,9 +28,9 @@ import pytest
 import pytest_asyncio
 
 from loadtest.apiserver.background import ClusterProcess
-from loadtest.crds import install, simple_crd
-from loadtest.processes import Processes
-from manager import rollout
+from loadtest.dev.crds import install, simple_crd
+from loadtest.dev.processes import Processes
+from manager.cli import rollout
 from proto.api.crds import load_crds
 from proto.api.names import LAST_APPLIED_ANNOTATION
 from proto.kube import errors

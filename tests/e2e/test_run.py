@@ -16,7 +16,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from loadtest.processes import REPO, Processes
+from loadtest.dev.processes import REPO, Processes
 from tests.e2e.harness import eventually
 
 pytestmark = pytest.mark.e2e

@@ -27,12 +27,12 @@ import zmq
 import zmq.asyncio
 
 from loadtest.apiserver.faults import FaultControl
-from manager.leaselock import LEASES
-from proto import curve
+from manager.election.lease import LEASES
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.resources import Resource
+from proto.runtime import curve
 from proto.wire import PROTOCOL_VERSION, Hello, encode
 from tests.e2e.harness import Proc, Processes, Recording, eventually
 

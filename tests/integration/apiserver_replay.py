@@ -37,7 +37,7 @@ import aiohttp
 
 from loadtest.apiserver import Settings
 from loadtest.apiserver.background import ClusterThread
-from proto.clock import FakeClock
+from proto.runtime.clock import FakeClock
 
 TOKEN = "conformance-token"
 USER_AGENT = "conformance-recorder/1.0"  # the recorder's: non-apply writes are its manager's

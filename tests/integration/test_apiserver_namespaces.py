@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from loadtest.apiserver import Settings
-from proto.clock import FakeClock
+from proto.runtime.clock import FakeClock
 from tests.integration.apiserver_client import Api, running
 
 WIDGETS = {

@@ -8,7 +8,7 @@ import pytest
 
 from loadtest.apiserver import Settings
 from loadtest.apiserver.watch import Watcher
-from proto.clock import FakeClock
+from proto.runtime.clock import FakeClock
 from tests.integration.apiserver_client import fast_settings, running
 
 CM = "/api/v1/namespaces/w/configmaps"

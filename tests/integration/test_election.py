@@ -13,10 +13,10 @@ from typing import TypedDict, Unpack
 import pytest
 from prometheus_client import CollectorRegistry
 
-from manager.election import LeaderElector
-from manager.election_config import ElectionConfig
-from manager.election_metrics import PrometheusLeaderMetrics
-from manager.leaselock import LEASES, ClientLeaseLock, LeaderRecord
+from manager.election.config import ElectionConfig
+from manager.election.elector import LeaderElector
+from manager.election.lease import LEASES, ClientLeaseLock, LeaderRecord
+from manager.election.metrics import PrometheusLeaderMetrics
 from tests.integration.conftest import Kube
 
 LEASE = "metashard-leader"

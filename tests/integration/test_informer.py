@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import pytest
 from prometheus_client import CollectorRegistry
 
-from manager.gcguard import GcGuard
-from manager.informer import Informer, InformerOptions
-from manager.informer_metrics import PrometheusInformerMetrics
-from manager.informers import Informers
-from manager.store import Cached
+from manager.informers.gcguard import GcGuard
+from manager.informers.informer import Informer, InformerOptions
+from manager.informers.metrics import PrometheusInformerMetrics
+from manager.informers.shared import Informers
+from manager.informers.store import Cached
 from proto.kube.client import Client
 from proto.kube.cluster import ClusterConfig
 from proto.kube.session import Session

@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
-from loadtest.crds import CRDS, install, simple_crd
-from manager.rbac import GroupResource, RbacError, controller_resources
-from manager.rbac_command import controllers_from_cluster
+from loadtest.dev.crds import CRDS, install, simple_crd
+from manager.cli.rbac import controllers_from_cluster
+from manager.controllers.rbac import GroupResource, RbacError, controller_resources
 from proto.api import names
 from proto.api.crds import load_crds
 from proto.kube import errors

@@ -1,4 +1,4 @@
-"""workers.common.ssa on a cluster through the real client: creates, the cache, field
+"""workers.sync.ssa_writes on a cluster through the real client: creates, the cache, field
 managers, the upgrade from dynamic apply, Recreate's dry run and conflicts without force."""
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from proto.kube.resources import Resource
 from proto.wire import ParentKey
 from tests.integration.conftest import Kube
 from workers.apply import ControllerRef, create_body
-from workers.apply_metrics import ApplyResult
-from workers.common import children
-from workers.common.observed import Observed
-from workers.common.ssa import ChildApplier, ServerSideApply
+from workers.sync import children
+from workers.sync.apply_metrics import ApplyResult
+from workers.sync.observed import Observed
+from workers.sync.ssa_writes import ChildApplier, ServerSideApply
 
 pytestmark = pytest.mark.asyncio
 

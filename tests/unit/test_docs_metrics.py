@@ -7,15 +7,15 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from manager.election_metrics import PrometheusLeaderMetrics
-from manager.informer_metrics import PrometheusInformerMetrics
-from manager.link_auth import refused_peers_counter
-from manager.term_metrics import TermMetrics
+from manager.election.metrics import PrometheusLeaderMetrics
+from manager.informers.metrics import PrometheusInformerMetrics
+from manager.link.auth import refused_peers_counter
+from manager.term.metrics import TermMetrics
 from proto.hooks.metrics import PrometheusHookMetrics
-from proto.ops import PEER_UP
+from proto.runtime.ops import PEER_UP
 from proto.wire import dropped_frames_counter
-from workers.apply_metrics import PrometheusApplyMetrics
-from workers.controller_metrics import PrometheusControllerMetrics
+from workers.runner.metrics import PrometheusControllerMetrics
+from workers.sync.apply_metrics import PrometheusApplyMetrics
 from workers.workqueue.metrics import PrometheusMetricsProvider
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
@@ -27,7 +27,7 @@ def exposed(registry: CollectorRegistry) -> set[str]:
 
 
 def coordinator() -> set[str]:
-    # What manager.app.Coordinator registers (leader metrics once it runs an election), and
+    # What manager.coordinator.Coordinator registers (leader metrics once it runs an election), and
     # the gauge its metrics endpoint adds for each worker it reads under `metashard run`.
     registry = CollectorRegistry()
     PrometheusInformerMetrics(registry)

@@ -5,7 +5,7 @@ Every sub-package of ``workers.kinds`` is a kind: it exposes ``KIND`` (a
 ``Reconciler`` of one controller definition. ``registry()`` imports them all once and maps
 each kind to its ``build``; adding a kind is adding its package, nothing else.
 
-Kinds import ``workers.common`` (what they share) and never each other (import-linter).
+Kinds import ``workers.sync`` (what they share) and never each other (import-linter).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pkgutil
 from collections.abc import Callable, Mapping
 
 from proto.wire import ControllerDef, ControllerKind
-from workers.common.context import WorkerContext
-from workers.reconciler import Reconciler
+from workers.reconcile import Reconciler
+from workers.sync.context import WorkerContext
 
 Build = Callable[[ControllerDef, WorkerContext], Reconciler]
 

@@ -10,7 +10,8 @@ with ``await queue.get()``, reconcile them, and call ``queue.done(key)``.
 - **Live before low**: ``Priority.LIVE`` work goes ahead of ``Priority.LOW`` (initial list,
   resync); a queued low item that gets a live add is promoted.
 - **Delays and rate limits**: ``add_after`` (the earlier ready time wins),
-  ``add_rate_limited`` / ``forget`` / ``num_requeues`` over a ``workers.ratelimit`` limiter.
+  ``add_rate_limited`` / ``forget`` / ``num_requeues`` over a ``workers.workqueue.ratelimiters``
+  limiter.
 - **Shutdown**: ``shut_down()`` stops intake; ``get()`` raises ``ShutDown`` once the queue is
   empty; ``await shut_down_with_drain()`` also waits for items being processed.
 - **Revocation**: ``discard(predicate)`` drops queued and delayed items, not in-flight ones.

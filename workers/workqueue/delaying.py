@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Hashable
 from typing import TypeVar
 
-from proto.clock import Clock
+from proto.runtime.clock import Clock
 from workers.workqueue.errors import InvalidDelay
 from workers.workqueue.metrics import MetricsProvider
 from workers.workqueue.queue import Priority, Queue

@@ -32,7 +32,7 @@ from typing import Protocol
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
-from proto.clock import Clock
+from proto.runtime.clock import Clock
 
 LABELS = ("name", "controller")
 BUCKETS = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 1e1, 1e2, 1e3)

@@ -36,7 +36,7 @@ import enum
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-from proto.clock import SYSTEM_CLOCK, Clock
+from proto.runtime.clock import SYSTEM_CLOCK, Clock
 from workers.workqueue.errors import InvalidPriority, NotProcessing, ShutDown
 from workers.workqueue.metrics import MetricsProvider, NoMetricsProvider
 

@@ -6,7 +6,7 @@
   ``num_requeues(item)`` reads it. Neither touches the queue itself.
 - ``discard`` also forgets the history of the items it drops, so revoked keys do not keep
   their backoff (or their memory) in the limiter.
-- The default limiter is ``workers.ratelimit.default_controller_rate_limiter()`` on the
+- The default limiter is ``workers.workqueue.ratelimiters.default_controller_rate_limiter()`` on the
   queue's clock.
 """
 
@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import TypeVar
 
-from proto.clock import Clock
-from workers.ratelimit import RateLimiter, default_controller_rate_limiter
+from proto.runtime.clock import Clock
 from workers.workqueue.delaying import DelayingQueue
 from workers.workqueue.metrics import MetricsProvider
 from workers.workqueue.queue import Priority
+from workers.workqueue.ratelimiters import RateLimiter, default_controller_rate_limiter
 
 T = TypeVar("T", bound=Hashable)
 

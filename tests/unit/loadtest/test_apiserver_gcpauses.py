@@ -13,7 +13,7 @@ SCRIPT = textwrap.dedent(
     """
     import gc, weakref
     from loadtest.apiserver import gcpauses
-    from proto.gctune import YOUNG_THRESHOLD
+    from proto.runtime.gctune import YOUNG_THRESHOLD
 
     now = [0.0]
     gcpauses.install(clock=lambda: now[0])

@@ -1,4 +1,5 @@
-"""loadtest.dev: what a log record of metashard's processes becomes on the dev loop's screen."""
+"""loadtest.dev.command: what a log record of metashard's processes becomes on the dev loop's
+screen."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from loadtest.dev import main, render
+from loadtest.dev.command import main, render
 
 T = "2026-01-02T03:04:05.678Z"
 

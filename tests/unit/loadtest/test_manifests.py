@@ -1,4 +1,5 @@
-"""loadtest.manifests: reading YAML/JSON manifests from files and directories, and their order."""
+"""loadtest.dev.manifests: reading YAML/JSON manifests from files and directories, and their
+order."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.manifests import ManifestError, load, ordered
+from loadtest.dev.manifests import ManifestError, load, ordered
 
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
 CRD = {

@@ -7,7 +7,7 @@ import pytest
 
 from manager import preflight
 from proto.kube.errors import ConfigError
-from proto.startup import StartupError
+from proto.runtime.startup import StartupError
 
 
 @pytest.mark.parametrize(

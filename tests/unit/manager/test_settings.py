@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from manager.settings import CoordinatorSettings, add_arguments, from_args, from_namespace
-from proto.curve import generate, server_keys
+from proto.runtime.curve import generate, server_keys
 
 
 def test_defaults_follow_metacontroller_and_client_go() -> None:

@@ -19,7 +19,7 @@ from proto.api.fields import Fields
 from proto.hooks.client import BODY_EXCERPT_BYTES, HookClient, HookEndpoint, parse_retry_after
 from proto.hooks.errors import HookError, HookRetryAfter, HookStatusError, HookTransportError
 from proto.hooks.metrics import PrometheusHookMetrics
-from proto.http1 import HttpClient
+from proto.runtime.http1 import HttpClient
 
 NOW = float(calendar.timegm((2015, 10, 21, 7, 28, 0)))  # Wed, 21 Oct 2015 07:28:00 GMT
 

@@ -29,8 +29,8 @@ from proto.hooks.errors import (
     HookTransportError,
 )
 from proto.hooks.metrics import PrometheusHookMetrics
-from proto.http1 import HttpClient
-from proto.redact import REDACTED
+from proto.runtime.http1 import HttpClient
+from proto.runtime.redact import REDACTED
 from tests.unit.proto.pki import Pki, server_tls
 
 MIB = 1024 * 1024

@@ -1,8 +1,8 @@
 """A CompositeController, its parents and children in memory, for reconciler tests.
 
-``World(...)`` holds a ``loadtest.inmemory.MemoryCluster``, a scripted hook and the events the
-reconciler emitted; ``await world.sync(name)`` runs one reconcile of a parent from a fresh
-snapshot and returns its outcome (or raises what the reconcile raised). The hook answers with
+``World(...)`` holds a ``loadtest.apiserver.inprocess.MemoryCluster``, a scripted hook and the
+events the reconciler emitted; ``await world.sync(name)`` runs one reconcile of a parent from a
+fresh snapshot and returns its outcome (or raises what the reconcile raised). The hook answers with
 ``world.answer(request)``: by default the fanout job (``spec.children`` ConfigMaps named
 ``<parent>-<i>`` with ``data.value = spec.data``); tests replace it.
 """
@@ -14,12 +14,12 @@ from typing import Any
 
 import orjson
 
-from loadtest.inmemory import MemoryCluster, ScriptedHooks
+from loadtest.apiserver.inprocess import MemoryCluster, ScriptedHooks
 from proto.hooks.client import HookEndpoint
 from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
 from workers.kinds.composite.reconciler import CompositeReconciler
-from workers.reconciler import Outcome, ReconcileRequest
+from workers.reconcile import Outcome, ReconcileRequest
 
 THINGS = Resource("e2e.metashard.io", "v1", "things", "Thing", True, subresources=("status",))
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)

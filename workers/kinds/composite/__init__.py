@@ -4,9 +4,9 @@ I/O) and the ControllerRevisions it writes."""
 from __future__ import annotations
 
 from proto.wire import ControllerDef, ControllerKind
-from workers.common.context import WorkerContext
 from workers.kinds.composite.reconciler import CompositeReconciler
-from workers.reconciler import Reconciler
+from workers.reconcile import Reconciler
+from workers.sync.context import WorkerContext
 
 KIND = ControllerKind.COMPOSITE
 

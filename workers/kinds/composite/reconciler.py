@@ -6,27 +6,27 @@ functions in their own modules, the writes happen here:
 
 1. No parent in the snapshot (deleted, or not selected by ``parentResource.labelSelector``),
    or a parent that is not selected and does not carry our finalizer: nothing to do.
-2. Our finalizer is added or removed (``workers.common.finalizer``).
+2. Our finalizer is added or removed (``workers.sync.finalizer``).
 3. The children selector: ``controller-uid=<parent uid>`` under ``generateSelector``, else
    the parent's ``spec.selector``, which must not be empty.
-4. Children are claimed, adopted and released (``workers.common.claims``).
+4. Children are claimed, adopted and released (``workers.sync.claims``).
 5. The sync hook is called, or the finalize hook (``finalizing: true``) for a parent being
    deleted or unselected. The request embeds the snapshot's raw JSON
-   (``workers.common.syncrequest``). The hook's TLS material and credentials come resolved in
+   (``workers.sync.hookrequest``). The hook's TLS material and credentials come resolved in
    the definition (``ControllerDef.connections``); the parent's key is the ETag cache key.
 6. The response is decoded and its children checked (``proto.api.hooks``): namespaces
    defaulted, ``controller-uid`` added, types declared, labels matched by the selector.
 7. ``finalized: true`` from the finalize hook removes our finalizer.
-8. Children are created, updated and deleted (``workers.common.children``, or
-   ``workers.common.ssa`` under ``--apply-strategy server-side-apply``) while the parent is
+8. Children are created, updated and deleted (``workers.sync.children``, or
+   ``workers.sync.ssa_writes`` under ``--apply-strategy server-side-apply``) while the parent is
    alive, or being deleted under our finalizer without a garbage-collector finalizer.
-9. The status (``workers.common.status``) is PUT to ``/status`` only when it differs, with the
+9. The status (``workers.sync.status``) is PUT to ``/status`` only when it differs, with the
    snapshot's resourceVersion as the precondition; NotFound and Conflict are let go (the
    parent is gone, or changed and will be synced again).
 10. Child write errors fail the sync after the status write; ``resyncAfterSeconds`` becomes
     ``Outcome.requeue_after``.
 
-Failures raise ``workers.common.sync_errors`` errors: a ``SyncFailure`` also emits a ``SyncError``
+Failures raise ``workers.sync.errors`` errors: a ``SyncFailure`` also emits a ``SyncError``
 Warning event on the parent. A malformed hook response, a hook that times out, refuses the
 connection or answers an error status fails before anything is written. A 429 raises
 ``RequeueAfter`` with the hook's ``Retry-After`` delay. Every successful write is reported to
@@ -47,10 +47,10 @@ Differences from Metacontroller, on purpose:
 - A parent that the finalizer removal let go (deleting, no finalizer left) gets no status
   write: it no longer exists.
 - With a ``RollingRecreate`` or ``RollingInPlace`` child type, step 5 is
-  ``workers.kinds.composite.rolling``: ControllerRevisions are claimed and written, the hook
+  ``workers.kinds.composite.rollouts``: ControllerRevisions are claimed and written, the hook
   is called per revision (the latest, and each older one owning children), and children
   move to the latest revision one at a time
-  (``workers.kinds.composite.rollout``). A parent being deleted without a finalize hook gets
+  (``workers.kinds.composite.rollout_plan``). A parent being deleted without a finalize hook gets
   a plain sync, as in Metacontroller. A child whose only difference is its
   ``controller-revision-hash`` label is updated in place, never recreated.
 """
@@ -70,19 +70,19 @@ from proto.api.objectmap import TypeKey
 from proto.api.revisions import DEFAULT_HISTORY_LIMIT, REVISION_HASH_LABEL
 from proto.api.selectors import Selector, SelectorError, from_label_selector, from_match_labels
 from proto.kube import errors
-from proto.logs import get_logger
+from proto.runtime.logs import get_logger
 from proto.wire import ControllerDef
 from workers.apply import ControllerRef
-from workers.common import children, finalizer, status, syncrequest
-from workers.common.claims import Claimant, adoption_patch, claim, release_patch
-from workers.common.hookcall import Events, HookCaller, Hooks, resource_of
-from workers.common.observed import Observed
-from workers.common.patches import describe, guarded_patch, set_finalizers, sync_finalizer
-from workers.common.ssa import ServerSideApply, applier_of, write_children
-from workers.common.sync_errors import SyncFailure
-from workers.common.writer import Writer
-from workers.kinds.composite import rolling
-from workers.reconciler import Outcome, ReconcileRequest
+from workers.kinds.composite import rollouts
+from workers.reconcile import Outcome, ReconcileRequest
+from workers.sync import children, finalizer, hookrequest, status
+from workers.sync.claims import Claimant, adoption_patch, claim, release_patch
+from workers.sync.errors import SyncFailure
+from workers.sync.hookcall import Events, HookCaller, Hooks, resource_of
+from workers.sync.observed import Observed
+from workers.sync.patches import describe, guarded_patch, set_finalizers, sync_finalizer
+from workers.sync.ssa_writes import ServerSideApply, applier_of, write_children
+from workers.sync.writer import Writer
 
 log = get_logger("metashard.composite")
 
@@ -139,7 +139,7 @@ class CompositeReconciler:
         self._child_writer = children.ChildWriter(writer, targets)
         self._applier = applier_of(ssa, definition, targets)
         self._rollouts = (
-            rolling.Rollouts(
+            rollouts.Rollouts(
                 spec,
                 writer=writer,
                 events=events,
@@ -210,9 +210,9 @@ class CompositeReconciler:
         async def answer(
             version: dict[str, Any],
             version_raw: bytes,
-            related: rolling.Related,
+            related: rollouts.Related,
             revision: str | None,
-        ) -> rolling.Answer:
+        ) -> rollouts.Answer:
             response = await self._call(
                 request, version, version_raw, observed, namespace, finalizing, related, revision
             )
@@ -364,17 +364,17 @@ class CompositeReconciler:
         observed: dict[TypeKey, list[Observed]],
         namespace: str,
         finalizing: bool,
-        related: rolling.Related,
+        related: rollouts.Related,
         revision: str | None,
     ) -> SyncResponse:
         name = HookName.FINALIZE if finalizing else HookName.SYNC
-        children, related_map = syncrequest.maps(
+        children, related_map = hookrequest.maps(
             self._hooks.hook(name).version,
             parent_namespace=namespace,
             observed=observed,
             related=related,
         )
-        body = syncrequest.encode(
+        body = hookrequest.encode(
             controller=self._controller,
             parent=raw,
             children=children,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from proto.wire import ControllerDef, ControllerKind
-from workers.common.context import WorkerContext
 from workers.kinds.decorator.reconciler import DecoratorReconciler
-from workers.reconciler import Reconciler
+from workers.reconcile import Reconciler
+from workers.sync.context import WorkerContext
 
 KIND = ControllerKind.DECORATOR
 

@@ -10,7 +10,7 @@ orphan (no controller ownerReference) carrying our annotation, not being deleted
 target's namespace (any namespace for a cluster-scoped target) is adoptable, and is adopted
 when the hook wants an attachment of that type, namespace and name (Metacontroller would try
 to create it and stop at AlreadyExists). A target being deleted adopts nothing, as in
-Kubernetes' ControllerRefManager (``workers.common.claims``): once its finalizers are gone
+Kubernetes' ControllerRefManager (``workers.sync.claims``): once its finalizers are gone
 the garbage collector would delete what it adopted. An adoptable orphan the hook does not
 want is left alone. Nothing is released: a decorator has no selector an attachment could
 stop matching.
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proto.api.names import DECORATOR_ANNOTATION
-from workers.common.observed import Observed
+from workers.sync.observed import Observed
 
 
 def annotated(child: Observed, name: str) -> bool:

@@ -8,7 +8,7 @@ Each ``reconcile`` follows Metacontroller's ``decorator.syncParentObject``:
    nothing to do. A rule's resource is the one it resolved to (``ControllerDef.resources``,
    one per rule, in order), as on the coordinator: a rule naming ``po`` applies to pods.
 2. Our finalizer ``metacontroller.io/decoratorcontroller-<name>`` is added (with a finalize
-   hook) or removed (without one) (``workers.common.finalizer``).
+   hook) or removed (without one) (``workers.sync.finalizer``).
 3. Attachments: ours are those the target owns that carry our annotation
    (``attachments.split``); an annotated orphan the hook wants is adopted, unless the target
    is being deleted.
@@ -23,7 +23,7 @@ Each ``reconcile`` follows Metacontroller's ``decorator.syncParentObject``:
    is written when nothing differs. NotFound and Conflict are let go (the target is gone, or
    changed and is synced again), as in Metacontroller.
 6. Desired attachments get our annotation and are created, updated (per the attachment's
-   ``updateStrategy``) and deleted (``workers.common.children``, or ``workers.common.ssa``
+   ``updateStrategy``) and deleted (``workers.sync.children``, or ``workers.sync.ssa_writes``
    under ``--apply-strategy server-side-apply``: then without the last-applied annotation,
    unlike Metacontroller #1139), while the target is alive, or being deleted under our
    finalizer without a garbage-collector finalizer.
@@ -31,7 +31,7 @@ Each ``reconcile`` follows Metacontroller's ``decorator.syncParentObject``:
 8. Attachment write errors fail the sync at the end; ``resyncAfterSeconds`` becomes
    ``Outcome.requeue_after``.
 
-Failures raise ``workers.common.sync_errors`` errors; a ``SyncFailure`` also emits a
+Failures raise ``workers.sync.errors`` errors; a ``SyncFailure`` also emits a
 ``SyncError`` Warning event on the target. A hook answering 429 raises ``RequeueAfter``.
 Every successful write is reported to ``request.wrote``.
 
@@ -62,19 +62,19 @@ from proto.api.hooks import desired_children as check_children
 from proto.api.objectmap import TypeKey
 from proto.api.selectors import Selector
 from proto.kube import errors
-from proto.logs import get_logger
+from proto.runtime.logs import get_logger
 from proto.wire import ControllerDef
 from workers.apply import ControllerRef, put_body
-from workers.common import children, finalizer, status, syncrequest
-from workers.common.claims import adoption_patch
-from workers.common.hookcall import Events, HookCaller, Hooks, resource_of
-from workers.common.observed import Observed
-from workers.common.patches import describe, guarded_patch, set_finalizers, sync_finalizer
-from workers.common.ssa import ServerSideApply, applier_of, write_children
-from workers.common.sync_errors import SyncFailure
-from workers.common.writer import Writer
 from workers.kinds.decorator import attachments, metadata
-from workers.reconciler import Outcome, ReconcileRequest
+from workers.reconcile import Outcome, ReconcileRequest
+from workers.sync import children, finalizer, hookrequest, status
+from workers.sync.claims import adoption_patch
+from workers.sync.errors import SyncFailure
+from workers.sync.hookcall import Events, HookCaller, Hooks, resource_of
+from workers.sync.observed import Observed
+from workers.sync.patches import describe, guarded_patch, set_finalizers, sync_finalizer
+from workers.sync.ssa_writes import ServerSideApply, applier_of, write_children
+from workers.sync.writer import Writer
 
 log = get_logger("metashard.decorator")
 
@@ -299,7 +299,7 @@ class DecoratorReconciler:
         finalizing: bool,
     ) -> DecoratorResponse:
         name = HookName.FINALIZE if finalizing else HookName.SYNC
-        found, related = syncrequest.maps(
+        found, related = hookrequest.maps(
             self._hooks.hook(name).version,
             parent_namespace=namespace,
             observed=owned,
@@ -307,8 +307,8 @@ class DecoratorReconciler:
         )
         body = orjson.dumps(
             sync_request(
-                controller=syncrequest.fragment(self._controller),
-                object=syncrequest.fragment(raw),
+                controller=hookrequest.fragment(self._controller),
+                object=hookrequest.fragment(raw),
                 attachments=found,
                 related=related,
                 finalizing=finalizing,

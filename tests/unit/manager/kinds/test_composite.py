@@ -7,9 +7,9 @@ from typing import Any
 import orjson
 import pytest
 
+from manager.controllers.view import Unusable
+from manager.informers.store import Cached
 from manager.kinds.composite import KIND
-from manager.store import Cached
-from manager.views import Unusable
 from proto.kube.errors import ResourceNotFound
 from proto.kube.resources import Resource
 

@@ -8,10 +8,10 @@ from typing import Any, TypedDict
 import orjson
 import pytest
 
+from manager.informers.store import LONG_VALUE, Cached, Store
 from manager.kinds.decorator import DecoratorView
-from manager.routing import Router
-from manager.snapshots import snapshot_of
-from manager.store import LONG_VALUE, Cached, Store
+from manager.routing.router import Router
+from manager.term.snapshots import snapshot_of
 from proto.api.decorator import parse_decorator_controller
 from proto.api.names import DECORATOR_ANNOTATION
 from proto.kube.resources import Resource

@@ -9,7 +9,7 @@ import pytest
 import pytest_asyncio
 from prometheus_client import CollectorRegistry
 
-from proto.clock import FakeClock
+from proto.runtime.clock import FakeClock
 from workers.workqueue import PrometheusMetricsProvider, WorkQueue
 
 Settle = Callable[[], Awaitable[None]]

@@ -8,7 +8,7 @@ import math
 import pytest
 from prometheus_client import CollectorRegistry
 
-from proto.clock import FakeClock
+from proto.runtime.clock import FakeClock
 from tests.unit.workers.workqueue.conftest import Settle
 from workers.workqueue import InvalidDelay, Priority, WorkQueue
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
-from proto.clock import FakeClock
+from proto.runtime.clock import FakeClock
 from tests.unit.workers.registry_samples import label_values
 from tests.unit.workers.workqueue.conftest import Settle
 from workers.workqueue import NoMetricsProvider, PrometheusMetricsProvider, WorkQueue

@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from prometheus_client import CollectorRegistry
 
-from proto.clock import FakeClock
-from workers.ratelimit import ItemExponentialFailureRateLimiter
+from proto.runtime.clock import FakeClock
 from workers.workqueue import Priority, PrometheusMetricsProvider, ShutDown, WorkQueue
+from workers.workqueue.ratelimiters import ItemExponentialFailureRateLimiter
 
 ITEMS = st.sampled_from(["a", "b", "c", "d"])
 PRIORITIES = st.sampled_from(list(Priority))

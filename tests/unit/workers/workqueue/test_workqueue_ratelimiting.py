@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from proto.clock import FakeClock
+from proto.runtime.clock import FakeClock
 from tests.unit.workers.workqueue.conftest import Settle
-from workers.ratelimit import ItemExponentialFailureRateLimiter
 from workers.workqueue import Priority, WorkQueue
+from workers.workqueue.ratelimiters import ItemExponentialFailureRateLimiter
 
 
 @pytest.mark.asyncio

@@ -29,10 +29,10 @@ from tests.unit.workers.composite_world import (
     owner,
 )
 from workers.apply import LAST_APPLIED_ANNOTATION
-from workers.common.sync_errors import StaleSnapshot, SyncFailure
 from workers.kinds.composite.reconciler import CompositeReconciler
-from workers.kinds.composite.rolling import REVISIONS
-from workers.reconciler import Outcome, RequeueAfter
+from workers.kinds.composite.rollouts import REVISIONS
+from workers.reconcile import Outcome, RequeueAfter
+from workers.sync.errors import StaleSnapshot, SyncFailure
 
 pytestmark = pytest.mark.asyncio
 

@@ -7,8 +7,8 @@ from typing import Any
 import orjson
 
 from proto.api.names import DECORATOR_ANNOTATION
-from workers.common.observed import Observed
 from workers.kinds.decorator.attachments import split, stamp
+from workers.sync.observed import Observed
 
 
 def obj(

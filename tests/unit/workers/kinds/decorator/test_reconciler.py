@@ -8,16 +8,16 @@ from typing import Any
 import orjson
 import pytest
 
-from loadtest.inmemory import MemoryCluster, ScriptedHooks
+from loadtest.apiserver.inprocess import MemoryCluster, ScriptedHooks
 from proto.api.endpoints import Connection, encode_connections
 from proto.api.names import DECORATOR_ANNOTATION
 from proto.hooks.client import HookEndpoint
 from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
 from tests.unit.workers.composite_world import Events
-from workers.common.sync_errors import SyncFailure
 from workers.kinds.decorator.reconciler import DecoratorReconciler
-from workers.reconciler import Outcome, ReconcileRequest
+from workers.reconcile import Outcome, ReconcileRequest
+from workers.sync.errors import SyncFailure
 
 PODS = Resource("", "v1", "pods", "Pod", True, subresources=("status",))
 SERVICES = Resource("", "v1", "services", "Service", True)

@@ -1,0 +1,3 @@
+"""The hosted controllers: controller objects turned into running views (``hosted``), the view
+every kind implements (``view``), the hook Secrets they name (``hookrefs``), finalizer
+clean-up of deleted controllers (``finalizers``) and the RBAC rules they need (``rbac``)."""

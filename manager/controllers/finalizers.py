@@ -1,0 +1,136 @@
+"""Removing a deleted controller's finalizer from the objects that still carry it.
+
+Metacontroller leaves ``metacontroller.io/<kind>-<name>`` finalizers behind when a
+CompositeController or DecoratorController is deleted, and those objects can then never be
+deleted without a manual patch (metacontroller#1062). metashard removes them:
+
+- ``holding(view, stores)`` lists, from the coordinator's caches, the parents of the
+  controller that carry its finalizer (called when the controller object is deleted, before
+  its informers are released).
+- ``remove(writer, resource, items, finalizer)`` patches each of them: the finalizer list
+  without ours, with the object's resourceVersion as the precondition. A Conflict re-reads
+  the object and tries again (at most ``ATTEMPTS`` times); NotFound means nothing is left to
+  do. Failures are logged; they never stop the others.
+
+Only the coordinator that ran the controller does this, when its informer sees the deletion.
+A controller deleted while no coordinator leads keeps its finalizers on parents, as in
+Metacontroller; so does a parent a reconcile gives the finalizer at the very moment the
+controller is deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from manager.controllers.view import ControllerView
+from manager.informers.store import Store
+from proto.kube import errors
+from proto.kube.resources import Resource
+from proto.runtime.logs import get_logger
+
+log = get_logger("metashard.finalizers")
+
+ATTEMPTS = 5
+
+
+class FinalizerWriter(Protocol):
+    """``proto.kube.client.Client`` conforms."""
+
+    async def get(
+        self,
+        resource: Resource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    async def patch(
+        self, resource: Resource, name: str, patch: Any, *, namespace: str | None = None
+    ) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """One object carrying the finalizer, as cached."""
+
+    resource: Resource
+    namespace: str
+    name: str
+    finalizers: tuple[str, ...]
+    resource_version: str
+
+
+def holding(view: ControllerView, stores: Callable[[Resource], Store | None]) -> list[Held]:
+    found: list[Held] = []
+    for resource in view.parents:
+        store = stores(resource)
+        if store is None:
+            continue
+        found.extend(
+            Held(resource, p.namespace, p.name, p.finalizers, p.resource_version)
+            for p in store
+            if view.finalizer in p.finalizers
+        )
+    return found
+
+
+def _patch(finalizers: Iterable[str], finalizer: str, resource_version: str) -> dict[str, Any]:
+    kept = [f for f in finalizers if f != finalizer]
+    return {"metadata": {"finalizers": kept or None, "resourceVersion": resource_version}}
+
+
+async def remove(writer: FinalizerWriter, held: Iterable[Held], finalizer: str) -> int:
+    """Remove ``finalizer`` from every object in ``held``; return how many were patched."""
+    patched = 0
+    for item in held:
+        if await _remove_one(writer, item, finalizer):
+            patched += 1
+    if patched:
+        log.info("finalizers of a deleted controller removed", finalizer=finalizer, objects=patched)
+    return patched
+
+
+async def _remove_one(writer: FinalizerWriter, item: Held, finalizer: str) -> bool:
+    namespace = item.namespace or None
+    finalizers, version = item.finalizers, item.resource_version
+    for _ in range(ATTEMPTS):
+        if finalizer not in finalizers:
+            return False
+        try:
+            await writer.patch(
+                item.resource,
+                item.name,
+                _patch(finalizers, finalizer, version),
+                namespace=namespace,
+            )
+            return True
+        except errors.NotFound:
+            return False
+        except errors.Conflict:
+            pass
+        except errors.KubeError as e:
+            log.warning(
+                "cannot remove a finalizer", finalizer=finalizer, object=item.name, error=str(e)
+            )
+            return False
+        try:
+            current = await writer.get(item.resource, item.name, namespace=namespace)
+        except errors.NotFound:
+            return False
+        except errors.KubeError as e:
+            log.warning(
+                "cannot remove a finalizer", finalizer=finalizer, object=item.name, error=str(e)
+            )
+            return False
+        metadata = current.get("metadata") or {}
+        finalizers = tuple(metadata.get("finalizers") or ())
+        version = metadata.get("resourceVersion") or ""
+    log.warning(
+        "cannot remove a finalizer: the object keeps changing",
+        finalizer=finalizer,
+        object=item.name,
+    )
+    return False

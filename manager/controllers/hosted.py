@@ -1,0 +1,366 @@
+"""The hosted controllers: controller objects of every kind turned into running routes.
+
+Contract:
+- Watches the controller objects of every kind in ``manager.kinds`` (CompositeControllers,
+  DecoratorControllers). A kind that cannot be watched is retried every ``retry_interval``;
+  the log says why (its CRD missing, the API server unreachable, discovery timing out
+  or failing);
+  the other kinds run meanwhile.
+- Only controllers whose labels match ``selector`` (``--target-label-selector``) are run;
+  the others are left to the installation they belong to: no event, no log line but a debug
+  one, no finalizer touched.
+- Each object is parsed, validated and resolved through discovery by its kind
+  (``manager.kinds``). An invalid controller (bad spec, unknown resource, Composite parent
+  without the status subresource) is not run: a Warning event on the controller object
+  (reason ``CreateError``, or ``SyncError`` for the missing status subresource, as
+  Metacontroller does) and a log line say why; the others keep running. Failed controllers
+  are retried every ``retry_interval`` (a CRD may appear later).
+- A transient API error while resolving a controller (a 5xx or 429 from discovery, a timeout)
+  is not a verdict on the controller: it is logged, no event is written, the controller keeps
+  running as it was if it ran, and it is tried again after a backoff of 1 s doubling up to
+  ``retry_interval``. Nothing from the API ends ``run()``.
+- A controller that runs but sets fields metashard does not act on
+  (``proto.api.unsupported``) gets one Warning event (``UnsupportedField``) and one log line
+  per field, when it is loaded (again after each change of the object).
+- Informers are shared and reference-counted per resource: when controllers change, the
+  informers of the new set are acquired before those no longer used are released, so editing
+  one controller never restarts an informer another one uses.
+- When a running controller object is deleted, its finalizer is removed from the parents
+  that still carry it (``manager.controllers.finalizers``), before its informers are released.
+- Each controller that starts is logged (``controller started``), and again once the informers
+  of its parents and children have all synced (``controller informers synced``, with the
+  seconds it took): its parents are pushed to workers from then on.
+- ``on_change(views, added)`` is called after every change with the full set of valid
+  controllers and the ids of those that started (or changed) in this change.
+- Hook connections, for every kind: the Secrets and ConfigMaps a controller's webhooks (or its
+  ``endpointConfigs``) name are read one by one (``manager.controllers.hookrefs``: a GET per
+  object, never a list of all Secrets) and re-read every few seconds; each hook's resolved TLS
+  material and credentials go into the controller's definition (``ControllerView.connections``).
+  When they change the controller counts as changed (a new view), so workers get the new material
+  without any edit of the controller. A missing object or key, or material that does not
+  load, is a Warning event (``CreateError``) on the controller naming the object and the key
+  (never a value), once per distinct problem; that hook carries the problem instead of
+  credentials, and its calls fail (``SyncError`` on the parent) without reaching the hook
+  server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+import orjson
+
+from manager.controllers import finalizers
+from manager.controllers.finalizers import FinalizerWriter
+from manager.controllers.hookrefs import HookReferences, resolve_connections
+from manager.controllers.view import ControllerId, ControllerView, Unusable, group_resource
+from manager.informers.informer import Informer
+from manager.informers.shared import Informers, store_of
+from manager.informers.store import Cached
+from manager.kinds import Kind, registry
+from manager.routing.router import Handler
+from proto.api import names
+from proto.api.endpoints import object_refs
+from proto.api.selectors import Selector
+from proto.api.unsupported import unsupported
+from proto.kube.errors import KubeError, ResourceNotFound, TransportError
+from proto.kube.events import NORMAL, WARNING, EventRecorder
+from proto.kube.resources import Discovery, Resource
+from proto.runtime.clock import SYSTEM_CLOCK, Clock
+from proto.runtime.logs import get_logger
+
+log = get_logger("metashard.controllers")
+
+OnChange = Callable[[dict[ControllerId, ControllerView], set[ControllerId]], Awaitable[None]]
+
+
+def _why(error: KubeError | TimeoutError) -> str:
+    """Why a kind's controller objects cannot be watched, as far as the error tells."""
+    if isinstance(error, ResourceNotFound):
+        return "is the CRD installed?"
+    if isinstance(error, TransportError):
+        return "the API server is unreachable"
+    if isinstance(error, TimeoutError):
+        return "discovery timed out"
+    return "discovery failed"
+
+
+class _Transient(Exception):
+    """Resolving failed for a reason that is not the controller's: try again soon."""
+
+
+class Controllers:
+    def __init__(
+        self,
+        *,
+        discovery: Discovery,
+        informers: Informers,
+        recorder: EventRecorder,
+        handler: Callable[[Resource], Handler],
+        on_change: OnChange,
+        writer: FinalizerWriter | None = None,
+        selector: Selector = Selector.everything(),  # noqa: B008 (immutable)
+        kinds: tuple[Kind, ...] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        retry_interval: float = 30.0,
+        references: HookReferences | None = None,
+        cluster_revision_namespace: str = "default",
+    ) -> None:
+        self._discovery = discovery
+        self._informers = informers
+        self._recorder = recorder
+        self._handler = handler
+        self._on_change = on_change
+        self._writer = writer
+        self._selector = selector
+        self._kinds = kinds if kinds is not None else registry()
+        self._clock = clock
+        self._retry_interval = retry_interval
+        self._revision_namespace = cluster_revision_namespace
+        self.views: dict[ControllerId, ControllerView] = {}
+        self._failed: dict[ControllerId, str] = {}  # id -> resourceVersion reported
+        self._skipped: set[ControllerId] = set()  # not selected by the target label selector
+        self._acquired: dict[str, tuple[Resource, Informer, Handler]] = {}
+        self._references = references
+        self._reported: dict[ControllerId, set[str]] = {}  # id -> connection problems reported
+        self._changed = asyncio.Event()
+        self._sources: dict[str, Informer] = {}  # kind -> informer of its controller objects
+        self._loaded = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._backoff = 0.0  # > 0 while a transient error waits to be retried
+
+    @property
+    def loaded(self) -> bool:
+        """The controller objects have been read once: every kind watched, or known to have
+        no CRD, so not while the API server cannot be reached (their informers may still
+        sync)."""
+        return self._loaded.is_set()
+
+    async def run(self) -> None:
+        if self._references is not None:
+            self._spawn(self._references.run(self._changed.set))
+        try:
+            while True:
+                answered = await self._watch_controllers()
+                for source in list(self._sources.values()):
+                    await source.wait_synced()
+                await self._sync()
+                if answered:
+                    self._loaded.set()
+                wait = self._backoff or self._retry_interval
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), wait)
+                self._changed.clear()
+        finally:
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self._release_all()
+
+    async def _watch_controllers(self) -> bool:
+        """Watch the kinds not watched yet; whether the API server answered for every kind
+        (watched, or its CRD is not installed) rather than failing."""
+        answered = True
+        for kind in self._kinds:
+            if kind.kind.value in self._sources:
+                continue
+            try:
+                resource = await self._discovery.resolve(names.API_VERSION, resource=kind.resource)
+            except (KubeError, TimeoutError) as e:
+                # A missing CRD is an answer; anything else (a timeout too) is tried again
+                # after the retry interval, without ending the loop.
+                answered = answered and isinstance(e, ResourceNotFound)
+                log.error(
+                    f"cannot watch {kind.kind.value}s: {_why(e)}",
+                    error=str(e) or type(e).__name__,
+                    retry_in=self._retry_interval,
+                )
+                continue
+            informer = self._informers.acquire(resource)
+            informer.add_handler(lambda *_: self._changed.set())
+            self._sources[kind.kind.value] = informer
+        return answered
+
+    async def _sync(self) -> None:
+        wanted: dict[ControllerId, ControllerView] = {}
+        present: set[ControllerId] = set()
+        transient = False
+        for kind in self._kinds:
+            source = self._sources.get(kind.kind.value)
+            if source is None:
+                continue
+            for cached in source.store:
+                ident = (kind.kind.value, cached.name)
+                present.add(ident)  # exists: not deleted, whoever runs it
+                if not self._selector.matches(cached.labels):
+                    if ident not in self._skipped:
+                        self._skipped.add(ident)
+                        log.debug("controller not selected by --target-label-selector", id=ident)
+                    continue
+                self._skipped.discard(ident)
+                try:
+                    view = await self._view(kind, cached)
+                except _Transient as e:
+                    transient = True
+                    log.warning(
+                        "controller not resolved: API error, retrying",
+                        controller=cached.name,
+                        kind=ident[0],
+                        error=str(e),
+                    )
+                    view = self.views.get(ident)  # keep running what ran: not its fault
+                if view is not None:
+                    wanted[ident] = view
+        if transient:
+            self._backoff = min(max(2 * self._backoff, 1.0), self._retry_interval)
+        else:
+            self._backoff = 0.0
+        if self._references is not None:
+            self._references.use(
+                object_refs(s for v in wanted.values() for s in v.connection_settings().values())
+            )
+        for ident in set(self._reported) - set(wanted):
+            del self._reported[ident]
+        added = {i for i, v in wanted.items() if self.views.get(i) is not v}
+        removed = set(self.views) - set(wanted)
+        if not added and not removed:
+            return
+        cleanups = [
+            (self.views[i], finalizers.holding(self.views[i], self._store))
+            for i in removed
+            if i not in present and i[0] in self._sources
+        ]
+        await self._use(wanted)
+        for ident in added:
+            self._spawn(self._report_synced(wanted[ident]))
+        old, self.views = self.views, wanted
+        for ident in removed:
+            log.info("controller stopped", controller=old[ident].name, kind=ident[0])
+        for view, held in cleanups:
+            if held and self._writer is not None:
+                self._spawn(finalizers.remove(self._writer, held, view.finalizer))
+        await self._on_change(wanted, added)
+
+    async def _report_synced(self, view: ControllerView) -> None:
+        """Log once every informer ``view`` uses has synced (it may be stopped first)."""
+        started = self._clock.now()
+        for resource in (*view.parents, *view.children):
+            informer = self._informers.get(resource)
+            if informer is None:
+                return  # released meanwhile: the controller is gone or changed
+            await informer.wait_synced()
+        log.info(
+            "controller informers synced",
+            controller=view.name,
+            kind=view.definition.kind.value,
+            seconds=round(self._clock.now() - started, 3),
+        )
+
+    def _store(self, resource: Resource) -> Any:
+        return store_of(self._informers, resource)
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _view(self, kind: Kind, cached: Cached) -> ControllerView | None:
+        ident = (kind.kind.value, cached.name)
+        current = self.views.get(ident)
+        if current is not None and current.resource_version == cached.resource_version:
+            connections = await self._connections(current, orjson.loads(cached.raw))
+            if connections == current.connections:
+                return current
+            log.info("hook connection material changed", controller=current.name, kind=ident[0])
+            return current.with_connections(connections)
+        obj: dict[str, Any] = orjson.loads(cached.raw)
+        try:
+            view = await self._resolve(kind, obj, cached)
+        except Unusable as e:
+            if self._failed.get(ident) != cached.resource_version:
+                log.warning(
+                    "controller not started", controller=cached.name, kind=ident[0], error=str(e)
+                )
+                self._recorder.emit(obj, WARNING, e.reason, str(e))
+            self._failed[ident] = cached.resource_version
+            return None
+        self._failed.pop(ident, None)
+        view = view.with_connections(await self._connections(view, obj))
+        log.info(
+            "controller started",
+            controller=view.name,
+            kind=ident[0],
+            parents=[group_resource(p) for p in view.parents],
+        )
+        self._recorder.emit(obj, NORMAL, names.REASON_STARTED, "controller started")
+        for finding in unsupported(kind.kind.value, obj):
+            log.warning(
+                "controller field not acted on",
+                controller=view.name,
+                kind=ident[0],
+                field=finding.path,
+                effect=finding.effect,
+            )
+            self._recorder.emit(obj, WARNING, names.REASON_UNSUPPORTED_FIELD, str(finding))
+        return view
+
+    async def _resolve(self, kind: Kind, obj: dict[str, Any], cached: Cached) -> ControllerView:
+        """``kind.view``, with API errors sorted: ``Unusable`` for an unknown resource,
+        ``_Transient`` for any other API error or a timeout."""
+        try:
+            return await kind.view(
+                obj,
+                cached,
+                self._discovery,
+                cluster_revision_namespace=self._revision_namespace,
+            )
+        except ResourceNotFound as e:
+            raise Unusable(names.REASON_CREATE_ERROR, f"cannot resolve a resource: {e}") from e
+        except (KubeError, TimeoutError) as e:
+            raise _Transient(str(e) or type(e).__name__) from e
+
+    async def _connections(self, view: ControllerView, obj: dict[str, Any]) -> bytes:
+        """The hooks' resolved connections; new problems become Warning events."""
+        settings = {hook.value: chosen for hook, chosen in view.connection_settings().items()}
+        connections, problems = await resolve_connections(settings, self._references)
+        reported = self._reported.get(view.id, set())
+        for problem in problems:
+            if problem not in reported:
+                message = f"hook connection unusable, its calls will fail: {problem}"
+                log.warning(
+                    "hook connection unusable",
+                    controller=view.name,
+                    kind=view.kind.value,
+                    problem=problem,
+                )
+                self._recorder.emit(obj, WARNING, names.REASON_CREATE_ERROR, message)
+        self._reported[view.id] = set(problems)
+        return connections
+
+    async def _use(self, views: dict[ControllerId, ControllerView]) -> None:
+        needed: dict[str, Resource] = {}
+        for view in views.values():
+            for resource in (*view.parents, *view.children):
+                needed[group_resource(resource)] = resource
+        for key, resource in needed.items():
+            if key not in self._acquired:
+                informer = self._informers.acquire(resource)
+                handler = self._handler(resource)
+                informer.add_handler(handler)
+                self._acquired[key] = (resource, informer, handler)
+        for key in set(self._acquired) - set(needed):
+            resource, informer, handler = self._acquired.pop(key)
+            informer.remove_handler(handler)
+            await self._informers.release(resource)
+
+    async def _release_all(self) -> None:
+        for resource, informer, handler in self._acquired.values():
+            informer.remove_handler(handler)
+            await self._informers.release(resource)
+        self._acquired.clear()
+        for source in self._sources.values():
+            await self._informers.release(source.resource)
+        self._sources.clear()

@@ -1,0 +1,195 @@
+"""The coordinator process: election (optional), one ``Term`` per leadership, ops endpoint.
+
+- With ``--leader-election`` the process is a candidate for the Lease; each time it wins, a
+  ``Term`` runs for as long as it leads (``manager.election.elector``: release on cancel, epochs
+  from ``leaseTransitions``). Without it, one term runs for the life of the process, its epoch the
+  start time in milliseconds (only one coordinator may run then).
+- ``/readyz`` is ready only while leading with the socket bound and the controllers (every
+  kind of ``manager.kinds``) read once (so not while the API server is unreachable at start);
+  ``/healthz`` always answers. Both are served on ``--health-probe-bind-address``, metrics on
+  ``--metrics-address`` (``proto.runtime.ops``).
+- A term that fails (``manager.term.term.TermFailed``: the socket cannot be bound, a part of the
+  term crashed) ends the process: the error is logged, the Lease is released (so a standby
+  takes over within a retry period) and ``run()`` returns with ``failed`` saying why; the
+  command exits non-zero. Leading on without doing the job is never an option.
+- Informers live as long as a term: a standby holds no cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from prometheus_client import CollectorRegistry
+
+from manager.controllers.hookrefs import HookReferences
+from manager.election.config import ElectionConfig, default_identity
+from manager.election.elector import LeaderElector
+from manager.election.lease import ClientLeaseLock
+from manager.election.metrics import PrometheusLeaderMetrics
+from manager.informers.metrics import PrometheusInformerMetrics
+from manager.informers.shared import Informers
+from manager.link.auth import refused_peers_counter
+from manager.settings import CoordinatorSettings
+from manager.term.grace import Grace, Timings, first_assignment
+from manager.term.membership import Timing
+from manager.term.metrics import TermMetrics
+from manager.term.term import Term, TermFailed, TermSettings
+from proto.api.names import EVENT_COMPONENT
+from proto.hooks.client import HookClient
+from proto.hooks.metrics import PrometheusHookMetrics
+from proto.kube.client import Client
+from proto.kube.config import load_config
+from proto.kube.events import EventRecorder
+from proto.kube.session import Session
+from proto.runtime.clock import SYSTEM_CLOCK, Clock
+from proto.runtime.http1 import HttpClient
+from proto.runtime.logs import get_logger
+from proto.runtime.ops import OpsServer
+from proto.wire import dropped_frames_counter
+
+log = get_logger("metashard.coordinator")
+
+
+class Coordinator:
+    def __init__(
+        self,
+        settings: CoordinatorSettings,
+        *,
+        registry: CollectorRegistry | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        identity: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.identity = identity or default_identity()
+        self._clock = clock
+        self.ops = OpsServer(self.registry, ready=self._ready, peers=settings.metrics_peers)
+        self._informer_metrics = PrometheusInformerMetrics(self.registry)
+        self._term_metrics = TermMetrics(self.registry)
+        self._dropped_frames = dropped_frames_counter(self.registry)
+        self._refused_peers = refused_peers_counter(self.registry)
+        self._hook_metrics = PrometheusHookMetrics(self.registry)
+        self._hooks: HookClient | None = None
+        self.term: Term | None = None
+        self._client: Client | None = None
+        self._recorder: EventRecorder | None = None
+        self._stop: asyncio.Event | None = None
+        self.failed: str | None = None  # why the process gave up, if it did
+        self._elector: LeaderElector | None = None
+        self._workers_stopped = False  # the last term's workers all confirmed they stopped
+
+    def _ready(self) -> str | None:
+        term = self.term
+        if term is None:
+            return "not leading"
+        if not term.endpoint:
+            return "leading, socket not bound yet"
+        if not term.controllers.loaded:
+            return "leading, controllers not read yet"
+        return None
+
+    async def run(self, stop: asyncio.Event) -> None:
+        self._stop = stop
+        settings = self.settings
+        config = load_config(settings.kubeconfig)
+        async with (
+            self.ops.serving(metrics=settings.metrics_address, health=settings.health_address),
+            Session(config, qps=settings.qps, burst=settings.burst) as session,
+            HttpClient() as http,
+        ):
+            self._client = Client(session)
+            self._hooks = HookClient(http, metrics=self._hook_metrics)
+            self._recorder = EventRecorder(
+                self._client, component=EVENT_COMPONENT, instance=self.identity, clock=self._clock
+            )
+            if settings.leader_election:
+                namespace = settings.leader_election_namespace or config.namespace
+                elector = self._elector = LeaderElector(
+                    ClientLeaseLock(
+                        self._client, namespace=namespace, name=settings.leader_election_id
+                    ),
+                    ElectionConfig(
+                        identity=self.identity,
+                        lease_duration=settings.lease_duration,
+                        renew_deadline=settings.renew_deadline,
+                        retry_period=settings.retry_period,
+                    ),
+                    on_started_leading=self._lead,
+                    on_stopped_leading=self._unlead,
+                    clock=self._clock,
+                    metrics=PrometheusLeaderMetrics(self.registry).for_lease(
+                        settings.leader_election_id
+                    ),
+                    workers_stopped=lambda: self._workers_stopped,
+                )
+                log.info(
+                    "candidate for leadership", lease=f"{namespace}/{settings.leader_election_id}"
+                )
+                main = asyncio.create_task(elector.run(), name="election")
+            else:
+                main = asyncio.create_task(self._lead(int(time.time() * 1000)), name="term")
+            try:
+                await stop.wait()
+            finally:
+                main.cancel()
+                await asyncio.gather(main, return_exceptions=True)
+                await self._recorder.flush()
+        log.info("coordinator stopped")
+
+    def _grace(self) -> Grace:
+        settings = self.settings
+        timings = Timings(
+            worker_timeout=settings.worker_timeout,
+            heartbeat_interval=settings.heartbeat_interval,
+            lease_duration=settings.lease_duration,
+            renew_deadline=settings.renew_deadline,
+        )
+        previous = self._elector.previous_term if self._elector is not None else None
+        return first_assignment(timings, previous=previous, own_workers=settings.own_workers)
+
+    async def _lead(self, epoch: int) -> None:
+        assert self._client is not None and self._recorder is not None
+        assert self._hooks is not None
+        settings = self.settings
+        informers = Informers(self._client, clock=self._clock, metrics=self._informer_metrics)
+        term = Term(
+            epoch=epoch,
+            coordinator_id=self.identity,
+            settings=TermSettings(
+                bind=settings.bind,
+                timing=Timing(settings.heartbeat_interval, settings.worker_timeout),
+                grace=self._grace(),
+                retry_interval=settings.discovery_interval,
+                cache_flush_interval=settings.cache_flush_interval,
+                curve=settings.curve,
+                selector=settings.selector,
+                cluster_revision_namespace=settings.cluster_revision_namespace,
+            ),
+            discovery=self._client.discovery,
+            informers=informers,
+            recorder=self._recorder,
+            hooks=self._hooks,
+            references=HookReferences(self._client, clock=self._clock),
+            writer=self._client,
+            metrics=self._term_metrics,
+            dropped_frames=self._dropped_frames,
+            refused_peers=self._refused_peers,
+            clock=self._clock,
+        )
+        self.term = term
+        self._workers_stopped = False
+        try:
+            await term.run()
+        except TermFailed as e:
+            self.failed = str(e)
+            log.error("the term failed: giving up leadership and exiting", error=str(e))
+            if self._stop is not None:
+                self._stop.set()
+        finally:
+            self._workers_stopped = term.workers_stopped
+            self.term = None
+            await informers.close()
+
+    async def _unlead(self) -> None:
+        self.term = None

@@ -1,0 +1,179 @@
+"""From informer events to the parent keys they affect, and the index of all parent keys.
+
+Rules (Metacontroller's, minus its O(parents) scans where an index does better); what "ours"
+means is each controller kind's (``manager.controllers.view.ControllerView``):
+- A parent event affects the parent's own key, when the controller handles the old or the
+  new object (``handles``), unless ``ignores_update`` says the change does not matter.
+- A child event affects the parent its controller ownerReference names (``owner_key``), for
+  the old and the new state (adoption and release move a child between parents). A child
+  without a controller ownerReference (an orphan) that the controller ``may_adopt`` affects
+  every handled parent in scope that ``adopts`` it: the parents of its namespace for a
+  namespaced parent type, all parents for a cluster-scoped one.
+- Deleted objects are routed by their last known state.
+- Live events are pushed at LIVE priority, initial lists and relists at LOW.
+- ``on_parent(view, resource, new, old)`` hears of every change of a handled parent (``new``
+  is None once it is gone or no longer handled); customize hooks hang on it.
+- ``keys_of(slots)`` lists every parent key handled by a controller, by slot: what ASSIGN
+  carries and what a new leader enqueues once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from manager.controllers.view import ControllerView, group_resource
+from manager.informers.informer import EventHandler
+from manager.informers.store import Cached, Store
+from proto.kube.resources import Resource
+from proto.wire import ParentKey, Priority, slot_of
+
+Push = Callable[[ParentKey, Priority], None]
+Handler = EventHandler
+Stores = Callable[[Resource], "Store | None"]
+
+
+@dataclass(slots=True)
+class _Interest:
+    parents: list[tuple[ControllerView, Resource]] = field(default_factory=list)
+    children: list[ControllerView] = field(default_factory=list)
+
+
+ParentHook = Callable[[ControllerView, Resource, "Cached | None", "Cached | None"], None]
+
+
+class Router:
+    def __init__(self, *, push: Push, stores: Stores, on_parent: ParentHook | None = None) -> None:
+        self._push = push
+        self._stores = stores
+        self._on_parent = on_parent
+        self._views: list[ControllerView] = []
+        self._interest: dict[str, _Interest] = {}
+        self._by_slot: dict[int, set[ParentKey]] = {}
+
+    # --- controllers --------------------------------------------------------------------------
+
+    def set_controllers(self, views: Iterable[ControllerView]) -> None:
+        """Route for exactly these controllers; rebuild the key index from the caches."""
+        self._views = list(views)
+        interest: dict[str, _Interest] = {}
+        for view in self._views:
+            for resource in view.parents:
+                interest.setdefault(group_resource(resource), _Interest()).parents.append(
+                    (view, resource)
+                )
+            for child in view.children:
+                interest.setdefault(group_resource(child), _Interest()).children.append(view)
+        self._interest = interest
+        self._by_slot = {}
+        for view in self._views:
+            for resource, parent in self.parents(view):
+                self._index(view.key(resource, parent.namespace, parent.name))
+                if self._on_parent is not None:
+                    self._on_parent(view, resource, parent, None)
+
+    def parents(self, view: ControllerView) -> list[tuple[Resource, Cached]]:
+        """The cached parents ``view`` handles, with their resource."""
+        found: list[tuple[Resource, Cached]] = []
+        for resource in view.parents:
+            store = self._stores(resource)
+            if store is not None:
+                found.extend((resource, p) for p in store if view.handles(resource, p))
+        return found
+
+    def parent_keys(self, view: ControllerView) -> list[ParentKey]:
+        """The keys of every cached parent ``view`` handles."""
+        return [view.key(r, p.namespace, p.name) for r, p in self.parents(view)]
+
+    def keys_of(self, slots: Iterable[int]) -> tuple[ParentKey, ...]:
+        keys: list[ParentKey] = []
+        for slot in slots:
+            keys.extend(self._by_slot.get(slot, ()))
+        return tuple(sorted(keys))
+
+    def all_keys(self) -> int:
+        return sum(len(keys) for keys in self._by_slot.values())
+
+    def _index(self, key: ParentKey) -> None:
+        self._by_slot.setdefault(slot_of(key), set()).add(key)
+
+    def _unindex(self, key: ParentKey) -> None:
+        slot = slot_of(key)
+        keys = self._by_slot.get(slot)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_slot[slot]
+
+    # --- events -------------------------------------------------------------------------------
+
+    def handler(self, resource: Resource) -> Handler:
+        """The informer event handler for ``resource``."""
+        name = group_resource(resource)
+
+        def on_event(type: str, old: Cached | None, new: Cached | None, initial: bool) -> None:
+            interest = self._interest.get(name)
+            if interest is None:
+                return
+            priority = Priority.LOW if initial else Priority.LIVE
+            for view, resource in interest.parents:
+                self._parent_event(view, resource, old, new, priority)
+            for view in interest.children:
+                for key in self._child_keys(view, old, new):
+                    self._push(key, priority)
+
+        return on_event
+
+    def _parent_event(
+        self,
+        view: ControllerView,
+        resource: Resource,
+        old: Cached | None,
+        new: Cached | None,
+        priority: Priority,
+    ) -> None:
+        current = new if new is not None else old
+        if current is None:
+            return
+        key = view.key(resource, current.namespace, current.name)
+        selected_now = new is not None and view.handles(resource, new)
+        if self._on_parent is not None:
+            self._on_parent(view, resource, new if selected_now else None, old)
+        if selected_now:
+            self._index(key)
+        else:
+            self._unindex(key)
+        if not selected_now and not (old is not None and view.handles(resource, old)):
+            return
+        if old is not None and new is not None and view.ignores_update(resource, old, new):
+            return
+        self._push(key, priority)
+
+    def _child_keys(
+        self, view: ControllerView, old: Cached | None, new: Cached | None
+    ) -> set[ParentKey]:
+        keys: set[ParentKey] = set()
+        for obj in (old, new):
+            if obj is None:
+                continue
+            if obj.owner is not None:
+                key = view.owner_key(obj)
+                if key is not None:
+                    keys.add(key)
+            elif view.may_adopt(obj):
+                keys.update(self._orphan_parents(view, obj))
+        return keys
+
+    def _orphan_parents(self, view: ControllerView, child: Cached) -> list[ParentKey]:
+        keys: list[ParentKey] = []
+        for resource in view.parents:
+            store = self._stores(resource)
+            if store is None:
+                continue
+            candidates = store.in_namespace(child.namespace) if resource.namespaced else store
+            keys.extend(
+                view.key(resource, parent.namespace, parent.name)
+                for parent in candidates
+                if view.handles(resource, parent) and view.adopts(parent, child)
+            )
+        return keys

@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+import orjson
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from manager.informers.store import Cached, OwnerRef, Store
+from proto.api.selectors import parse
+
+
+def _obj(ns: str, name: str, labels: dict[str, str], owner: str | None, rv: int) -> Cached:
+    meta: dict[str, object] = {
+        "namespace": ns,
+        "name": name,
+        "uid": f"uid-{ns}-{name}",
+        "resourceVersion": str(rv),
+        "labels": labels,
+    }
+    if owner:
+        meta["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Thing", "name": "o", "uid": "x"},
+            {
+                "apiVersion": "example.com/v1",
+                "kind": "Parent",
+                "name": owner,
+                "uid": owner,
+                "controller": True,
+            },
+        ]
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+    return Cached.from_object(obj, orjson.dumps(obj))
+
+
+def test_metadata_is_parsed_and_raw_kept() -> None:
+    obj = {
+        "metadata": {
+            "namespace": "ns",
+            "name": "a",
+            "uid": "u1",
+            "resourceVersion": "7",
+            "generation": 3,
+            "labels": {"app": "x"},
+            "deletionTimestamp": "2030-01-01T00:00:00Z",
+            "ownerReferences": [
+                {"apiVersion": "a/v1", "kind": "P", "name": "p", "uid": "pu", "controller": True}
+            ],
+        }
+    }
+    raw = orjson.dumps(obj)
+    cached = Cached.from_object(obj, raw)
+    assert cached.key == ("ns", "a")
+    assert (cached.uid, cached.resource_version, cached.generation) == ("u1", "7", 3)
+    assert cached.labels == {"app": "x"}
+    assert cached.owner == OwnerRef("a/v1", "P", "p", "pu")
+    assert cached.deleting
+    assert cached.raw is raw
+    cluster = Cached.from_object({"metadata": {"name": "n"}}, b"{}")
+    assert cluster.namespace == "" and cluster.owner is None and not cluster.deleting
+
+
+def test_non_controller_owner_refs_make_an_orphan() -> None:
+    obj = {
+        "metadata": {
+            "name": "a",
+            "namespace": "n",
+            "ownerReferences": [{"apiVersion": "v1", "kind": "K", "name": "o", "uid": "u"}],
+        }
+    }
+    store = Store()
+    store.upsert(Cached.from_object(obj, b"{}"))
+    assert [o.name for o in store.orphans("n")] == ["a"]
+    assert store.owned_by("u") == []
+
+
+def test_interning_shares_repeated_strings() -> None:
+    a = _obj("team-a", "x", {"app": "web"}, None, 1)
+    b = _obj("team-a", "y", {"app": "web"}, None, 2)
+    assert a.namespace is b.namespace
+    (ka, va), (kb, vb) = next(iter(a.labels.items())), next(iter(b.labels.items()))
+    assert ka is kb and va is vb
+
+
+NAMESPACES = st.sampled_from(["", "a", "b"])
+NAMES = st.sampled_from(["n1", "n2", "n3", "n4"])
+LABELS = st.dictionaries(st.sampled_from(["app", "tier"]), st.sampled_from(["x", "y"]), max_size=2)
+OWNERS = st.sampled_from([None, "p1", "p2"])
+
+
+class StoreMachine(RuleBasedStateMachine):
+    """Every index answer equals a brute-force scan of a plain dict model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store = Store()
+        self.model: dict[tuple[str, str], Cached] = {}
+        self.rv = 0
+
+    @rule(ns=NAMESPACES, name=NAMES, labels=LABELS, owner=OWNERS)
+    def upsert(self, ns: str, name: str, labels: dict[str, str], owner: str | None) -> None:
+        self.rv += 1
+        obj = _obj(ns, name, labels, owner, self.rv)
+        assert self.store.upsert(obj) == self.model.get((ns, name))
+        self.model[(ns, name)] = obj
+
+    @rule(ns=NAMESPACES, name=NAMES)
+    def delete(self, ns: str, name: str) -> None:
+        assert self.store.delete(ns, name) == self.model.pop((ns, name), None)
+
+    @invariant()
+    def indexes_agree(self) -> None:
+        objs = sorted(self.model.values(), key=lambda o: o.key)
+        assert len(self.store) == len(objs)
+        assert sorted(self.store, key=lambda o: o.key) == objs
+        for ns in ("", "a", "b"):
+            assert self.store.in_namespace(ns) == [o for o in objs if o.namespace == ns]
+            assert self.store.orphans(ns) == [
+                o for o in objs if o.namespace == ns and o.owner is None
+            ]
+        assert self.store.orphans(None) == [o for o in objs if o.owner is None]
+        for uid in ("p1", "p2"):
+            assert self.store.owned_by(uid) == [
+                o for o in objs if o.owner is not None and o.owner.uid == uid
+            ]
+        assert self.store.with_label("app", "x") == [o for o in objs if o.labels.get("app") == "x"]
+        for text in ("app=x", "app=x,tier!=y", "!tier", "app in (x,y)", ""):
+            selector = parse(text)
+            for scope in (None, "a"):
+                assert self.store.select(selector, namespace=scope) == [
+                    o
+                    for o in objs
+                    if (scope is None or o.namespace == scope) and selector.matches(o.labels)
+                ]
+
+
+TestStoreMachine = StoreMachine.TestCase
+TestStoreMachine.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)

@@ -1,0 +1,377 @@
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from manager.informers.store import Cached, Store
+from manager.kinds.composite import CompositeView
+from manager.routing.router import Router
+from manager.term.snapshots import revisions_of, snapshot_of
+from proto.api.controllers import parse_composite_controller
+from proto.kube.resources import Resource
+from proto.wire import ParentKey, Priority, slot_of
+
+THINGS = Resource("example.com", "v1", "things", "Thing", True, subresources=("status",))
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
+
+
+def controller(**spec: Any) -> CompositeView:
+    obj = {
+        "apiVersion": "metacontroller.k8s.io/v1alpha1",
+        "kind": "CompositeController",
+        "metadata": {"name": "cc", "uid": "cc-uid"},
+        "spec": {
+            "parentResource": {"apiVersion": "example.com/v1", "resource": "things"},
+            "childResources": [{"apiVersion": "v1", "resource": "configmaps"}],
+            "hooks": {"sync": {"webhook": {"url": "http://hook/sync"}}},
+            **spec,
+        },
+    }
+    return CompositeView(
+        parse_composite_controller(obj), orjson.dumps(obj), "1", THINGS, (CONFIGMAPS,)
+    )
+
+
+def cached(
+    name: str,
+    *,
+    ns: str = "ns",
+    labels: dict[str, str] | None = None,
+    owner: str | None = None,
+    generation: int = 1,
+    rv: int = 1,
+    **extra: Any,
+) -> Cached:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": ns,
+        "uid": f"uid-{name}",
+        "resourceVersion": str(rv),
+        "generation": generation,
+        "labels": labels or {},
+    }
+    if owner:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "example.com/v1",
+                "kind": "Thing",
+                "name": owner,
+                "uid": f"uid-{owner}",
+                "controller": True,
+            }
+        ]
+    meta.update(extra.pop("meta", {}))
+    obj = {"apiVersion": "v1", "kind": "X", "metadata": meta, **extra}
+    return Cached.from_object(obj, orjson.dumps(obj))
+
+
+def key(name: str, ns: str = "ns") -> ParentKey:
+    return ParentKey("CompositeController", "cc", "things.example.com", ns, name)
+
+
+class World:
+    def __init__(self, view: CompositeView) -> None:
+        self.view = view
+        self.stores = {"things": Store(), "configmaps": Store()}
+        self.pushed: list[tuple[ParentKey, Priority]] = []
+        self.router = Router(
+            push=lambda k, p: self.pushed.append((k, p)), stores=lambda r: self.stores.get(r.name)
+        )
+        self.router.set_controllers([view])
+
+    def parent(self, obj: Cached, *, initial: bool = False) -> None:
+        old = self.stores["things"].upsert(obj)
+        self.router.handler(THINGS)("MODIFIED" if old else "ADDED", old, obj, initial)
+
+    def child(self, obj: Cached | None, old: Cached | None = None) -> None:
+        if obj is not None:
+            old = self.stores["configmaps"].upsert(obj)
+        elif old is not None:
+            self.stores["configmaps"].delete(old.namespace, old.name)
+        self.router.handler(CONFIGMAPS)("MODIFIED", old, obj, False)
+
+
+SELECTOR = {"selector": {"matchLabels": {"app": "a"}}}
+
+
+def test_parents_children_and_orphans_are_routed_to_parent_keys() -> None:
+    w = World(controller())
+    w.parent(cached("p1", spec=SELECTOR), initial=True)
+    w.parent(cached("p2", spec={"selector": {"matchLabels": {"app": "b"}}}))
+    assert w.pushed == [(key("p1"), Priority.LOW), (key("p2"), Priority.LIVE)]
+    assert w.router.keys_of(range(1024)) == (key("p1"), key("p2"))
+    w.pushed.clear()
+    w.child(cached("c1", owner="p1"))  # owned
+    w.child(cached("c2", labels={"app": "b"}))  # orphan selected by p2
+    w.child(cached("c3", labels={"app": "z"}))  # orphan nobody selects
+    w.child(cached("c4", ns="other", labels={"app": "a"}))  # another namespace
+    assert w.pushed == [(key("p1"), Priority.LIVE), (key("p2"), Priority.LIVE)]
+
+
+def test_adoption_and_release_notify_both_states_and_deletes_use_the_last_state() -> None:
+    w = World(controller())
+    w.parent(cached("p1", spec=SELECTOR))
+    w.parent(cached("p2", spec={"selector": {"matchLabels": {"app": "b"}}}))
+    orphan = cached("c", labels={"app": "a"})
+    w.child(orphan)
+    w.pushed.clear()
+    w.child(cached("c", labels={"app": "a"}, owner="p2"))  # p2 adopted it
+    assert {k for k, _ in w.pushed} == {key("p1"), key("p2")}
+    w.pushed.clear()
+    w.child(None, old=cached("c", labels={"app": "a"}, owner="p2"))
+    assert [k for k, _ in w.pushed] == [key("p2")]
+
+
+def test_children_of_other_owner_kinds_are_not_ours() -> None:
+    w = World(controller())
+    w.parent(cached("p1", spec=SELECTOR))
+    w.pushed.clear()
+    other = cached("c", labels={"app": "a"})
+    obj = orjson.loads(other.raw)
+    obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "Thing", "name": "p1", "uid": "x", "controller": True}
+    ]
+    w.child(Cached.from_object(obj, orjson.dumps(obj)))
+    assert w.pushed == []
+
+
+def test_label_selector_and_finalizer_decide_which_parents_are_handled() -> None:
+    view = controller(
+        parentResource={
+            "apiVersion": "example.com/v1",
+            "resource": "things",
+            "labelSelector": {"matchLabels": {"tier": "gold"}},
+        }
+    )
+    w = World(view)
+    w.parent(cached("p", labels={"tier": "gold"}, spec=SELECTOR))
+    w.parent(cached("p", labels={"tier": "tin"}, spec=SELECTOR))  # leaves: still notified
+    w.parent(cached("p", labels={"tier": "tin"}, spec={"x": 1}, generation=2))  # not ours
+    assert [k for k, _ in w.pushed] == [key("p"), key("p")]
+    assert w.router.keys_of(range(1024)) == ()
+    kept = cached(
+        "p",
+        labels={"tier": "tin"},
+        meta={"finalizers": ["metacontroller.io/compositecontroller-cc"]},
+    )
+    w.parent(kept)  # carries our finalizer: must still be finalized
+    assert w.router.keys_of(range(1024)) == (key("p"),)
+    parent, _, _ = snapshot_of(view, key("p"), stores=lambda r: w.stores.get(r.name))
+    assert parent == kept.raw
+
+
+GONE = {"deletionTimestamp": "2024-01-01T00:00:00Z", "finalizers": ["x.io/hold"]}
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "pushed"),
+    [
+        ({}, {}, False),  # status only
+        ({}, {"generation": 2}, True),
+        ({}, {"labels": {"new": "1"}}, True),
+        ({}, {"meta": {"annotations": {"new": "1"}}}, True),
+        ({}, {"meta": GONE}, True),  # deletion starts
+        # Every update of a parent being deleted: its finalize hook may wait on its status.
+        ({"meta": GONE}, {"meta": GONE}, True),
+    ],
+)
+def test_ignore_status_changes_drops_what_metacontroller_drops(
+    before: dict[str, Any], after: dict[str, Any], pushed: bool
+) -> None:
+    w = World(
+        controller(
+            parentResource={
+                "apiVersion": "example.com/v1",
+                "resource": "things",
+                "ignoreStatusChanges": True,
+            }
+        )
+    )
+    w.parent(cached("p", rv=1, spec=SELECTOR, **before))
+    w.pushed.clear()
+    w.parent(cached("p", rv=2, spec=SELECTOR, status={"x": 1}, **after))
+    assert bool(w.pushed) is pushed
+
+
+def test_without_ignore_status_changes_every_update_is_pushed() -> None:
+    w = World(controller())
+    w.parent(cached("p", rv=1, spec=SELECTOR))
+    w.parent(cached("p", rv=2, spec=SELECTOR, status={"x": 1}))
+    assert [k for k, _ in w.pushed] == [key("p"), key("p")]
+
+
+def test_generate_selector_claims_by_controller_uid() -> None:
+    w = World(controller(generateSelector=True))
+    w.parent(cached("p1"))
+    w.pushed.clear()
+    w.child(cached("c", labels={"controller-uid": "uid-p1"}))
+    w.child(cached("d", labels={"controller-uid": "uid-other"}))
+    assert w.pushed == [(key("p1"), Priority.LIVE)]
+
+
+def test_snapshot_has_owned_children_and_matching_orphans_only() -> None:
+    view = controller()
+    w = World(view)
+    w.parent(cached("p1", spec=SELECTOR))
+    w.parent(cached("p2", spec=SELECTOR))
+    for obj in (
+        cached("owned", owner="p1"),
+        cached("orphan", labels={"app": "a"}),
+        cached("theirs", owner="p2", labels={"app": "a"}),
+        cached("stranger", labels={"app": "x"}),
+        cached("elsewhere", ns="other", labels={"app": "a"}),
+    ):
+        w.stores["configmaps"].upsert(obj)
+    parent, children, related = snapshot_of(view, key("p1"), stores=lambda r: w.stores.get(r.name))
+    assert parent is not None and related == {}
+    names = [orjson.loads(raw)["metadata"]["name"] for raw in children["ConfigMap.v1"]]
+    assert names == ["owned", "orphan"]
+    assert snapshot_of(view, key("gone"), stores=lambda r: w.stores.get(r.name)) == (None, {}, {})
+
+
+def test_a_parent_without_a_usable_selector_claims_no_orphans() -> None:
+    view = controller()
+    w = World(view)
+    w.parent(
+        cached("p1", spec={"selector": {"matchExpressions": [{"key": "a", "operator": "Bogus"}]}})
+    )
+    w.stores["configmaps"].upsert(cached("orphan", labels={"app": "a"}))
+    w.stores["configmaps"].upsert(cached("owned", owner="p1"))
+    _, children, _ = snapshot_of(view, key("p1"), stores=lambda r: w.stores.get(r.name))
+    assert [orjson.loads(r)["metadata"]["name"] for r in children["ConfigMap.v1"]] == ["owned"]
+
+
+@pytest.mark.parametrize("scope", ["namespaced", "cluster"])
+def test_keys_carry_the_namespace_only_for_namespaced_parents(scope: str) -> None:
+    view = controller()
+    if scope == "cluster":
+        view = CompositeView(
+            view.spec,
+            view.raw,
+            "1",
+            Resource("example.com", "v1", "things", "Thing", False),
+            (CONFIGMAPS,),
+        )
+    assert view.key(THINGS, "ns", "p") == ParentKey(
+        "CompositeController",
+        "cc",
+        "things.example.com",
+        "ns" if scope == "namespaced" else "",
+        "p",
+    )
+    assert 0 <= slot_of(view.key(THINGS, "ns", "p")) < 1024
+
+
+REVISIONS = Resource(
+    "metacontroller.k8s.io", "v1alpha1", "controllerrevisions", "ControllerRevision", True
+)
+TYPE_LABELS = {
+    "metacontroller.k8s.io/apiGroup": "example.com",
+    "metacontroller.k8s.io/resource": "things",
+}
+
+
+def rolling_world() -> World:
+    base = controller()
+    view = CompositeView(base.spec, base.raw, "1", THINGS, (CONFIGMAPS, REVISIONS), REVISIONS)
+    w = World(view)
+    w.stores["controllerrevisions"] = Store()
+    return w
+
+
+def revision_event(w: World, obj: Cached) -> None:
+    old = w.stores["controllerrevisions"].upsert(obj)
+    w.router.handler(REVISIONS)("MODIFIED" if old else "ADDED", old, obj, False)
+
+
+def test_revisions_are_routed_to_their_parent_and_sent_apart_from_children() -> None:
+    w = rolling_world()
+    assert [r.resource for r in w.view.definition.resources] == ["things", "configmaps"]
+    w.parent(cached("p1", spec=SELECTOR))
+    w.parent(cached("p2", spec=SELECTOR))
+    other_type = {**TYPE_LABELS, "metacontroller.k8s.io/resource": "others"}
+    events = [
+        # Owned even when its labels miss the selector (Metacontroller #194).
+        (cached("r-owned", owner="p1", labels={"other": "x"}), {"p1"}),
+        (cached("r-orphan", labels={"app": "a", **TYPE_LABELS}), {"p1", "p2"}),
+        (cached("r-other-type", labels={"app": "a", **other_type}), set()),
+        (cached("r-theirs", owner="p2", labels={"app": "a", **TYPE_LABELS}), {"p2"}),
+        (cached("r-elsewhere", ns="other", labels={"app": "a", **TYPE_LABELS}), set()),
+    ]
+    for obj, parents in events:
+        w.pushed.clear()
+        revision_event(w, obj)
+        assert {k.name for k, _ in w.pushed} == parents, obj.name
+        assert len(w.pushed) == len(parents)
+
+    stores = lambda r: w.stores.get(r.name)  # noqa: E731
+    _, children, _ = snapshot_of(w.view, key("p1"), stores=stores)
+    assert list(children) == ["ConfigMap.v1"]
+    names = [
+        orjson.loads(raw)["metadata"]["name"]
+        for raw in revisions_of(w.view, key("p1"), stores=stores)
+    ]
+    assert names == ["r-owned", "r-orphan"]
+    assert revisions_of(w.view, key("gone"), stores=stores) == ()
+    assert revisions_of(controller(), key("p1"), stores=stores) == ()
+
+
+def test_revisions_of_cluster_scoped_parents_live_in_the_cluster_revision_namespace() -> None:
+    cluster_things = Resource("example.com", "v1", "things", "Thing", False, ("status",))
+    base = controller()
+    view = CompositeView(
+        base.spec, base.raw, "1", cluster_things, (CONFIGMAPS, REVISIONS), REVISIONS, "revs"
+    )
+    w = World(view)
+    w.stores["controllerrevisions"] = Store()
+    for name in ("p1", "p2"):
+        parent = cached(name, ns="", spec=SELECTOR)
+        w.stores["things"].upsert(parent)
+        w.router.handler(cluster_things)("ADDED", None, parent, False)
+    events = [
+        (cached("r-owned", ns="revs", owner="p1"), {"p1"}),
+        (cached("r-orphan", ns="revs", labels={"app": "a", **TYPE_LABELS}), {"p1", "p2"}),
+        # Elsewhere: an orphan is nobody's; an owned one still wakes its parent.
+        (cached("r-orphan-elsewhere", ns="other", labels={"app": "a", **TYPE_LABELS}), set()),
+        (cached("r-owned-elsewhere", ns="other", owner="p1"), {"p1"}),
+    ]
+    for obj, parents in events:
+        w.pushed.clear()
+        revision_event(w, obj)
+        assert {k.name for k, _ in w.pushed} == parents, obj.name
+        assert {k.namespace for k, _ in w.pushed} <= {""}
+
+    stores = lambda r: w.stores.get(r.name)  # noqa: E731
+    names = [
+        orjson.loads(raw)["metadata"]["name"]
+        for raw in revisions_of(view, key("p1", ns=""), stores=stores)
+    ]
+    assert names == ["r-owned", "r-orphan"]
+
+
+def test_revision_parents_are_the_older_revisions_with_children_materialized() -> None:
+    w = rolling_world()
+    parent = cached("p1", spec={**SELECTOR, "image": "v2"})
+
+    def revision(name: str, image: str, children: bool) -> bytes:
+        obj: dict[str, Any] = {
+            "metadata": {"name": name, "namespace": "ns"},
+            "parentPatch": {"spec": {**SELECTOR, "image": image}},
+        }
+        if children:
+            obj["children"] = [{"apiGroup": "", "kind": "ConfigMap", "names": ["c"]}]
+        return orjson.dumps(obj)
+
+    latest, old, history = (
+        revision("r2", "v2", True),
+        revision("r1", "v1", True),
+        revision("r0", "v0", False),
+    )
+    assert w.view.revision_parents(parent, (latest, history)) == ()
+    ((name, raw),) = w.view.revision_parents(parent, (latest, old, history, b"not json"))
+    assert name == "r1"
+    assert orjson.loads(raw)["spec"] == {**SELECTOR, "image": "v1"}
+    assert orjson.loads(raw)["metadata"]["name"] == "p1"
+    assert controller().revision_parents(parent, (old,)) == ()  # keeps no revisions

@@ -1,0 +1,159 @@
+"""``WorkerSessions.tick``: the first assignment waits for the grace and the caches, and says so;
+it starts as soon as the last expected worker joins."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import structlog
+
+from manager.term.grace import Grace
+from manager.term.membership import Membership, Outbox
+from manager.term.metrics import TermMetrics
+from manager.term.sessions import WorkerSessions
+from proto.runtime.clock import FakeClock
+from proto.wire import Assign, Hello, Message
+
+
+class Dispatch:
+    """Keeps what the sessions send; nothing here is delivered."""
+
+    def __init__(self) -> None:
+        self.emitted: list[tuple[str, Message]] = []
+
+    def send(self, target: Any, msg: Any) -> None:
+        pass
+
+    def emit(self, out: Outbox) -> None:
+        self.emitted.extend(out)
+
+
+class Link:
+    """What ``receive()`` reads: the given messages, then nothing more."""
+
+    def __init__(self, *messages: tuple[bytes, Message]) -> None:
+        self._messages = messages
+
+    async def __aiter__(self) -> AsyncIterator[tuple[bytes, Message]]:
+        for message in self._messages:
+            yield message
+        await asyncio.Event().wait()
+
+
+def sessions(
+    grace: float | Grace, clock: FakeClock, ready: list[bool], link: Link | None = None
+) -> WorkerSessions:
+    membership = Membership(
+        epoch=7, coordinator_id="c", keys_of=lambda _: (), controllers=tuple, start_at=math.inf
+    )
+    return WorkerSessions(
+        epoch=7,
+        link=link or Link(),  # type: ignore[arg-type]
+        membership=membership,
+        dispatch=Dispatch(),  # type: ignore[arg-type]
+        snapshots=None,  # type: ignore[arg-type]  # nor the snapshot server
+        ready=lambda: ready[0],
+        grace=grace if isinstance(grace, Grace) else Grace(grace),
+        metrics=TermMetrics(None),
+        clock=clock,
+    )
+
+
+async def step(clock: FakeClock, seconds: float) -> None:
+    for _ in range(round(seconds / 0.1)):
+        clock.advance(0.1)
+        await asyncio.sleep(0)
+
+
+@pytest.mark.asyncio
+async def test_the_grace_is_logged_once_and_assigning_waits_for_it_and_the_caches() -> None:
+    clock, ready = FakeClock(), [False]
+    s = sessions(4.0, clock, ready)
+    with structlog.testing.capture_logs() as logs:
+        task = asyncio.create_task(s.tick())
+        await step(clock, 3.9)
+        ready[0] = True
+        await step(clock, 0.1)
+        assert not s.assigning.is_set()  # 3.9 s: the grace has not passed
+        await step(clock, 0.3)
+        assert s.assigning.is_set()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    events = [e["event"] for e in logs]
+    waiting = "waiting 4 s for workers of a previous term to fence before the first assignment"
+    assert events.count(waiting) == 1
+    assert events.index(waiting) < events.index("assigning slots")
+    assert next(e for e in logs if e["event"] == waiting)["epoch"] == 7
+
+
+@pytest.mark.asyncio
+async def test_no_grace_no_waiting_line_but_the_caches_still_gate() -> None:
+    clock, ready = FakeClock(), [False]
+    s = sessions(0.0, clock, ready)
+    with structlog.testing.capture_logs() as logs:
+        task = asyncio.create_task(s.tick())
+        await step(clock, 1.0)
+        assert not s.assigning.is_set()
+        ready[0] = True
+        await step(clock, 0.2)
+        assert s.assigning.is_set()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert not [e for e in logs if str(e["event"]).startswith("waiting")]
+
+
+@pytest.mark.asyncio
+async def test_expected_workers_are_waited_for_until_they_joined_or_the_bound_passed() -> None:
+    clock, ready = FakeClock(), [True]
+    s = sessions(Grace(0.0, expected_workers=2, join_within=4.0), clock, ready)
+    task = asyncio.create_task(s.tick())
+    membership = s._membership
+    membership.hello("w-0", "a", 4, clock.now(), b"r0")
+    await step(clock, 1.0)
+    assert not s.assigning.is_set()  # one of two
+    membership.hello("w-1", "b", 4, clock.now(), b"r1")
+    await step(clock, 0.2)
+    assert s.assigning.is_set()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+    clock, ready = FakeClock(), [True]
+    s = sessions(Grace(0.0, expected_workers=2, join_within=4.0), clock, ready)
+    task = asyncio.create_task(s.tick())
+    s._membership.hello("w-0", "a", 4, clock.now(), b"r0")
+    await step(clock, 3.8)
+    assert not s.assigning.is_set()
+    await step(clock, 0.4)
+    assert s.assigning.is_set()  # the second never came: assign to the one there is
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.mark.asyncio
+async def test_the_last_expected_worker_joining_starts_the_assignment_without_waiting_a_tick() -> (
+    None
+):
+    clock, ready = FakeClock(), [True]
+    hello = Hello("w-0", "a", 4, 1)
+    s = sessions(
+        Grace(0.0, expected_workers=1, join_within=4.0), clock, ready, Link((b"r0", hello))
+    )
+    task = asyncio.create_task(s.tick())
+    await step(clock, 0.2)
+    assert not s.assigning.is_set()  # nobody yet
+    receiving = asyncio.create_task(s.receive())
+    for _ in range(3):
+        await asyncio.sleep(0)  # the fake clock stands still: no tick runs meanwhile
+    assert s.assigning.is_set()
+    dispatch = s._dispatch
+    assert isinstance(dispatch, Dispatch)
+    assigned = [msg for worker, msg in dispatch.emitted if isinstance(msg, Assign)]
+    assert assigned and all(worker == "w-0" for worker, msg in dispatch.emitted)
+    assert sum(len(msg.slots) for msg in assigned) == s._membership.slot_count
+    for t in (task, receiving):
+        t.cancel()
+    await asyncio.gather(task, receiving, return_exceptions=True)

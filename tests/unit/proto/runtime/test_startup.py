@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import pytest
+
+from proto.kube.errors import ConfigError
+from proto.runtime.startup import EXIT_CONFIG, StartupError, guard
+
+
+def _fail(error: Exception) -> int:
+    raise error
+
+
+@pytest.mark.parametrize("error", [StartupError("port 1 in use"), ConfigError("no kubeconfig")])
+def test_a_configuration_failure_is_one_line_and_exit_2(
+    error: Exception, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert guard("metashard x", lambda: _fail(error), debug=False) == EXIT_CONFIG == 2
+    assert capsys.readouterr().err == f"metashard x: error: {error}\n"
+
+
+def test_debug_adds_the_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    assert guard("p", lambda: _fail(StartupError("boom")), debug=True) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback") and err.endswith("p: error: boom\n")
+
+
+def test_other_errors_are_bugs_and_propagate() -> None:
+    with pytest.raises(KeyError):
+        guard("p", lambda: _fail(KeyError("x")), debug=False)
+    assert guard("p", lambda: 0, debug=False) == 0

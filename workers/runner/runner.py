@@ -1,0 +1,338 @@
+"""Runs reconciles: one workqueue per controller, a shared concurrency limit, barriers.
+
+Invariants:
+- Every controller definition gets its own ``WorkQueue`` (named ``<Kind>-<name>``, like
+  Metacontroller's queues) and reconciler; at most ``concurrency`` reconciles run at once in
+  the process, across controllers. A key taken from its queue may wait for one of them; the
+  queue counts that wait as work (``work_duration``), since it has handed the key out. A key
+  is never reconciled twice at once (the queue's contract; a key whose reconcile was
+  cancelled, its controller removed and added again, starts again only once the cancelled
+  one has ended; across workers, the coordinator's slot ownership).
+- A reconcile starts only when ``gate()`` allows it for the key (the worker is joined, not
+  leaving, and owns the key's slot); otherwise the key is dropped: the coordinator hands it
+  to whoever owns it, with all other keys of the slot. Contact with the coordinator is
+  checked later, before each write and hook call (``workers.link.fencing``).
+- After each reconcile: success -> ``forget``; ``Outcome.requeue_after`` -> ``forget`` and
+  ``add_after``; ``RequeueAfter`` -> ``add_after`` (not a failure); a refused or failed fetch
+  for a reason that is not the key's fault -> dropped; any other error -> ``add_rate_limited``
+  and counted.
+- A controller that goes away has its queue shut down, its running reconciles cancelled and its
+  metric series removed (``on_stop`` removes what the runner does not own, e.g. hook metrics).
+- ``cancel(predicate)`` stops the running reconciles of matching keys at their next await
+  (fencing: the coordinator is gone) and drops their queued keys; ``drain(predicate)`` drops
+  queued keys and waits for running ones to finish (a slot is being revoked). Both pass the
+  predicate to ``on_discard`` (per-key state kept outside the runner, e.g. ETag caches). A
+  cancelled reconcile's key is forgotten by its queue's rate limiter, like a dropped one.
+- Read-your-writes: the resourceVersions a reconcile reports through ``wrote`` become the
+  barrier of the key's next fetch; a fetch that returned satisfied it.
+- Echoes wait their turn: a LIVE key whose running reconcile has written, or whose last
+  reconcile's writes no fetch has seen yet, is queued at LOW priority. Such a key is almost
+  always the echo of those writes (it still runs again: the hook must see the children it
+  created), and it must not go ahead of parents still waiting for their first reconcile
+  (after a start or a new slot, those are LOW): between them the order is first come, first
+  served, as in a one-priority queue. A key already queued LIVE stays LIVE.
+- A successful reconcile that wrote something is logged at info level, once: ``reconciled``
+  with the controller, key, result, each write, the hook time and the whole reconcile's time
+  (a reconcile that found nothing to write is logged at debug level).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+from proto.runtime.clock import SYSTEM_CLOCK, Clock
+from proto.runtime.logs import get_logger
+from proto.wire import ControllerDef, ParentKey, Snapshot
+from workers.reconcile import (
+    Outcome,
+    Reconciler,
+    ReconcileRequest,
+    ReconcilerFactory,
+    RequeueAfter,
+)
+from workers.runner.metrics import ControllerMetrics, NoControllerMetrics, ReconcileResult
+from workers.workqueue import MetricsProvider, NoMetricsProvider, Priority, ShutDown, WorkQueue
+
+log = get_logger("metashard.runner")
+
+Fetcher = Callable[[ParentKey, Mapping[str, str]], Awaitable[Snapshot]]
+Gate = Callable[[ParentKey], bool]
+KeyFilter = Callable[[ParentKey], bool]
+
+
+class KeyDropped(Exception):
+    """The key cannot be reconciled here now (not owner, unknown, no coordinator): drop it."""
+
+
+def queue_name(definition: ControllerDef) -> str:
+    return f"{definition.kind.value}-{definition.name}"
+
+
+@dataclass(slots=True)
+class _Controller:
+    definition: ControllerDef
+    reconciler: Reconciler
+    queue: WorkQueue[ParentKey]
+    consumers: list[asyncio.Task[None]] = field(default_factory=list)
+    active: int = 0
+
+
+class Runner:
+    """All reconciles of one worker process."""
+
+    def __init__(
+        self,
+        *,
+        factory: ReconcilerFactory,
+        fetch: Fetcher,
+        gate: Gate,
+        concurrency: int,
+        clock: Clock = SYSTEM_CLOCK,
+        queue_metrics: MetricsProvider | None = None,
+        metrics: ControllerMetrics | None = None,
+        on_stop: Callable[[ControllerDef], None] | None = None,
+        on_discard: Callable[[KeyFilter], None] | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self._factory = factory
+        self._fetch = fetch
+        self._gate = gate
+        self._concurrency = concurrency
+        self._limit = asyncio.Semaphore(concurrency)
+        self._clock = clock
+        self._queue_metrics = queue_metrics or NoMetricsProvider()
+        self._metrics = metrics or NoControllerMetrics()
+        self._on_stop = on_stop
+        self._on_discard = on_discard
+        self._controllers: dict[str, _Controller] = {}
+        self._running: dict[ParentKey, asyncio.Task[tuple[Outcome, ReconcileRequest]]] = {}
+        self._barriers: dict[ParentKey, dict[str, int]] = {}
+        self._requests: dict[ParentKey, ReconcileRequest] = {}  # of the running reconciles
+
+    # --- controllers --------------------------------------------------------------------------
+
+    def set_controllers(self, definitions: tuple[ControllerDef, ...]) -> None:
+        """Adopt the coordinator's current set: start new ones, rebuild changed, stop removed."""
+        wanted = {queue_name(d): d for d in definitions}
+        for name in list(self._controllers):
+            if name not in wanted:
+                self._stop(name)
+        for name, definition in wanted.items():
+            current = self._controllers.get(name)
+            if current is not None and current.definition == definition:
+                continue
+            try:
+                reconciler = self._factory(definition)
+            except Exception as e:
+                log.error("controller cannot run here", controller=name, error=str(e))
+                if current is not None:
+                    self._stop(name)
+                continue
+            if current is None:
+                self._start(name, definition, reconciler)
+            else:  # keep the queue (its keys are still wanted), swap the reconciler
+                current.definition = definition
+                current.reconciler = reconciler
+
+    def _start(self, name: str, definition: ControllerDef, reconciler: Reconciler) -> None:
+        queue: WorkQueue[ParentKey] = WorkQueue(
+            name, clock=self._clock, metrics=self._queue_metrics
+        )
+        controller = _Controller(definition, reconciler, queue)
+        controller.consumers = [
+            asyncio.create_task(self._consume(name, controller), name=f"{name}/{i}")
+            for i in range(self._concurrency)
+        ]
+        self._controllers[name] = controller
+        self._metrics.set_max_concurrency(name, self._concurrency)
+        self._metrics.set_active(name, 0)
+        log.info("controller started", controller=name)
+
+    def _stop(self, name: str) -> None:
+        controller = self._controllers.pop(name)
+        controller.queue.shut_down()
+        controller.queue.discard(lambda _: True)
+        for task in controller.consumers:
+            task.cancel()
+        definition = controller.definition
+        for key, running in list(self._running.items()):
+            if (key.kind, key.controller) == (definition.kind, definition.name):
+                running.cancel()
+        self._metrics.forget_controller(name)
+        self._queue_metrics.forget_controller(name)
+        if self._on_stop is not None:
+            self._on_stop(definition)
+        log.info("controller stopped", controller=name)
+
+    async def close(self) -> None:
+        """Stop everything: cancel running reconciles and the consumers."""
+        for name in list(self._controllers):
+            self._stop(name)
+        tasks = list(self._running.values())
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # --- keys ---------------------------------------------------------------------------------
+
+    def enqueue(self, key: ParentKey, priority: Priority) -> bool:
+        """Queue ``key`` on its controller's queue; ``False`` if the controller is unknown."""
+        controller = self._controllers.get(f"{key.kind}-{key.controller}")
+        if controller is None:
+            return False
+        if priority is Priority.LIVE and self._echoing(key):
+            priority = Priority.LOW
+        controller.queue.add(key, priority=priority)
+        return True
+
+    def _echoing(self, key: ParentKey) -> bool:
+        """Whether events of ``key``'s own writes may be arriving: its running reconcile has
+        written, or its last one's writes wait for a fetch to see them."""
+        if key in self._barriers:
+            return True
+        running = self._requests.get(key)
+        return running is not None and bool(running.writes)
+
+    def cancel(self, predicate: KeyFilter) -> int:
+        """Drop queued keys and interrupt running reconciles that match; return how many ran."""
+        self._discard(predicate)
+        running = [task for key, task in self._running.items() if predicate(key)]
+        for task in running:
+            task.cancel()
+        return len(running)
+
+    async def drain(self, predicate: KeyFilter) -> None:
+        """Drop queued keys that match and wait until no matching reconcile is running."""
+        self._discard(predicate)
+        while True:
+            running = [task for key, task in self._running.items() if predicate(key)]
+            if not running:
+                return
+            await asyncio.wait(running)
+
+    def _discard(self, predicate: KeyFilter) -> None:
+        for controller in self._controllers.values():
+            controller.queue.discard(predicate)
+        for key in [k for k in self._barriers if predicate(k)]:
+            del self._barriers[key]
+        if self._on_discard is not None:
+            self._on_discard(predicate)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._running)
+
+    @property
+    def queued(self) -> int:
+        return sum(len(c.queue) for c in self._controllers.values())
+
+    def update_metrics(self) -> None:
+        """Refresh the time-based queue gauges; call every half second or so."""
+        for controller in self._controllers.values():
+            controller.queue.update_unfinished_work()
+
+    # --- the reconcile loop -------------------------------------------------------------------
+
+    async def _consume(self, name: str, controller: _Controller) -> None:
+        queue = controller.queue
+        while True:
+            try:
+                key = await queue.get()
+            except ShutDown:
+                return
+            try:
+                async with self._limit:
+                    await self._process(name, controller, key)
+            finally:
+                queue.done(key)
+
+    async def _process(self, name: str, controller: _Controller, key: ParentKey) -> None:
+        queue = controller.queue
+        cancelled = self._running.get(key)
+        if cancelled is not None:  # of the controller's previous queue, still ending
+            await asyncio.wait((cancelled,))
+        if not self._gate(key):
+            queue.forget(key)
+            return
+        task = asyncio.create_task(self._reconcile(controller.reconciler, key))
+        self._running[key] = task
+        controller.active += 1
+        self._metrics.set_active(name, controller.active)
+        started = time.perf_counter()
+        try:
+            outcome, done = await task
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise  # the consumer itself is being cancelled
+            queue.forget(key)
+            return  # fenced or stopped: nothing to retry here
+        except KeyDropped as e:
+            queue.forget(key)
+            log.debug("key dropped", controller=name, key=_fmt(key), reason=str(e))
+            return
+        except RequeueAfter as e:
+            queue.add_after(key, e.delay)
+            self._metrics.observe(
+                name, ReconcileResult.REQUEUE_AFTER, time.perf_counter() - started
+            )
+            log.info("requeued", controller=name, key=_fmt(key), after=e.delay, reason=str(e))
+            return
+        except Exception as e:
+            queue.add_rate_limited(key)
+            self._metrics.observe(name, ReconcileResult.ERROR, time.perf_counter() - started)
+            log.warning(
+                "reconcile failed",
+                controller=name,
+                key=_fmt(key),
+                error=str(e) or type(e).__name__,
+                error_type=type(e).__name__,
+                retries=queue.num_requeues(key),
+            )
+            return
+        finally:
+            if self._running.get(key) is task:  # not yet the entry of the key's next run
+                del self._running[key]
+            controller.active -= 1
+            self._metrics.set_active(name, controller.active)
+        seconds = time.perf_counter() - started
+        queue.forget(key)
+        if outcome.requeue_after is not None and outcome.requeue_after > 0:
+            queue.add_after(key, outcome.requeue_after)
+            result = ReconcileResult.REQUEUE_AFTER
+        else:
+            result = ReconcileResult.SUCCESS
+        self._metrics.observe(name, result, seconds)
+        (log.info if done.written else log.debug)(
+            "reconciled",
+            controller=name,
+            key=_fmt(key),
+            result=result.value,
+            wrote=done.written,
+            hook_seconds=round(done.hook_seconds, 4),
+            seconds=round(seconds, 4),
+        )
+
+    async def _reconcile(
+        self, reconciler: Reconciler, key: ParentKey
+    ) -> tuple[Outcome, ReconcileRequest]:
+        """Fetch the snapshot and run the reconciler: its outcome and what it recorded."""
+        barrier = self._barriers.pop(key, {})
+        try:
+            snapshot = await self._fetch(key, {r: str(v) for r, v in barrier.items()})
+        except BaseException:
+            if barrier:  # not satisfied: keep it for the next attempt
+                self._barriers[key] = barrier
+            raise
+        request = self._requests[key] = ReconcileRequest(key, snapshot)
+        try:
+            return await reconciler.reconcile(request), request
+        finally:
+            del self._requests[key]
+            if request.writes:
+                self._barriers[key] = request.writes
+
+
+def _fmt(key: ParentKey) -> str:
+    return f"{key.namespace}/{key.name}" if key.namespace else key.name

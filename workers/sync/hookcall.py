@@ -1,0 +1,139 @@
+"""Calling a controller's sync and finalize hooks, the same way for every kind.
+
+- ``Hooks`` and ``Events`` are the seams to the webhook client and the event recorder
+  (``proto.hooks.client.HookClient`` and ``proto.kube.events.EventRecorder`` conform).
+- ``HookCaller.call(name, body, request=..., decode=..., failed=..., cache_key=...)`` POSTs
+  ``body`` to the controller's hook ``name`` and decodes the answer with ``decode(answer,
+  mode)``; the time the hook took is added to ``request.hook_seconds``. The hook's TLS
+  material and credentials come resolved in the definition (``ControllerDef.connections``,
+  given as ``connections``); ``cache_key`` (the parent's key) lets the hook's ETag cache serve
+  a 304, with an entry per ``cache_variant`` (the revision a rollout calls the hook for).
+  A hook answering 429
+  raises ``RequeueAfter`` with its ``Retry-After`` delay (not a failure); any other hook
+  error (transport, timeout, status) or a malformed answer raises ``SyncFailure`` with the
+  message ``<failed>: <error>``.
+- In ``loose`` mode the decoder returns its problems (unknown or duplicate fields) as
+  ``warnings``: each distinct one is logged once per controller (``LooseWarnings``), not on
+  every sync.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, Protocol, TypeVar
+
+from proto.api.controllers import Hook, HookName, ResponseMode
+from proto.api.decoding import LooseWarnings
+from proto.api.endpoints import Connection, decode_connections
+from proto.api.errors import HookResponseError
+from proto.hooks.client import HookEndpoint
+from proto.hooks.errors import HookError, HookRetryAfter
+from proto.kube.resources import Resource, split_api_version
+from proto.runtime.logs import get_logger
+from proto.wire import ResourceInfo
+from workers.reconcile import ReconcileRequest, RequeueAfter
+from workers.sync.errors import SyncFailure
+
+log = get_logger("metashard.hooks")
+
+
+class Hooks(Protocol):
+    """``proto.hooks.client.HookClient`` conforms."""
+
+    async def call(
+        self,
+        endpoint: HookEndpoint,
+        body: bytes,
+        *,
+        cache_key: Hashable | None = None,
+        cache_variant: Hashable = None,
+    ) -> bytes:
+        """``cache_key`` (the parent's key) lets the hook's ETag cache serve a 304; each
+        ``cache_variant`` of it has its own entry."""
+        ...
+
+
+class Events(Protocol):
+    """``proto.kube.events.EventRecorder`` conforms."""
+
+    def emit(self, obj: Mapping[str, Any], type: str, reason: str, message: str) -> None: ...
+
+
+class Decoded(Protocol):
+    @property
+    def warnings(self) -> tuple[str, ...]: ...
+
+
+D = TypeVar("D", bound=Decoded)
+
+
+def resource_of(info: ResourceInfo) -> Resource:
+    """The ``Resource`` a wire ``ResourceInfo`` names."""
+    group, version = split_api_version(info.api_version)
+    return Resource(
+        group, version, info.resource, info.kind, info.namespaced, subresources=info.subresources
+    )
+
+
+class HookCaller:
+    """The sync and finalize hooks of one controller (see the module docstring)."""
+
+    def __init__(
+        self,
+        hooks: Hooks,
+        *,
+        controller_type: str,
+        controller_name: str,
+        defined: Mapping[HookName, Hook | None],
+        connections: bytes = b"",
+    ) -> None:
+        """``connections`` is the definition's encoded ``ControllerDef.connections``."""
+        self._hooks = hooks
+        self._name = controller_name
+        self._defined = {name: hook for name, hook in defined.items() if hook is not None}
+        resolved = decode_connections(connections)
+        self._endpoints = {
+            name: HookEndpoint(
+                name,
+                hook.webhook,
+                controller_type,
+                controller_name,
+                resolved.get(name.value) or Connection(),
+            )
+            for name, hook in self._defined.items()
+        }
+        self._warned = LooseWarnings()
+
+    def hook(self, name: HookName) -> Hook:
+        """The definition of hook ``name`` (``KeyError`` if the controller has none)."""
+        return self._defined[name]
+
+    async def call(
+        self,
+        name: HookName,
+        body: bytes,
+        *,
+        request: ReconcileRequest,
+        decode: Callable[[bytes, ResponseMode], D],
+        failed: str,
+        cache_key: Hashable | None = None,
+        cache_variant: Hashable = None,
+    ) -> D:
+        hook = self._defined[name]
+        started = time.perf_counter()
+        try:
+            try:
+                answer = await self._hooks.call(
+                    self._endpoints[name], body, cache_key=cache_key, cache_variant=cache_variant
+                )
+            finally:
+                request.hook_seconds += time.perf_counter() - started
+            response = decode(answer, hook.response_mode)
+        except HookRetryAfter as err:
+            raise RequeueAfter(err.delay, str(err)) from None
+        except (HookError, HookResponseError) as err:
+            raise SyncFailure(f"{failed}: {err}") from None
+        for warning in self._warned.fresh(response.warnings):
+            log.warning("loose decoding of a hook answer", controller=self._name, problem=warning)
+        return response
