@@ -19,13 +19,13 @@ Invariants:
 - Two objects with the same key in one group: the later one wins (Go map assignment).
 - Objects are placed in the map as given, not copied.
 
-Used by CompositeController requests (``children``, ``related``) and by DecoratorController
-requests (``attachments``, ``related``) alike.
+``object_key`` is the rule for one object; the workers build the maps from the snapshot's raw
+JSON (``workers.sync.hookrequest``) for CompositeController requests (``children``,
+``related``) and DecoratorController requests (``attachments``, ``related``) alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,28 +57,3 @@ def object_key(
     if parent_namespace:
         return name if namespace == parent_namespace else None
     return f"{namespace}/{name}" if namespace else name
-
-
-def _namespace_and_name(obj: Mapping[str, Any]) -> tuple[str, str]:
-    metadata = obj.get("metadata") or {}
-    return metadata.get("namespace") or "", metadata.get("name") or ""
-
-
-def build_object_map(
-    version: HookVersion,
-    *,
-    parent_namespace: str,
-    groups: Mapping[TypeKey, Iterable[Mapping[str, Any]]],
-) -> ObjectMap:
-    """The object map of ``groups`` (type -> objects of that type) for one parent."""
-    result: ObjectMap = {}
-    for type_key, objects in groups.items():
-        group = result.setdefault(type_key.group_key, {})
-        for obj in objects:
-            namespace, name = _namespace_and_name(obj)
-            key = object_key(
-                version, parent_namespace=parent_namespace, namespace=namespace, name=name
-            )
-            if key is not None:
-                group[key] = obj
-    return result

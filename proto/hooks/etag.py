@@ -96,7 +96,3 @@ class ETagCache:
 
     def __len__(self) -> int:
         return len(self._entries)
-
-    @property
-    def size_bytes(self) -> int:
-        return self._bytes

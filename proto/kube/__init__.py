@@ -9,7 +9,7 @@ from proto.kube.session import Session
 async with Session(load_config(), qps=50, burst=100) as session:
     client = Client(session)
     pods = await client.resource("v1", resource="pods")
-    listed = await client.stream_list(pods, namespace="default")
+    listed = await client.list(pods, namespace="default")
     async with contextlib.aclosing(
         client.watch(pods, namespace="default", resource_version=listed.resource_version)
     ) as events:

@@ -7,11 +7,6 @@ Contract:
   list's resourceVersion; items get the ``apiVersion``/``kind`` the server leaves out of list
   items, so listed and watched objects look alike. A continue token that expires mid-list
   raises ``Gone``; the caller relists.
-- ``stream_list()`` gets the same through one streaming-list watch (``sendInitialEvents``),
-  ending at the BOOKMARK annotated ``k8s.io/initial-events-end``; when the server refuses it
-  (any ``ApiError``: a 4xx such as 422 on servers without WatchList, or an ``ERROR`` event) or
-  ends the stream before that bookmark, it falls back to ``list()``, as client-go's reflector
-  does.
 - ``watch()`` yields ``WatchEvent``s (see ``proto.kube.watch``) with bookmarks on by default,
   client-go's randomized ``timeoutSeconds`` (uniform in [5 min, 10 min]) and an inactivity
   deadline (2x the ~60 s bookmark interval) that raises ``TransportError``. The iterator ends
@@ -21,7 +16,7 @@ Contract:
   as they are. ``replace`` sends the body's ``metadata.resourceVersion`` as the optimistic
   concurrency precondition. ``delete`` returns what the server returns: a ``Status`` or the
   object (when finalizers or the propagation policy keep it around).
-- ``*_status`` variants address the ``status`` subresource.
+- ``subresource="status"`` addresses the ``status`` subresource of any write.
 """
 
 from __future__ import annotations
@@ -37,10 +32,9 @@ from typing import Any
 
 import orjson
 
-from proto.kube.errors import ApiError
 from proto.kube.resources import Discovery, Resource
 from proto.kube.session import JSON, Session
-from proto.kube.watch import BOOKMARK, DELETED, WatchEvent, iter_events
+from proto.kube.watch import WatchEvent, iter_events
 
 log = logging.getLogger(__name__)
 
@@ -181,60 +175,6 @@ class Client:
             raws.append(orjson.dumps(item))
         return ObjectList(items, raws, list_rv)
 
-    async def stream_list(
-        self,
-        resource: Resource,
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        resource_version: str | None = None,
-        limit: int = DEFAULT_PAGE,
-        inactivity_timeout: float | None = DEFAULT_INACTIVITY,
-    ) -> ObjectList:
-        """The current state through a streaming list, or ``list()`` when the server refuses."""
-        objects: dict[tuple[str, str], WatchEvent] = {}
-        events = self.watch(
-            resource,
-            namespace=namespace,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            resource_version=resource_version,
-            send_initial_events=True,
-            inactivity_timeout=inactivity_timeout,
-        )
-        try:
-            async with contextlib.aclosing(events):
-                async for event in events:
-                    if event.type == BOOKMARK:
-                        if event.initial_events_end:
-                            values = objects.values()
-                            return ObjectList(
-                                [e.object for e in values],
-                                [e.raw for e in values],
-                                event.resource_version,
-                            )
-                        continue
-                    metadata = event.object.get("metadata") or {}
-                    key = (metadata.get("namespace") or "", metadata.get("name") or "")
-                    if event.type == DELETED:
-                        objects.pop(key, None)
-                    else:
-                        objects[key] = event
-            reason = "the stream ended before the initial-events-end bookmark"
-        except ApiError as exc:
-            reason = str(exc)
-        log.info("streaming list of %s refused (%s); listing in pages instead", resource, reason)
-        return await self.list(
-            resource,
-            namespace=namespace,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            limit=limit,
-            resource_version=resource_version or None,
-            resource_version_match="NotOlderThan" if resource_version else None,
-        )
-
     def watch(
         self,
         resource: Resource,
@@ -302,26 +242,6 @@ class Client:
         params = _write_params(dry_run=dry_run, field_manager=field_manager)
         return await self._write("PUT", path, body, JSON, params)
 
-    async def replace_status(
-        self,
-        resource: Resource,
-        body: Body,
-        *,
-        namespace: str | None = None,
-        name: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-    ) -> dict[str, Any]:
-        return await self.replace(
-            resource,
-            body,
-            namespace=namespace,
-            name=name,
-            subresource="status",
-            dry_run=dry_run,
-            field_manager=field_manager,
-        )
-
     async def patch(
         self,
         resource: Resource,
@@ -343,28 +263,6 @@ class Client:
         path = resource.path(namespace, name, subresource)
         params = _write_params(dry_run=dry_run, field_manager=field_manager, force=force)
         return await self._write("PATCH", path, patch, patch_type.value, params)
-
-    async def patch_status(
-        self,
-        resource: Resource,
-        name: str,
-        patch: Body,
-        *,
-        namespace: str | None = None,
-        patch_type: PatchType = PatchType.MERGE,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-    ) -> dict[str, Any]:
-        return await self.patch(
-            resource,
-            name,
-            patch,
-            namespace=namespace,
-            patch_type=patch_type,
-            subresource="status",
-            dry_run=dry_run,
-            field_manager=field_manager,
-        )
 
     async def apply(
         self,
@@ -389,28 +287,6 @@ class Client:
             dry_run=dry_run,
             field_manager=field_manager,
             force=force,
-        )
-
-    async def apply_status(
-        self,
-        resource: Resource,
-        body: Body,
-        *,
-        field_manager: str,
-        namespace: str | None = None,
-        name: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        return await self.apply(
-            resource,
-            body,
-            field_manager=field_manager,
-            namespace=namespace,
-            name=name,
-            force=force,
-            subresource="status",
-            dry_run=dry_run,
         )
 
     async def delete(

@@ -448,8 +448,11 @@ async def test_rolling_in_place_waits_for_each_member_to_observe_its_generation(
         found = await member(i)
         assert found is not None
         generation = found["metadata"]["generation"]
-        await kube.replace_status(
-            MEMBERS, {**found, "status": {"observedGeneration": generation}}, namespace=namespace
+        await kube.replace(
+            MEMBERS,
+            {**found, "status": {"observedGeneration": generation}},
+            namespace=namespace,
+            subresource="status",
         )
 
     async def on(i: int, want: str) -> bool:

@@ -100,12 +100,13 @@ async def test_apply_ownership_conflicts_and_force_through_the_client() -> None:
             assert [e["fieldsV1"] for e in updaters] == [
                 {"f:metadata": {"f:labels": {".": {}, "f:tier": {}}}}
             ]
-            status = await client.apply_status(
+            status = await client.apply(
                 deployments,
                 _config(status={"observedGeneration": 1}),
                 field_manager="ctrl",
                 namespace="ssa",
                 name="web",
+                subresource="status",
             )
             assert _owners(status)["ctrl"]["subresource"] == "status"
             assert status["status"] == {"observedGeneration": 1}

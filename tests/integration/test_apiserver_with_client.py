@@ -25,7 +25,7 @@ async def test_client_round_trip_through_the_written_kubeconfig() -> None:
             created = await client.create(
                 configmaps, {"metadata": {"name": "a"}, "data": {"k": "1"}}, namespace="c"
             )
-            listed = await client.stream_list(configmaps, namespace="c")
+            listed = await client.list(configmaps, namespace="c")
             assert [o["metadata"]["name"] for o in listed.items] == ["a"]
             events = []
             async with contextlib.aclosing(

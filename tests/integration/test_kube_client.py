@@ -167,8 +167,12 @@ async def test_status_subresource_is_separate_from_the_spec(
     }
     created = await client.create(widgets, body, namespace=namespace)
     assert created["metadata"]["generation"] == 1
-    status = await client.patch_status(
-        widgets, "w1", {"status": {"ready": True}, "spec": {"size": 99}}, namespace=namespace
+    status = await client.patch(
+        widgets,
+        "w1",
+        {"status": {"ready": True}, "spec": {"size": 99}},
+        namespace=namespace,
+        subresource="status",
     )
     assert status["status"] == {"ready": True}
     assert status["spec"] == {"size": 1}  # spec in a status write is ignored
@@ -179,7 +183,7 @@ async def test_status_subresource_is_separate_from_the_spec(
     assert main["status"] == {"ready": True}  # status in a main-resource write is ignored
     assert main["metadata"]["generation"] == 2
     main["status"] = {"ready": False, "phase": "Done"}
-    replaced = await client.replace_status(widgets, main)
+    replaced = await client.replace(widgets, main, subresource="status")
     assert replaced["status"] == {"ready": False, "phase": "Done"}
     assert replaced["metadata"]["generation"] == 2
 
@@ -293,22 +297,6 @@ async def test_list_with_selectors_and_pagination(kube: Kube, namespace: str) ->
         assert all(item["kind"] == "ConfigMap" for item in everything.items)
         assert [orjson.loads(raw) for raw in everything.raws] == everything.items
         assert int(everything.resource_version) > 0
-
-
-@pytest.mark.asyncio
-async def test_streaming_list_matches_the_paginated_list(kube: Kube, namespace: str) -> None:
-    for i in range(7):
-        await kube.client.create(CONFIGMAPS, configmap(f"s{i}", i=str(i)), namespace=namespace)
-    streamed = await kube.client.stream_list(CONFIGMAPS, namespace=namespace)
-    listed = await kube.client.list(CONFIGMAPS, namespace=namespace, limit=3)
-
-    def by_name(items: list[dict[str, Any]]) -> dict[str, str]:
-        return {i["metadata"]["name"]: i["metadata"]["resourceVersion"] for i in items}
-
-    assert by_name(streamed.items) == by_name(listed.items)
-    assert {f"s{i}" for i in range(7)} <= set(by_name(streamed.items))
-    assert int(streamed.resource_version) >= max(int(v) for v in by_name(listed.items).values())
-    assert [orjson.loads(raw) for raw in streamed.raws] == streamed.items
 
 
 @pytest.mark.asyncio

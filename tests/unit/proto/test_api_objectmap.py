@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from proto.api.controllers import HookVersion
-from proto.api.objectmap import TypeKey, build_object_map, object_key
+from proto.api.objectmap import TypeKey, object_key
+from tests.unit.proto.objectmaps import build_object_map
 
 V1, V2 = HookVersion.V1, HookVersion.V2
 

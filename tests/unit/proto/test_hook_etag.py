@@ -38,7 +38,9 @@ def test_entries_expire_whichever_numbers_are_set(config: ETag, ttl: float) -> N
 
 def test_expired_entries_are_swept_on_the_cleanup_interval() -> None:
     clock = Clock()
-    cache = ETagCache(ETag(True, cache_timeout_seconds=10, cache_cleanup_seconds=60), clock=clock)
+    cache = ETagCache(
+        ETag(True, cache_timeout_seconds=10, cache_cleanup_seconds=60), max_bytes=31, clock=clock
+    )
     for key in "abc":
         cache.put(key, "e", b"x" * 10)
     clock.now += 20
@@ -46,7 +48,9 @@ def test_expired_entries_are_swept_on_the_cleanup_interval() -> None:
     assert len(cache) == 4  # not yet time to sweep
     clock.now += 41
     cache.put("e", "e", b"z")
-    assert len(cache) == 1 and cache.size_bytes == 1  # a, b, c and d expired and swept
+    assert len(cache) == 1  # a, b, c and d expired and swept
+    cache.put("f", "e", b"f" * 30)  # their bytes were given back: e and f fit in 31
+    assert cache.get("e") is not None and cache.get("f") is not None
 
 
 def test_the_byte_bound_evicts_the_least_recently_used() -> None:
@@ -57,12 +61,16 @@ def test_the_byte_bound_evicts_the_least_recently_used() -> None:
     cache.put("c", "e", b"c" * 40)
     assert cache.get("b") is None and cache.get("a") is not None and cache.get("c") is not None
     cache.put("huge", "e", b"h" * 101)
-    assert cache.get("huge") is None and cache.size_bytes == 80
+    assert cache.get("huge") is None
+    cache.put("d", "e", b"d" * 20)  # a and c (80 bytes) stay: the refused body took no room
+    assert cache.get("a") is not None and cache.get("c") is not None
 
 
 def test_drop_removes_matching_keys() -> None:
-    cache = ETagCache(ETag(True), clock=Clock())
+    cache = ETagCache(ETag(True), max_bytes=3, clock=Clock())
     for key in ("ns1/a", "ns1/b", "ns2/a"):
         cache.put(key, "e", b"x")
     cache.drop(lambda key: str(key).startswith("ns1/"))
-    assert len(cache) == 1 and cache.get("ns2/a") is not None and cache.size_bytes == 1
+    assert len(cache) == 1 and cache.get("ns2/a") is not None
+    cache.put("ns3/a", "e", b"yy")  # the dropped bytes were given back: 1 + 2 fit in 3
+    assert cache.get("ns2/a") is not None

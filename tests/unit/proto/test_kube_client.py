@@ -24,7 +24,7 @@ Call = Callable[[Client, Any], Awaitable[dict[str, Any]]]
 WRITES: list[tuple[str, int, Call]] = [
     ("03-errors.json", 6, lambda c, b: c.create(CONFIGMAPS, b, namespace="conf-errors")),
     ("03-errors.json", 8, lambda c, b: c.replace(CONFIGMAPS, b, namespace="conf-errors")),
-    ("02-crd-lifecycle.json", 11, lambda c, b: c.replace_status(WIDGETS, b)),
+    ("02-crd-lifecycle.json", 11, lambda c, b: c.replace(WIDGETS, b, subresource="status")),
     ("08-patches.json", 5, lambda c, b: c.patch(CONFIGMAPS, "p1", b, namespace="conf-patch")),
     (
         "08-patches.json",
@@ -40,7 +40,11 @@ WRITES: list[tuple[str, int, Call]] = [
             CONFIGMAPS, "p1", b, namespace="conf-patch", patch_type=PatchType.STRATEGIC
         ),
     ),
-    ("08-patches.json", 22, lambda c, b: c.patch_status(WIDGETS, "w1", b, namespace="conf-patch")),
+    (
+        "08-patches.json",
+        22,
+        lambda c, b: c.patch(WIDGETS, "w1", b, namespace="conf-patch", subresource="status"),
+    ),
     (
         "09-server-side-apply.json",
         3,
@@ -56,7 +60,9 @@ WRITES: list[tuple[str, int, Call]] = [
     (
         "09-server-side-apply.json",
         24,
-        lambda c, b: c.apply_status(WIDGETS, b, namespace="conf-ssa", field_manager="ctrl"),
+        lambda c, b: c.apply(
+            WIDGETS, b, namespace="conf-ssa", field_manager="ctrl", subresource="status"
+        ),
     ),
     (
         "03-errors.json",
@@ -206,111 +212,3 @@ async def test_an_expired_continue_token_raises_gone(shared_dir: Path) -> None:
         with pytest.raises(errors.Gone) as caught:
             await Client(session).list(CONFIGMAPS, namespace="conf-gone", limit=1)
     assert caught.value.continue_token is not None
-
-
-def _watch_list_steps(shared_dir: Path) -> list[dict[str, Any]]:
-    return load_transcript(shared_dir, "05-watch-list.json")
-
-
-@pytest.mark.asyncio
-async def test_stream_list_ends_at_the_initial_events_end_bookmark(shared_dir: Path) -> None:
-    step = _watch_list_steps(shared_dir)[4]
-    events = step["response"]["events"]
-    server = FakeApiServer()
-    server.route("GET", step["request"]["path"], Reply.recorded(step["response"]))
-    async with serve(server) as session:
-        listed = await Client(session).stream_list(CONFIGMAPS, namespace="conf-watchlist")
-    assert listed.items == [e["object"] for e in events[:3]]
-    assert [orjson.loads(raw) for raw in listed.raws] == listed.items
-    assert listed.resource_version == events[3]["object"]["metadata"]["resourceVersion"]
-    query = server.received[0].query
-    assert {k: query[k] for k in step["request"]["query"] if k != "timeoutSeconds"} == {
-        "watch": "true",
-        "sendInitialEvents": "true",
-        "resourceVersionMatch": "NotOlderThan",
-        "allowWatchBookmarks": "true",
-    }
-    assert len(server.received) == 1  # no fallback list
-
-
-def _fallback_server(shared_dir: Path, watch_reply: Reply) -> tuple[FakeApiServer, list[Any]]:
-    steps = _watch_list_steps(shared_dir)
-    listed = steps[6]  # a plain list of the same namespace
-    server = FakeApiServer()
-    server.route("GET", listed["request"]["path"], Reply.recorded(listed["response"]))
-    server.route("GET", listed["request"]["path"], watch_reply, query={"watch": "true"})
-    return server, listed["response"]["body"]["items"]
-
-
-@pytest.mark.asyncio
-@pytest.mark.parametrize("refusal", ["422", "error-event", "no-bookmark"])
-async def test_stream_list_falls_back_to_pages(shared_dir: Path, refusal: str) -> None:
-    refused = {
-        "422": Reply.recorded(_watch_list_steps(shared_dir)[9]["response"]),
-        "error-event": Reply.events(
-            (
-                "ERROR",
-                {
-                    "kind": "Status",
-                    "code": 500,
-                    "reason": "InternalError",
-                    "message": "the required storage feature RequestWatchProgress is disabled",
-                },
-            )
-        ),
-        "no-bookmark": Reply.events(("ADDED", {"metadata": {"name": "a", "resourceVersion": "1"}})),
-    }[refusal]
-    server, items = _fallback_server(shared_dir, refused)
-    async with serve(server) as session:
-        listed = await Client(session).stream_list(CONFIGMAPS, namespace="conf-watchlist")
-    assert [i["metadata"]["name"] for i in listed.items] == [i["metadata"]["name"] for i in items]
-    assert [r.query.get("watch") for r in server.received] == ["true", None]
-    assert server.received[1].query == {"limit": "500"}
-
-
-@pytest.mark.asyncio
-async def test_stream_list_does_not_hide_transport_errors() -> None:
-    server = FakeApiServer()
-    server.route(
-        "GET", "/api/v1/namespaces/n/configmaps", Reply(chunks=[b'{"type":'], truncate=True)
-    )
-    async with serve(server) as session:
-        with pytest.raises(errors.TransportError):
-            await Client(session).stream_list(CONFIGMAPS, namespace="n")
-
-
-@pytest.mark.asyncio
-async def test_stream_list_waits_for_the_annotated_bookmark() -> None:
-    def cm(name: str, rv: str) -> dict[str, Any]:
-        return {
-            "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": "n", "resourceVersion": rv},
-        }
-
-    end = {
-        "kind": "ConfigMap",
-        "apiVersion": "v1",
-        "metadata": {"resourceVersion": "9", "annotations": {"k8s.io/initial-events-end": "true"}},
-    }
-    server = FakeApiServer()
-    server.route(
-        "GET",
-        "/api/v1/namespaces/n/configmaps",
-        Reply.events(
-            ("ADDED", cm("a", "3")),
-            ("BOOKMARK", {"kind": "ConfigMap", "metadata": {"resourceVersion": "4"}}),
-            ("ADDED", cm("b", "5")),
-            ("ADDED", cm("c", "6")),
-            ("DELETED", cm("b", "7")),
-            ("MODIFIED", cm("a", "8")),
-            ("BOOKMARK", end),
-            ("ADDED", cm("live", "10")),
-        ),
-    )
-    async with serve(server) as session:
-        listed = await Client(session).stream_list(CONFIGMAPS, namespace="n")
-    assert [(i["metadata"]["name"], i["metadata"]["resourceVersion"]) for i in listed.items] == [
-        ("a", "8"),
-        ("c", "6"),
-    ]
-    assert listed.resource_version == "9"

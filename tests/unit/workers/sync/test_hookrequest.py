@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from proto.api.controllers import HookVersion
-from proto.api.objectmap import TypeKey, build_object_map
+from proto.api.objectmap import TypeKey
+from tests.unit.proto.objectmaps import build_object_map
 from workers.sync.hookrequest import encode, object_map
 from workers.sync.observed import Observed
 
