@@ -20,7 +20,7 @@
   debug``. A coordinator whose term fails (``manager.coordinator``) exits 1.
 - ``metashard dev [PATH...]``: the embedded cluster (or ``--kubeconfig``), the manifests
   applied, ``metashard run``, and one line per reconcile that wrote something
-  (``loadtest.dev.command``).
+  (``loadtest.dev``).
 
 Roles in other packages (the worker, the embedded cluster) run as their own processes
 (``python -m <package>``), so the coordinator never imports the worker code or the load-test
@@ -259,19 +259,32 @@ def _rollout(argv: list[str]) -> int:
     return rollout.main(argv)
 
 
+PROCESS_ROLES: dict[str, str] = {
+    "worker": "workers",
+    "cluster": "loadtest.apiserver",
+    "dev": "loadtest.dev",
+}
+"""Subcommands that run another package as its own process (``python -m MODULE``), so the
+coordinator never imports it. Import-linter contracts (pyproject.toml) keep each of these
+packages and the coordinator apart; a test checks that every module named here is covered."""
+
+
 SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
     "coordinator": ("run the coordinator", _coordinator),
-    "worker": ("run one worker process", lambda argv: _exec_module("workers", argv)),
+    "worker": (
+        "run one worker process",
+        lambda argv: _exec_module(PROCESS_ROLES["worker"], argv),
+    ),
     "run": ("run the coordinator and N worker processes on this machine", _run),
     "curve-keys": ("write new CURVE keys for the worker link", _curve_keys),
     "cluster": (
         "run the embedded cluster (a Kubernetes API-server emulator) with the Metacontroller CRDs",
-        lambda argv: _exec_module("loadtest.apiserver", ["--metacontroller-crds", *argv]),
+        lambda argv: _exec_module(PROCESS_ROLES["cluster"], ["--metacontroller-crds", *argv]),
     ),
     "rbac": ("print the least-privilege RBAC rules the controllers need", _rbac),
     "dev": (
         "try controllers: a cluster, your manifests, metashard, one line per reconcile",
-        lambda argv: _exec_module("loadtest.dev.command", argv),
+        lambda argv: _exec_module(PROCESS_ROLES["dev"], argv),
     ),
     "rollout": ("show and undo the rollouts of a parent (status|history|undo)", _rollout),
 }

@@ -1,14 +1,18 @@
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from manager.cli.main import _worker_flags, run_parser
+from manager.cli.main import PROCESS_ROLES, _worker_flags, run_parser
 from manager.settings import from_namespace
+
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def test_version_and_help() -> None:
@@ -205,3 +209,30 @@ def test_run_passes_the_apply_strategy_to_its_workers(flags: list[str]) -> None:
     worker = worker_settings(["--coordinator=ipc:///x", *_worker_flags(settings, args)], {})
     assert worker.apply.strategy == args.apply_strategy
     assert worker.apply.field_manager == (args.apply_strategy_ssa_field_manager or "metacontroller")
+
+
+def test_every_process_role_is_kept_apart_from_the_coordinator_by_a_contract() -> None:
+    """``metashard worker|cluster|dev`` exec ``python -m MODULE``: import-linter cannot see that
+    dependency, so each module must be the source of a contract that forbids the coordinator
+    (or be one side of an independence contract with it)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    contracts = config["tool"]["importlinter"]["contracts"]
+
+    def covered(module: str) -> bool:
+        for contract in contracts:
+            if contract["type"] == "forbidden":
+                if (
+                    module in contract["source_modules"]
+                    and "manager" in contract["forbidden_modules"]
+                ):
+                    return True
+            elif contract["type"] == "independence" and {module, "manager"} <= set(
+                contract["modules"]
+            ):
+                return True
+        return False
+
+    assert PROCESS_ROLES, "no process roles"
+    for module in PROCESS_ROLES.values():
+        assert importlib.util.find_spec(f"{module}.__main__") is not None, module
+        assert covered(module), f"no import contract keeps {module} apart from manager"
