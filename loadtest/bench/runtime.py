@@ -6,7 +6,7 @@
    pre-encoded frames of the same sizes moved the same way, no codec and no link logic
    (``loadtest.bench._rawframes``), in the same process.
 2. End to end (real processes on the embedded cluster): a cold start with N parents waiting,
-   each reconciled once by a no-op reconciler (``loadtest.bench.noop``), with 1 and with 2 worker
+   each reconciled once by a no-op reconciler (``loadtest.bench._noop``), with 1 and with 2 worker
    processes: reconciles/s, the ratio, and CPU per reconcile of all metashard processes.
 3. Failover with the production timings: worker SIGKILL -> its slots owned by the others;
    leader SIGKILL -> the standby serving (/readyz); graceful leader hand-over (SIGTERM).
@@ -251,7 +251,7 @@ async def _cold_start(
     try:
         coordinator = procs.coordinator()
         workers = [
-            procs.worker(f"w{i}", concurrency=32, reconciler="loadtest.bench.noop:factory")
+            procs.worker(f"w{i}", concurrency=32, reconciler="loadtest.bench._noop:factory")
             for i in range(n_workers)
         ]
 
@@ -294,8 +294,8 @@ async def _failover(kubeconfig: str, workdir: Path) -> dict[str, float]:
     procs.workdir.mkdir(parents=True)
     try:
         coordinator = procs.coordinator()
-        victim = procs.worker("a", reconciler="loadtest.bench.noop:factory")
-        procs.worker("b", reconciler="loadtest.bench.noop:factory")
+        victim = procs.worker("a", reconciler="loadtest.bench._noop:factory")
+        procs.worker("b", reconciler="loadtest.bench._noop:factory")
         await _until(lambda: _owned_by(coordinator, ["a", "b"]))
         procs.kill(victim)
         out["worker SIGKILL -> slots reassigned"] = await _until(
@@ -310,7 +310,7 @@ async def _failover(kubeconfig: str, workdir: Path) -> dict[str, float]:
             first = procs.coordinator("c1", leader_election=True)
             await _until(first.ready)
             second = procs.coordinator("c2", leader_election=True)
-            procs.worker("a", reconciler="loadtest.bench.noop:factory")
+            procs.worker("a", reconciler="loadtest.bench._noop:factory")
             await _until(lambda c=first: _owned_by(c, ["a"]))
             await asyncio.sleep(1.0)
             if mode == "SIGKILL":

@@ -9,9 +9,9 @@ One ``Store`` per informer (per resource). Invariants:
   selector: annotation selectors are label selectors, whose values are at most 63
   characters. A longer value (last-applied configurations...) is kept as ``LONG_VALUE``,
   which no selector value equals, so ``Exists``, ``!=`` and ``notin`` still match as on the
-  real value, at no memory cost. Decoded dicts are never kept: a dict cache costs
-  3-7x the JSON size, this about 1.4x for 3 KB Pods, indexes included
-  (``loadtest/bench/informer.py``).
+  real value, at no memory cost. Decoded dicts are never kept: a dict cache costs several
+  times the JSON size, this little more than the JSON (``make bench BENCH=informer`` prints
+  both against the raw bytes).
 - Strings that repeat across objects (namespaces, label keys and values, and the owner's
   kind, API version, name and uid) are interned, so a thousand objects in one namespace share
   one string, and the Pods of one ReplicaSet share its name and uid.

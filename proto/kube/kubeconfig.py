@@ -19,7 +19,8 @@
   exits: Python's ``ssl`` loads client certificates only from files.
 - A user with an ``exec`` or ``auth-provider`` plugin is resolved by ``kubernetes.config``, which
   runs the plugin and refreshes its token (``ClusterConfig.refresh_authorization``). That
-  package costs ~44 MB and ~0.2 s to import, so no other kubeconfig loads it.
+  package is large and slow to import (it loads every generated API model), so no other
+  kubeconfig loads it.
 - Errors are ``ConfigError``s that name the file, entry and field, never a credential's value.
 """
 
@@ -230,7 +231,7 @@ def load_with_kubernetes(path: str, *, context: str, namespace: str) -> ClusterC
     """Resolve ``context`` through ``kubernetes.config``: what runs ``exec`` and
     ``auth-provider`` plugins, and refreshes the token they return."""
     try:
-        # Imported here on purpose: ~44 MB and ~0.2 s, needed only for plugins.
+        # Imported here on purpose: large and slow to import, needed only for plugins.
         from kubernetes import client as k8s_client
         from kubernetes import config as kubernetes_config
     except ImportError as exc:  # pragma: no cover - kubernetes is a declared dependency

@@ -5,8 +5,8 @@ before its event loop starts:
 
 - ``gc.freeze()`` moves every object alive then (modules, classes, functions, flag tables:
   they live as long as the process) into the permanent generation, so the collector's full
-  passes stop re-scanning them (a worker's full pass took ~30 ms before, stalling every
-  reconcile under way). Whatever garbage exists then is frozen too: a start-up's worth, once;
+  passes stop re-scanning them (a full pass over them stalls every reconcile under way). Whatever
+  garbage exists then is frozen too: a start-up's worth, once;
 - the youngest generation's threshold goes from 700 to ``YOUNG_THRESHOLD`` allocations:
   reconciles and watch events allocate many short-lived dicts that reference counting frees
   anyway, so a young pass every 700 allocations mostly scans garbage-free survivors.

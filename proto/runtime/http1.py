@@ -1,8 +1,9 @@
 """A lean HTTP/1.1 client for unary requests: the hot path of API writes and hook calls.
 
 Why not aiohttp's client here: a reconcile makes several small requests (child writes, the
-status write, the hook call), and aiohttp's client spends about 100 µs of CPU on each, several
-times what the bytes cost; this client spends about 25 µs (``loadtest/bench/http1.py``).
+status write, the hook call), and aiohttp's client spends several times what the bytes cost
+on each; this client spends a fraction of that (``make bench BENCH=http1`` prints both and
+their ratio on the machine it runs on).
 aiohttp still serves the long-lived streams (watches) and every server.
 
 Contract:

@@ -46,7 +46,7 @@ def _refused(module: str) -> Iterator[None]:
 
 
 # structlog imports rich when it is installed, for tracebacks this module never renders
-# (they are plain here, without frame locals): about 55 ms of every process start.
+# (they are plain here, without frame locals): a large share of every process start.
 with _refused("rich"):
     import structlog
     import structlog.dev

@@ -1,6 +1,6 @@
 """A reconciler that does nothing, for measuring the runtime itself.
 
-``metashard worker --reconciler loadtest.bench.noop:factory`` runs it: every reconcile fetches the
+``metashard worker --reconciler loadtest.bench._noop:factory`` runs it: every reconcile fetches the
 snapshot (that is the runtime's part) and returns at once.
 """
 
