@@ -26,7 +26,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from loadtest.apiserver import decode, errors, ownership, render, timefmt
+from loadtest.apiserver import decode, errors, goyaml, ownership, render, timefmt
 from loadtest.apiserver.lifecycle import Objects, Written
 from loadtest.apiserver.registry import ResourceType
 from loadtest.apiserver.ssa import fieldpath as fp
@@ -52,7 +52,7 @@ def decode_config(raw: bytes, rt: ResourceType) -> dict[str, Any]:
     """The applied configuration; 400 unless it is an object of ``rt``'s group, version and
     kind (``invalid object type: apps/v1, Kind=Deployment``) without managedFields."""
     try:
-        config = decode.loads_yaml(raw)
+        config = goyaml.loads(raw)
     except decode.SyntaxProblem as err:
         raise errors.bad_request(f"error decoding YAML: {err}") from None
     if not isinstance(config, dict):

@@ -1,4 +1,4 @@
-"""Request bodies: JSON (and YAML) decoding with Go's ``encoding/json`` error wording.
+"""Request bodies: JSON decoding with Go's ``encoding/json`` error wording.
 
 - ``media_type(header)`` is the bare media type of a ``Content-Type``/``Accept`` entry.
 - ``loads(raw)`` parses JSON with orjson; on a syntax error it raises ``SyntaxProblem``
@@ -12,11 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-import yaml  # type: ignore[import-untyped]
 
 
 class SyntaxProblem(ValueError):
-    """The body is not valid JSON/YAML. The message is Go's."""
+    """The body is not valid JSON (or YAML: ``goyaml``). The message is Go's."""
 
 
 def media_type(header: str | None) -> str:
@@ -179,23 +178,6 @@ def loads(raw: bytes) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
         raise SyntaxProblem(go_error(raw)) from None
-
-
-class _StringTimestampLoader(yaml.SafeLoader):  # type: ignore[misc]
-    """YAML without implicit timestamps: Kubernetes reads them as strings."""
-
-
-_StringTimestampLoader.yaml_implicit_resolvers = {
-    key: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def loads_yaml(raw: bytes) -> Any:
-    try:
-        return yaml.load(raw, Loader=_StringTimestampLoader)
-    except yaml.YAMLError as err:
-        raise SyntaxProblem(f"error converting YAML to JSON: {err}") from None
 
 
 def summarize(raw: bytes, limit: int = 30) -> str:

@@ -23,6 +23,7 @@ from loadtest.apiserver import (
     decode,
     errors,
     fields,
+    goyaml,
     ownership,
     protobuf,
     render,
@@ -180,7 +181,7 @@ class Handlers:
         if media not in BODY_TYPES:
             raise errors.unsupported_media_type(BODY_TYPES)
         try:
-            obj = decode.loads_yaml(raw) if media == "application/yaml" else decode.loads(raw)
+            obj = goyaml.loads(raw) if media == "application/yaml" else decode.loads(raw)
         except decode.SyntaxProblem as err:
             raise errors.bad_request(
                 f"the object provided is unrecognized (must be of type {rt.kind}): couldn't get "
