@@ -55,6 +55,50 @@ SCALARS = (
 )
 
 
+# Text with every character class YAML treats specially (kube-apiserver reads apply bodies as
+# YAML): its line breaks U+2028, U+2029, NEL, CR, LF; what it refuses raw (DEL, C1 controls,
+# U+FFFE, U+FFFF); BOM, NBSP, C0 controls, tabs, blanks; indicators that mean something
+# outside quotes; the text of an escape; HTML characters Go escapes; non-ASCII and astral.
+YAML_SPECIAL = (
+    "\u2028",
+    "\u2029",
+    "\x85",
+    "\ufeff",
+    "\x7f",
+    "\x80",
+    "\x9f",
+    "\ufffe",
+    "\uffff",
+    "\xa0",
+    "\x00",
+    "\x1b",
+    "\t",
+    "\r",
+    "\n",
+    "\r\n",
+    " ",
+    ": ",
+    " #",
+    "---",
+    "...",
+    '"',
+    "'",
+    "\\",
+    "\\u2028",
+    "<",
+    ">",
+    "&",
+    "é",
+    "\U0001f600",
+)
+YAML_TEXT = st.lists(
+    st.sampled_from(YAML_SPECIAL)
+    | st.text(alphabet="ab ", max_size=3)
+    | st.characters(codec="utf-8"),
+    max_size=12,
+).map("".join)
+
+
 def json_values(*, max_leaves: int = 20) -> st.SearchStrategy[Any]:
     """Any JSON value, as apimachinery decodes it (ints within int64)."""
     return st.recursive(

@@ -1,4 +1,5 @@
-"""Benchmark: dynamic apply (the update check and the 3-way merge) and Go-compatible JSON.
+"""Benchmark: dynamic apply (the update check and the 3-way merge), Go-compatible JSON and
+server-side apply bodies.
 
 Inputs: ``../shared/vectors/merge_bench_inputs.json``, a 12.6 KB running Pod (managedFields,
 status, the last-applied annotation) and two desired versions: the steady state (equal to
@@ -21,6 +22,10 @@ here; they are printed as labelled references only, never as ratios.
 Targets: steady-state ``apply_update`` >= 15,000/s, one-field change >= 3,000/s;
 ``gojson.dumps`` within 3x of ``orjson.dumps`` (sorted keys, as Go's output is).
 
+Server-side apply bodies: ``applybody.encode`` (the escapes that keep the API server's YAML
+reading from changing strings) against the plain ``orjson.dumps`` it replaced, on the Pods
+above with nothing to escape and with an annotation to escape.
+
 Rates are per core: calls per wall-clock second divided by the share of a core the process got
 while measuring (printed at the end), so that other load on the machine does not count.
 """
@@ -39,6 +44,7 @@ import orjson
 
 from loadtest.bench._report import header, rate, row
 from proto.api import gojson
+from proto.kube import applybody
 from workers import apply
 
 INPUTS = Path(__file__).resolve().parents[2].parent / "shared/vectors/merge_bench_inputs.json"
@@ -242,6 +248,24 @@ def _reference(text: str) -> None:
     print(f"  {'reference, not measured here: ' + text}", flush=True)
 
 
+def _apply_bodies(inputs: dict[str, Any]) -> dict[str, Any]:
+    """Pods to apply: nothing to escape (ASCII; non-ASCII text), then text to escape."""
+
+    def annotated(pod: dict[str, Any], text: str) -> dict[str, Any]:
+        metadata = pod["metadata"]
+        annotations = {**(metadata.get("annotations") or {}), "example.com/note": text}
+        return {**pod, "metadata": {**metadata, "annotations": annotations}}
+
+    desired, observed = inputs["desired_steady"], inputs["observed"]
+    return {
+        "2.6 KB Pod": desired,
+        "12.6 KB Pod": observed,
+        "2.6 KB Pod, non-ASCII note": annotated(desired, "été “quoted” — 100 €"),
+        "2.6 KB Pod, note to escape": annotated(desired, "a<b & c>d été \u2028 end"),
+        "12.6 KB Pod, note to escape": annotated(observed, "a<b & c>d été \u2028 end"),
+    }
+
+
 def main(quick: bool) -> None:
     inputs = json.loads(INPUTS.read_text())
     observed, last = inputs["observed"], inputs["lastApplied"]
@@ -291,6 +315,13 @@ def main(quick: bool) -> None:
         target="x >= 0.33",
     )
     row("gojson.dumps", ours, "/s", baseline=plain, vs="orjson")
+
+    header("server-side apply bodies: applybody.encode against plain orjson.dumps")
+    for name, body in _apply_bodies(inputs).items():
+        plain = per_core(partial(orjson.dumps, body))
+        ours = per_core(partial(applybody.encode, body))
+        row(f"orjson.dumps, {name}", plain, "/s")
+        row(f"applybody.encode, {name}", ours, "/s", baseline=plain, vs="orjson")
     print(
         f"\n  rates are per CPU-second of one core; this process got {min(per_core.shares):.0%}"
         f" to {max(per_core.shares):.0%} of a core while measuring",

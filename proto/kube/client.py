@@ -13,7 +13,10 @@ Contract:
   when the server ends the stream; the caller resumes from the last ``resource_version``.
   Close it (``contextlib.aclosing``) when leaving early.
 - Writes take a dict (or list, for JSON patches) or pre-encoded JSON bytes, which are sent
-  as they are. ``replace`` sends the body's ``metadata.resourceVersion`` as the optimistic
+  as they are. A server-side apply body given as a dict is encoded by
+  ``proto.kube.applybody`` (the API server reads it as YAML, where raw U+2028, U+2029 and NEL
+  are line breaks and DEL or C1 controls are errors); bytes given to ``apply`` must be encoded
+  that way already. ``replace`` sends the body's ``metadata.resourceVersion`` as the optimistic
   concurrency precondition. ``delete`` returns what the server returns: a ``Status`` or the
   object (when finalizers or the propagation policy keep it around).
 - ``subresource="status"`` addresses the ``status`` subresource of any write.
@@ -32,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from proto.kube import applybody
 from proto.kube.resources import Discovery, Resource
 from proto.kube.session import JSON, Session
 from proto.kube.watch import WatchEvent, iter_events
@@ -78,8 +82,12 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _encode(body: Body) -> bytes:
-    return body if isinstance(body, bytes) else orjson.dumps(body)
+def _encode(body: Body, content_type: str) -> bytes:
+    if isinstance(body, bytes):
+        return body
+    if content_type == PatchType.APPLY.value:
+        return applybody.encode(body)
+    return orjson.dumps(body)
 
 
 def _selectors(label_selector: str | None, field_selector: str | None) -> dict[str, str]:
@@ -276,7 +284,8 @@ class Client:
         subresource: str | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]:
-        """Server-side apply: the body (JSON is valid YAML) as ``application/apply-patch+yaml``."""
+        """Server-side apply: the body as ``application/apply-patch+yaml``, JSON that reads
+        back as the same value when parsed as YAML (``proto.kube.applybody``)."""
         return await self.patch(
             resource,
             name or self._name(body),
@@ -324,7 +333,7 @@ class Client:
         self, method: str, path: str, body: Body, content_type: str, params: dict[str, str]
     ) -> dict[str, Any]:
         response = await self.session.request(
-            method, path, params=params, body=_encode(body), content_type=content_type
+            method, path, params=params, body=_encode(body, content_type), content_type=content_type
         )
         result: dict[str, Any] = response.json()
         return result

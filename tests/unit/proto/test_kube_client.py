@@ -148,6 +148,27 @@ async def test_bytes_bodies_are_forwarded_untouched() -> None:
 
 
 @pytest.mark.asyncio
+async def test_apply_bodies_escape_what_yaml_would_read_as_line_breaks() -> None:
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c", "namespace": "n"},
+        "data": {"text": "a<b & c>d \u2028 \x85 \x7f end"},
+    }
+    server = FakeApiServer()
+    server.route("PATCH", "/api/v1/namespaces/n/configmaps/c", Reply.json(200, {"kind": "Z"}))
+    server.route("POST", "/api/v1/namespaces/n/configmaps", Reply.json(201, {"kind": "X"}))
+    async with serve(server) as session:
+        client = Client(session)
+        await client.apply(CONFIGMAPS, body, field_manager="m")
+        await client.create(CONFIGMAPS, body)
+    applied, created = (r.body for r in server.received)
+    assert b'"a\\u003cb \\u0026 c\\u003ed \\u2028 \\u0085 \\u007f end"' in applied
+    assert orjson.loads(applied) == body
+    assert created == orjson.dumps(body)  # JSON bodies are read as JSON: nothing to escape
+
+
+@pytest.mark.asyncio
 async def test_writes_refuse_bodies_without_a_name_or_namespace() -> None:
     async with serve(FakeApiServer()) as session:
         client = Client(session)
