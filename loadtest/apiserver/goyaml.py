@@ -22,7 +22,10 @@ code (``tests/unit/loadtest/goyaml_vectors.json``), except the ones this module 
   refuses ``\\'`` and decodes surrogate escapes: repaired here.
 - Numbers: go-yaml reads ``1e16``, ``1E5``, ``1.5e16`` and ``1e-07`` (any
   ``[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?``) as floats where YAML 1.1 and PyYAML
-  read strings; a float out of range (``1e400``) stays a string. Repaired here.
+  read strings; a number out of float64's range (``1e400``, 400 digits) stays a string.
+  sigs.k8s.io/yaml then writes the value as JSON and apimachinery reads every number back as
+  an int64 when it is one, else as a float64: ``3.0`` and ``1e16`` become integers,
+  ``12345678901234567890`` a float (served as ``12345678901234567000``). Repaired here.
 - Errors are worded like go-yaml's (``yaml: line 2: found unexpected document indicator``),
   including its line rule: a scanner error names the 1-based line of the problem, a parser
   error the 0-based one, and no line is named when that is 0.
@@ -41,12 +44,14 @@ from typing import Any
 import yaml  # type: ignore[import-untyped]
 
 from loadtest.apiserver import decode
+from proto.api import gojson
 
 _FLOAT = "tag:yaml.org,2002:float"
 _GO_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
 _INFINITY = re.compile(r"^[-+]?\.(?:inf|Inf|INF)$")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _INVALID_ESCAPE = "found invalid Unicode character escape code"
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 # PyYAML's problem text (its start) -> go-yaml's.
 _PROBLEMS = (
@@ -88,10 +93,26 @@ class _Loader(yaml.SafeLoader):  # type: ignore[misc]
             "while parsing a quoted scalar", start_mark, _INVALID_ESCAPE, self.get_mark()
         )
 
+    def construct_go_int(self, node: Any) -> int | float | str:
+        value: int = self.construct_yaml_int(node)
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return value
+        try:  # util/json.ConvertMapNumbers: a number that is no int64 becomes a float64
+            return float(value)
+        except OverflowError:  # go-yaml: no int, no float, so a string
+            return str(node.value)
+
     def construct_go_float(self, node: Any) -> float | str:
         value: float = self.construct_yaml_float(node)
         if math.isinf(value) and not _INFINITY.match(node.value):
             return str(node.value)  # strconv.ParseFloat: out of range, so not a float
+        # json.Marshal writes an integral float64 below 1e21 as an integer literal (its
+        # shortest digits, then zeros), which util/json.ConvertMapNumbers reads back as an
+        # int64 when it fits one.
+        if value.is_integer() and abs(value) < 1e21:
+            literal = int(gojson.format_float(value))
+            if _INT64_MIN <= literal <= _INT64_MAX:
+                return literal
         return value
 
 
@@ -101,6 +122,7 @@ _Loader.yaml_implicit_resolvers = {
 }
 _Loader.add_implicit_resolver(_FLOAT, _GO_FLOAT, list("-+0123456789."))
 _Loader.add_constructor(_FLOAT, _Loader.construct_go_float)
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_go_int)
 
 
 def loads(raw: bytes) -> Any:

@@ -11,6 +11,7 @@ import pytest
 
 from loadtest.apiserver import decode, goyaml
 from proto.api import gojson
+from tests.jsonvalues import strict
 
 VECTORS = Path(__file__).with_name("goyaml_vectors.json")
 CASES: list[dict[str, Any]] = json.loads(VECTORS.read_text())["cases"]
@@ -51,6 +52,16 @@ def test_reads_a_body_as_kube_apiserver_does(case: dict[str, Any]) -> None:
         assert str(caught.value) == case["error"]
     else:
         assert gojson.dumps(goyaml.loads(raw)).decode() == case["json"]
+
+
+def test_numbers_are_int64_when_they_are_one_else_float64_as_apimachinery_reads_them() -> None:
+    raw = (
+        b"[3.0, -0.0, 1e16, 1E5, 6.583192045881951e16, 1.5, 1e21,"
+        b" 9223372036854775807, 9223372036854775808, 1e400]"
+    )
+    assert strict(goyaml.loads(raw)) == strict(
+        [3, 0, 10**16, 100000, 65831920458819510, 1.5, 1e21, 2**63 - 1, 2.0**63, "1e400"]
+    )
 
 
 def test_yaml_keeps_timestamps_as_strings() -> None:
