@@ -30,9 +30,11 @@ code (``tests/unit/loadtest/goyaml_vectors.json``), except the ones this module 
   including its line rule: a scanner error names the 1-based line of the problem, a parser
   error the 0-based one, and no line is named when that is 0.
 
-Implicit timestamps stay strings, as Kubernetes reads them. Not repaired: a BOM after the end
-of the document (go-yaml skips it), base-60 numbers (``1:20``, floats or ints to PyYAML,
-strings to go-yaml), and the wording of errors not listed in ``_PROBLEMS``.
+Implicit timestamps stay strings, as Kubernetes reads them. Not repaired, none of it in JSON
+bodies: a BOM after the end of the document (go-yaml skips it), a tab inside a plain
+(unquoted) scalar (PyYAML ends the scalar there and fails), plain ``y``/``n`` (bools to go-yaml,
+strings to PyYAML), base-60 numbers (``1:20``, numbers to PyYAML, strings to go-yaml), and the
+wording of errors not listed in ``_PROBLEMS``.
 """
 
 from __future__ import annotations
