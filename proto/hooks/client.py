@@ -1,7 +1,8 @@
-"""The webhook executor: POST a hook request, return the body of a 200 answer.
+"""The webhook executor: POST a hook request, return the decoded body of a 200 answer.
 
-``HookClient(http).call(endpoint, body, cache_key=...)`` sends ``body`` (JSON bytes, encoded by
-the caller) to the endpoint's webhook as Metacontroller does:
+``HookClient(http).call_decoded(endpoint, body, decode=..., cache_key=...)`` sends ``body``
+(JSON bytes, encoded by the caller) to the endpoint's webhook as Metacontroller does, and
+returns ``decode(answer)``; ``call`` returns the answer's bytes as they came:
 
 - ``POST`` with ``Content-Type: application/json`` to ``webhook.url`` (``url`` as written, or
   ``<protocol>://<name>.<namespace>:<port><path>`` built from ``service``: see
@@ -13,8 +14,8 @@ the caller) to the endpoint's webhook as Metacontroller does:
   is sent as Basic auth, as Go's net/http does for Metacontroller) and the TLS material: a
   verifying context with TLS 1.2 at least, with the given CA roots (else the system's) and
   client certificate (``proto.hooks.tls``).
-  A connection that failed to resolve (``Connection.error``) or whose material does not load
-  raises ``HookConnectionError`` and nothing is sent.
+  A connection that failed to resolve (``Connection.error``), whose material does not load,
+  or a URL that cannot be sent raises ``HookConnectionError`` and nothing is sent.
 - Only 200 is success. 429 raises ``HookRetryAfter`` with the ``Retry-After`` delay (integer
   seconds or an RFC 1123 date; unparsable or past: 0). Other statuses raise
   ``HookStatusError`` with an excerpt of the body (its first ``BODY_EXCERPT_BYTES``), in
@@ -25,17 +26,25 @@ the caller) to the endpoint's webhook as Metacontroller does:
   ``asyncio.CancelledError`` passes.
 - A body longer than ``max_response_bytes`` (default 3 MiB, Kubernetes' request size limit)
   raises ``HookResponseTooLarge``; reading stops there, nothing more is buffered.
+- The 200's body goes through ``decode`` (the hook contract's parser, raising
+  ``proto.api.errors.HookResponseError`` for a body that is not JSON or not of the expected
+  shape) before the call is counted or its answer cached.
 - ETag (``webhook.etag.enabled``, calls given a ``cache_key``, i.e. the parent): the last
-  ``(ETag, body)`` per parent and ``cache_variant`` is kept (``proto.hooks.etag``, one cache
-  per controller and hook); the next such call sends ``If-None-Match`` and a 304 or 412 answer
-  returns the cached body. The variant tells apart the calls one sync makes for one parent (a
-  rollout calls the hook once per revision, each with another parent), so they do not evict
-  each other. ``drop_cached(predicate)`` forgets parents, every variant (their slot moved
-  away); ``forget`` a controller (its caches, TLS contexts and metric series).
+  ``(ETag, body)`` per parent and ``cache_variant`` that ``decode`` accepted is kept
+  (``proto.hooks.etag``, one cache per controller and hook); the next such call sends
+  ``If-None-Match`` and a 304 or 412 answer returns the cached body, decoded. The variant tells
+  apart the calls one sync makes for one parent (a rollout calls the hook once per revision,
+  each with another parent), so they do not evict each other. ``drop_cached(predicate)``
+  forgets parents, every variant (their slot moved away); ``forget`` a controller (its
+  caches, TLS contexts and metric series).
 - One ``proto.runtime.http1.HttpClient`` per process (keep-alive connections per hook server and TLS
   material) is injected and shared by every controller; the hook client never closes it.
 - Metrics go to an injected ``HookMetrics`` (``proto.hooks.metrics``), with the endpoint's
   ``url`` (without userinfo or query string), ``controller_name`` and ``controller_type``.
+  Every call is counted once it ends, under a ``code``: the HTTP status of an answer, or the
+  ``code`` of the ``HookError`` (``dns``, ``connect``, ``tls``, ``timeout``, ``transport``,
+  ``too-large``, ``config``), or ``invalid-response`` when ``decode`` refused a 200. A call
+  the caller cancels is not counted.
 - No credential appears in an error message, a metric label or a log line: URLs are shown
   through ``proto.runtime.redact.safe_url``, header values are never put into messages, and the
   credentials sent are masked in a body excerpt.
@@ -47,17 +56,26 @@ import base64
 import calendar
 import math
 import re
+import socket
 import ssl
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from proto.api.controllers import HookName, Webhook
 from proto.api.endpoints import Connection
+from proto.api.errors import HookResponseError
 from proto.hooks.errors import (
+    CONNECT,
+    DNS,
+    INVALID_RESPONSE,
+    TIMEOUT,
+    TLS,
+    TRANSPORT,
     HookConnectionError,
+    HookError,
     HookResponseTooLarge,
     HookRetryAfter,
     HookStatusError,
@@ -66,13 +84,21 @@ from proto.hooks.errors import (
 from proto.hooks.etag import ETagCache
 from proto.hooks.metrics import HookMetrics, NoHookMetrics
 from proto.hooks.tls import TlsContexts
-from proto.runtime.http1 import BodyTooLarge, HttpClient, HttpTransportError, userinfo_authorization
+from proto.runtime.http1 import (
+    BodyTooLarge,
+    HttpClient,
+    HttpResponse,
+    HttpTransportError,
+    userinfo_authorization,
+)
 from proto.runtime.redact import REDACTED, safe_url
 
 BODY_EXCERPT_BYTES = 1024
 DEFAULT_MAX_RESPONSE_BYTES = 3 * 1024 * 1024
 _JSON = "application/json"
 _CACHE_HIT_STATUSES = (304, 412)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -184,6 +210,30 @@ def _masked_excerpt(body: bytes, authorization: str | None) -> str:
     return body[:BODY_EXCERPT_BYTES].decode("utf-8", "replace")
 
 
+# --- failures ---------------------------------------------------------------------------------
+
+
+def _transport_code(err: HttpTransportError) -> str:
+    """Why no answer came, from the error a failed connect is raised from: the host name did
+    not resolve (``DNS``), the TLS handshake failed (``TLS``), any other failure to connect
+    (``CONNECT``) or the connect time limit (``TIMEOUT``); else the connection broke after it
+    was made, or what came was not HTTP (``TRANSPORT``)."""
+    cause = err.__cause__
+    if isinstance(cause, socket.gaierror):
+        return DNS
+    if isinstance(cause, ssl.SSLError):
+        return TLS
+    if isinstance(cause, TimeoutError) or isinstance(err.__context__, TimeoutError):
+        return TIMEOUT
+    if isinstance(cause, OSError):
+        return CONNECT
+    return TRANSPORT
+
+
+def _as_is(body: bytes) -> bytes:
+    return body
+
+
 # --- the client -------------------------------------------------------------------------------
 
 
@@ -217,11 +267,62 @@ class HookClient:
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
     ) -> bytes:
-        """POST ``body``; the response body of a 200. Raises ``HookError`` subclasses.
+        """``call_decoded`` without a decoder: the body of the 200 as it came, counted as
+        ``"200"`` whatever it holds."""
+        return await self.call_decoded(
+            endpoint, body, decode=_as_is, cache_key=cache_key, cache_variant=cache_variant
+        )
 
+    async def call_decoded(
+        self,
+        endpoint: HookEndpoint,
+        body: bytes,
+        *,
+        decode: Callable[[bytes], T],
+        cache_key: Hashable | None = None,
+        cache_variant: Hashable = None,
+    ) -> T:
+        """POST ``body``; ``decode`` of the 200's body. Raises ``HookError`` subclasses, and
+        the ``proto.api.errors.HookResponseError`` of ``decode``.
+
+        ``decode`` runs before the call is counted, so an answer it refuses counts as
+        ``invalid-response``, not ``"200"``, and is not kept for ETag reuse.
         ``cache_key`` (the parent) enables the ETag cache when the webhook asks for it;
         ``cache_variant`` (a revision) gives one parent's calls in one sync their own entries.
         """
+        labels = endpoint.metric_labels
+        self._metrics.started(endpoint.hook, labels)
+        code: str | None = None  # stays None when the caller abandons the call (cancelled)
+        seconds: float | None = None  # stays None without an HTTP answer
+        try:
+            cache = self._cache(endpoint) if cache_key is not None else None
+            entry = (cache_key, cache_variant)
+            cached = cache.get(entry) if cache is not None else None
+            start = self._clock()
+            response = await self._send(endpoint, body, etag=cached.etag if cached else None)
+            seconds = self._clock() - start
+            if response.status == 200:
+                result = decode(response.body)
+                etag = response.headers.get("etag")
+                if cache is not None and etag:
+                    cache.put(entry, etag, response.body)
+            elif cached is not None and response.status in _CACHE_HIT_STATUSES:
+                result = decode(cached.body)
+            else:
+                raise self._refusal(endpoint, response)
+            code = str(response.status)
+            return result
+        except HookError as err:
+            code = err.code
+            raise
+        except HookResponseError:
+            code = INVALID_RESPONSE
+            raise
+        finally:
+            self._metrics.finished(endpoint.hook, labels, code=code, seconds=seconds)
+
+    async def _send(self, endpoint: HookEndpoint, body: bytes, *, etag: str | None) -> HttpResponse:
+        """The hook's answer, whatever its status; ``HookError`` when none came."""
         url = endpoint.shown_url
         connection = endpoint.connection
         if connection.error is not None:
@@ -229,19 +330,12 @@ class HookClient:
         headers = {"Content-Type": _JSON}
         if connection.authorization is not None:
             headers["Authorization"] = connection.authorization
+        if etag is not None:
+            headers["If-None-Match"] = etag
         context = self._context(endpoint)
-        cache = self._cache(endpoint) if cache_key is not None else None
-        entry = (cache_key, cache_variant)
-        cached = cache.get(entry) if cache is not None else None
-        if cached is not None:
-            headers["If-None-Match"] = cached.etag
-        labels = endpoint.metric_labels
         timeout = endpoint.webhook.timeout_seconds
-        self._metrics.started(endpoint.hook, labels)
-        start = self._clock()
-        code: int | None = None
         try:
-            response = await self._http.request(
+            return await self._http.request(
                 "POST",
                 endpoint.webhook.url,
                 headers=headers,
@@ -250,7 +344,6 @@ class HookClient:
                 max_body=self._max_response_bytes,
                 time_limit=timeout,
             )
-            code = response.status
         except TimeoutError:
             raise HookTransportError(
                 f"http error: no answer from {url} within {timeout:g}s", url=url, timed_out=True
@@ -258,27 +351,23 @@ class HookClient:
         except BodyTooLarge:
             raise HookResponseTooLarge(self._max_response_bytes, url=url) from None
         except HttpTransportError as err:
-            raise HookTransportError(f"http error: {url}: {err}", url=url) from None
+            code = _transport_code(err)
+            raise HookTransportError(f"http error: {url}: {err}", url=url, code=code) from None
         except ValueError:  # its text may quote the URL, userinfo included: not repeated here
-            raise HookTransportError(
+            raise HookConnectionError(
                 f"http error: {url}: the request cannot be sent (a malformed URL or header)",
                 url=url,
             ) from None
-        finally:
-            self._metrics.finished(endpoint.hook, labels, code=code, seconds=self._clock() - start)
-        if code == 200:
-            etag = response.headers.get("etag")
-            if cache is not None and etag:
-                cache.put(entry, etag, response.body)
-            return response.body
-        if cached is not None and code in _CACHE_HIT_STATUSES:
-            return cached.body
-        if code == 429:
+
+    def _refusal(self, endpoint: HookEndpoint, response: HttpResponse) -> HookError:
+        """The error for an answer that is not a success: 429 or another status."""
+        url = endpoint.shown_url
+        if response.status == 429:
             delay = parse_retry_after(response.headers.get("retry-after"), now=self._wall_clock())
-            raise HookRetryAfter(delay, url=url)
-        sent = headers.get("Authorization") or userinfo_authorization(endpoint.webhook.url)
+            return HookRetryAfter(delay, url=url)
+        sent = endpoint.connection.authorization or userinfo_authorization(endpoint.webhook.url)
         excerpt = _masked_excerpt(response.body, sent)
-        raise HookStatusError(code, excerpt, url=url)
+        return HookStatusError(response.status, excerpt, url=url)
 
     def _context(self, endpoint: HookEndpoint) -> ssl.SSLContext | None:
         if not endpoint.webhook.url.startswith("https:"):

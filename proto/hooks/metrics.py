@@ -2,11 +2,16 @@
 
 For each hook name ``<hook>`` (``sync``, ``finalize``, ``customize``) one metric family of each:
 
-- ``metacontroller_<hook>_requests_total{code,method}``: answered requests by status code
-  (``"200"``, ``"429"``...); ``method`` is ``"post"`` (Go's promhttp spelling). Requests that
-  got no HTTP answer (timeouts, refused connections) are not counted, as in promhttp.
-- ``metacontroller_<hook>_request_duration_histogram_seconds{method}``: latency of answered
-  requests, including reading the body, with the default buckets (.005 ... 10 s).
+- ``metacontroller_<hook>_requests_total{code,method}``: every call, by outcome; ``method`` is
+  ``"post"`` (Go's promhttp spelling). An answered call counts under its status code
+  (``"200"``, ``"429"``...), as in Metacontroller, except a 200 whose body the hook contract's
+  parser refused: ``"invalid-response"``. A call that got no HTTP answer counts under why
+  (``"timeout"``, ``"dns"``, ``"connect"``, ``"tls"``, ``"transport"``, ``"too-large"``,
+  ``"config"``: ``proto.hooks.errors``), where Metacontroller's promhttp counts nothing, so
+  that a hook that is down shows in the series dashboards already read. Failure codes start
+  with a letter, status codes with a digit.
+- ``metacontroller_<hook>_request_duration_histogram_seconds{method}``: latency of calls that
+  got an HTTP answer, including reading the body, with the default buckets (.005 ... 10 s).
 - ``metacontroller_<hook>_in_flight_requests``: calls under way.
 
 Metacontroller attaches ``url``, ``controller_name`` and ``controller_type`` as constant labels
@@ -36,11 +41,12 @@ METHOD = "post"
 @dataclass(slots=True)
 class _Call:
     """The series of one hook of one controller at one URL, each resolved once, when first
-    needed (the latency and request series appear with the first answer, as in promhttp)."""
+    needed (a request series with the first call of its code, the latency series with the
+    first HTTP answer)."""
 
     in_flight: Gauge
     duration: Histogram | None = None
-    requests: dict[int, Counter] = field(default_factory=dict)  # by status code
+    requests: dict[str, Counter] = field(default_factory=dict)  # by code
 
 
 class HookMetrics(Protocol):
@@ -48,9 +54,15 @@ class HookMetrics(Protocol):
         """A call begins; ``labels`` are (url, controller_name, controller_type)."""
 
     def finished(
-        self, hook: HookName, labels: tuple[str, str, str], *, code: int | None, seconds: float
+        self,
+        hook: HookName,
+        labels: tuple[str, str, str],
+        *,
+        code: str | None,
+        seconds: float | None,
     ) -> None:
-        """A call ends; ``code`` is ``None`` when no HTTP answer came."""
+        """A call ends with ``code`` (see the module docstring), ``None`` when the caller
+        abandoned it; ``seconds`` is its latency, ``None`` when no HTTP answer came."""
 
     def forget(self, *, controller_type: str, controller_name: str) -> None:
         """Drop every series of a controller that no longer exists."""
@@ -63,7 +75,12 @@ class NoHookMetrics:
         pass
 
     def finished(
-        self, hook: HookName, labels: tuple[str, str, str], *, code: int | None, seconds: float
+        self,
+        hook: HookName,
+        labels: tuple[str, str, str],
+        *,
+        code: str | None,
+        seconds: float | None,
     ) -> None:
         pass
 
@@ -113,7 +130,12 @@ class PrometheusHookMetrics:
         call.in_flight.inc()
 
     def finished(
-        self, hook: HookName, labels: tuple[str, str, str], *, code: int | None, seconds: float
+        self,
+        hook: HookName,
+        labels: tuple[str, str, str],
+        *,
+        code: str | None,
+        seconds: float | None,
     ) -> None:
         call = self._calls.get((hook, labels))
         if call is None:
@@ -123,8 +145,10 @@ class PrometheusHookMetrics:
             return
         requests = call.requests.get(code)
         if requests is None:
-            requests = call.requests[code] = self._requests[hook].labels(str(code), METHOD, *labels)
+            requests = call.requests[code] = self._requests[hook].labels(code, METHOD, *labels)
         requests.inc()
+        if seconds is None:
+            return
         if call.duration is None:
             call.duration = self._durations[hook].labels(METHOD, *labels)
         call.duration.observe(seconds)
@@ -137,4 +161,4 @@ class PrometheusHookMetrics:
             if call.duration is not None:
                 self._durations[hook].remove(METHOD, *labels)
             for code in call.requests:
-                self._requests[hook].remove(str(code), METHOD, *labels)
+                self._requests[hook].remove(code, METHOD, *labels)

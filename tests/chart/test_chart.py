@@ -450,6 +450,37 @@ def test_the_dashboard_queries_only_series_metashard_exports() -> None:
         assert needed in used
 
 
+def test_the_hook_errors_panel_shows_calls_without_an_answer_and_invalid_answers() -> None:
+    """Every failure code of ``proto.hooks.errors`` passes the panel's ``code`` matcher;
+    successes (2xx, an ETag hit's 304) do not."""
+    from proto.hooks import errors
+
+    dashboard = json.loads((CHART / "dashboards" / "metashard.json").read_text(encoding="utf-8"))
+    (panel,) = [p for p in dashboard["panels"] if p["title"].startswith("Hook errors")]
+    failures = [
+        errors.TIMEOUT,
+        errors.DNS,
+        errors.CONNECT,
+        errors.TLS,
+        errors.TRANSPORT,
+        errors.TOO_LARGE,
+        errors.CONFIG,
+        errors.INVALID_RESPONSE,
+    ]
+    hooks: set[str] = set()
+    for target in panel["targets"]:
+        hooks |= set(re.findall(r"metacontroller_([a-z]+)_requests_total", target["expr"]))
+        (excluded,) = re.findall(r'code!~"([^"]*)"', target["expr"])
+        shown = [
+            code
+            for code in [*failures, "200", "201", "304", "404", "429", "500"]
+            if not re.fullmatch(excluded, code)  # PromQL regexes are anchored
+        ]
+        assert shown == [*failures, "404", "429", "500"]
+        assert failures[0] in panel["description"] and failures[-1] in panel["description"]
+    assert hooks == {"sync", "finalize", "customize"}
+
+
 # --- metashard rbac output as chart values ---------------------------------------------------
 
 GREETER = {

@@ -1,4 +1,5 @@
-"""Hook transport end to end: private CAs, client certificates, tokens, rotation, ETag reuse.
+"""Hook transport end to end: private CAs, client certificates, tokens, rotation, ETag reuse,
+and hook outages counted in the workers' hook metrics.
 
 Real processes (the module's coordinator and two workers) call hook servers run by this test
 process. TLS material and credentials live in Secrets and ConfigMaps of the test's namespace;
@@ -12,6 +13,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import secrets
+import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -335,6 +337,51 @@ async def test_etag_answers_are_reused(
     await kube.patch(THINGS_OF, "p", {"spec": {"data": "two"}}, namespace=namespace)
     await eventually(lambda: _is(child_data(kube, namespace, "p"), "two"), within=SYNC_WITHIN)
     assert hooks.full_answers(name) > full
+
+
+async def test_hook_outages_are_counted_by_why_in_the_hook_metrics(
+    kube: Client,
+    namespace: str,
+    controllers: Callable[..., Any],
+    hooks: HookServer,
+    pkis: tuple[Pki, Pki],
+    tls_servers: Callable[..., HookServer],
+    stack: Processes,
+) -> None:
+    """A hook that is down, misnamed, too slow or behind an untrusted certificate leaves a
+    ``metacontroller_sync_requests_total`` series with a code that says why, on the worker
+    that owns the parent, besides the ``SyncError`` event."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    untrusted = tls_servers(pkis[0], require_client_cert=False)
+    outages = {
+        "connect": await controllers(lambda cc, hook: {"url": f"http://127.0.0.1:{closed}/{cc}"}),
+        "dns": await controllers(lambda cc, hook: {"url": f"http://{cc}.metashard-e2e.invalid/"}),
+        "timeout": await controllers(lambda cc, hook: {"url": hooks.url(cc), "timeout": "300ms"}),
+        "tls": await controllers(lambda cc, hook: {"url": untrusted.url(cc, hook)}),
+    }
+    hooks.program(outages["timeout"], lambda hook, request: Reply.json({}, delay=3))
+    for code, name in outages.items():
+        await thing(kube, namespace, f"p-{code}", name, {"children": 1, "data": "one"})
+    workers = [p for p in stack.procs if p.name.startswith("worker")]
+
+    async def counted(code: str) -> float:
+        labels = {"controller_name": outages[code], "code": code, "method": "post"}
+        samples = [await w.metric("metacontroller_sync_requests_total", labels) for w in workers]
+        return sum(sample or 0.0 for sample in samples)
+
+    for code in outages:
+
+        async def seen(code: str = code) -> bool:
+            return await counted(code) >= 1
+
+        async def reported(code: str = code) -> bool:
+            return await _has_sync_error(kube, namespace, f"p-{code}", "http error")
+
+        await eventually(seen, within=SYNC_WITHIN, message=f"no sync call counted as {code}")
+        await eventually(reported, within=SYNC_WITHIN, message=f"no SyncError for p-{code}")
+    print({code: await counted(code) for code in outages})
 
 
 # --- helpers ----------------------------------------------------------------------------------

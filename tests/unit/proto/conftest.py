@@ -17,7 +17,7 @@ def pki(tmp_path: Path) -> Pki:
     return make_pki(tmp_path)
 
 
-BOTH_LOOPS = ("test_http1", "test_hook_transport")
+BOTH_LOOPS = ("test_http1", "test_hook_transport", "test_hook_metrics")
 """Modules whose async tests run on the stdlib loop and on uvloop (the processes' loop)."""
 
 

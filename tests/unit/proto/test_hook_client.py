@@ -213,11 +213,13 @@ async def test_metrics(hooks: Hooks, session: HttpClient) -> None:
         is None
     )
 
-    # calls without an HTTP answer are not counted, but leave the in-flight gauge balanced
+    # calls without an HTTP answer count by why (tests.unit.proto.test_hook_metrics), have no
+    # latency, and leave the in-flight gauge balanced
     refused = endpoint("http://127.0.0.1:1/sync")
     with pytest.raises(HookTransportError):
         await client.call(refused, b"{}")
     refused_labels = {**labels, "url": refused.webhook.url}
+    assert sample(registry, total, code="connect", method="post", **refused_labels) == 1
     assert sample(registry, "metacontroller_sync_in_flight_requests", **refused_labels) == 0
     assert sample(registry, f"{duration}_count", method="post", **refused_labels) is None
 
