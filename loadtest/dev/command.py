@@ -6,9 +6,10 @@ What it does, in order (Ctrl-C stops everything it started, and only that):
    cluster`` does (``--kubeconfig FILE`` uses that cluster instead, and installs the CRDs
    there where they are missing);
 2. prints ``export KUBECONFIG=...`` for ``kubectl`` in another shell;
-3. applies the YAML or JSON files and directories given (``loadtest.dev.manifests``: CRDs first,
-   then Namespaces, then the rest; namespaced objects without a namespace go to
-   ``--namespace``, default ``default``), printing one line per object;
+3. applies the YAML or JSON files and directories given (``loadtest.dev.manifests``: every
+   kind checked first, CRDs applied and established, missing namespaces created, then
+   Namespaces, then the rest; namespaced objects without a namespace go to ``--namespace``,
+   default ``default``), printing one line per object;
 4. runs ``metashard run --processes N`` (the coordinator here plus N worker processes, over
    a private ipc socket) against that cluster, with JSON logs into a file that is kept (its
    path is printed), metrics and probes on one free local port;
@@ -17,8 +18,17 @@ What it does, in order (Ctrl-C stops everything it started, and only that):
    (warnings and errors: a failed reconcile, a controller that cannot run, a field not
    acted on), until Ctrl-C or until ``metashard run`` exits.
 
+On a cluster given with ``--kubeconfig`` (maybe shared, maybe where Metacontroller or a
+production metashard runs), it acts only on the controllers it applied: each
+CompositeController and DecoratorController of the manifests gets the label
+``metashard.io/dev=<id of this run>`` (``labelled``), and ``metashard run`` gets
+``--target-label-selector`` for it, so the cluster's other controllers are left alone (no
+event, no finalizer, no hook call). It says so in one line. ``metashard run`` runs without
+leader election, so it takes no Lease. On the embedded cluster it starts, every controller
+is its own and runs.
+
 Hooks are called by metashard, not by the API server, so a hook on 127.0.0.1 works with
-either cluster. ``render`` (one log record to one line, or none) is pure.
+either cluster. ``render`` (one log record to one line, or none) and ``labelled`` are pure.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import secrets
 import signal
 import sys
 import tempfile
@@ -45,6 +56,10 @@ from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.session import Session
 from proto.runtime.flags import Parser, positive_int, typed
+
+DEV_LABEL = "metashard.io/dev"
+"""The label ``dev`` puts on the controllers it applies to a cluster it did not start."""
+_CONTROLLERS = ("CompositeController", "DecoratorController")
 
 # Info-level records worth a line besides "reconciled" (the controller's own life cycle).
 _LIFECYCLE = {
@@ -89,6 +104,25 @@ def render(record: dict[str, Any]) -> str | None:
         tag = "" if level == "info" else f"{level.upper()} "
         return f"{stamp} {tag}{event} {fields}".rstrip()
     return None
+
+
+def labelled(
+    objects: Sequence[dict[str, Any]], value: str
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """``objects`` with ``DEV_LABEL=value`` added to the labels of every CompositeController
+    and DecoratorController (``metacontroller.k8s.io``), and those controllers' names.
+    ``objects`` are not changed."""
+    result: list[dict[str, Any]] = []
+    names: list[str] = []
+    for obj in objects:
+        group = str(obj["apiVersion"]).partition("/")[0]
+        if obj["kind"] in _CONTROLLERS and group == "metacontroller.k8s.io":
+            metadata = dict(obj["metadata"])
+            metadata["labels"] = {**(metadata.get("labels") or {}), DEV_LABEL: value}
+            obj = {**obj, "metadata": metadata}
+            names.append(f"{obj['kind']} {metadata['name']}")
+        result.append(obj)
+    return result, names
 
 
 def build_parser() -> Parser:
@@ -146,17 +180,28 @@ async def stream(
 
 
 async def run(
-    args: argparse.Namespace, objects: Sequence[dict[str, Any]], kubeconfig: str, log: IO[bytes]
+    args: argparse.Namespace,
+    objects: Sequence[dict[str, Any]],
+    kubeconfig: str,
+    log: IO[bytes],
+    *,
+    selector: str = "",
+    controllers: Sequence[str] = (),
 ) -> int:
-    """Apply, run ``metashard run`` and stream its reconciles until a signal or its exit."""
+    """Apply, run ``metashard run`` (with ``--target-label-selector selector`` when given,
+    saying so with the ``controllers`` it selects) and stream its reconciles until a signal
+    or its exit."""
     for line in await prepare(kubeconfig, objects, args.namespace):
         print(line, flush=True)
+    if selector:
+        print(scope_line(selector, controllers), flush=True)
     metrics = free_port()
     proc = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "manager.cli", "run", "--processes", str(args.processes)),
         *("--kubeconfig", kubeconfig, "--log-format", "json"),
         *("--metrics-address", f"127.0.0.1:{metrics}"),
         *("--health-probe-bind-address", f"127.0.0.1:{metrics}"),
+        *(("--target-label-selector", selector) if selector else ()),
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         stdout=asyncio.subprocess.DEVNULL,
@@ -188,6 +233,21 @@ async def run(
     return 0 if stop.is_set() else code or 1
 
 
+def scope_line(selector: str, controllers: Sequence[str]) -> str:
+    """What ``dev`` runs on a cluster it did not start, in one line."""
+    if not controllers:
+        return (
+            "runs no controller: none among the manifests, and the cluster's own are left "
+            f"alone (metashard run --target-label-selector {selector})"
+        )
+    label, _, value = selector.partition("=")
+    return (
+        f"runs only the controllers applied here, labelled {label}={value} "
+        f"(metashard run --target-label-selector {selector}, no leader election): "
+        f"{', '.join(controllers)}; the cluster's other controllers are left alone"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     try:
@@ -200,9 +260,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         log_path = Path(tempfile.mkdtemp(prefix="metashard-dev-")) / "metashard.log"
     cluster: ClusterProcess | None = None
+    selector = ""
+    controllers: list[str] = []
     try:
         if args.kubeconfig:
             kubeconfig = args.kubeconfig
+            selector = f"{DEV_LABEL}={secrets.token_hex(3)}"
+            objects, controllers = labelled(objects, selector.partition("=")[2])
         else:
             print("starting the embedded cluster...", flush=True)
             cluster = ClusterProcess(args=["--metacontroller-crds"]).start()
@@ -211,7 +275,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"export KUBECONFIG={kubeconfig}", flush=True)
         print(f"metashard's log: {log_path}", flush=True)
         with log_path.open("ab") as log:
-            code = asyncio.run(run(args, objects, kubeconfig, log))
+            code = asyncio.run(
+                run(args, objects, kubeconfig, log, selector=selector, controllers=controllers)
+            )
     except errors.KubeError as err:
         print(f"metashard dev: the cluster refused: {err}", file=sys.stderr)
         code = 1

@@ -3,7 +3,8 @@
 - ``simple_crd(group, kind)``: a CRD with one served version ``v1``, the status subresource
   (unless ``status=False``) and a schema that keeps unknown fields (or the ``schema`` given).
 - ``install(client, crds)``: create the CRDs (existing ones are left alone) and wait until
-  discovery serves every one of them.
+  every one of them is established (its ``Established`` condition is ``True``) and served
+  by discovery: objects of its kind can be created then.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def simple_crd(
 
 
 async def install(client: Client, crds: Iterable[Mapping[str, Any]], *, wait: float = 30) -> None:
-    """Create ``crds`` and wait until discovery serves them. Raises ``TimeoutError``."""
+    """Create ``crds`` and wait until they are established and served. Raises
+    ``TimeoutError``."""
     crds = list(crds)
     for crd in crds:
         with contextlib.suppress(errors.AlreadyExists):
@@ -63,6 +65,11 @@ async def install(client: Client, crds: Iterable[Mapping[str, Any]], *, wait: fl
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     for crd in crds:
+        name = crd["metadata"]["name"]
+        while not _established(await client.get(CRDS, name)):
+            if loop.time() > deadline:
+                raise TimeoutError(f"the CustomResourceDefinition {name} is not established")
+            await asyncio.sleep(0.1)
         spec = crd["spec"]
         version = f"{spec['group']}/{spec['versions'][0]['name']}"
         while True:
@@ -71,6 +78,13 @@ async def install(client: Client, crds: Iterable[Mapping[str, Any]], *, wait: fl
                 break
             except errors.ResourceNotFound:
                 if loop.time() > deadline:
-                    raise TimeoutError(f"{crd['metadata']['name']} is not served") from None
+                    raise TimeoutError(
+                        f"the CustomResourceDefinition {name} is not served"
+                    ) from None
                 await asyncio.sleep(0.1)
                 await client.discovery.refresh()
+
+
+def _established(crd: Mapping[str, Any]) -> bool:
+    conditions = (crd.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)

@@ -11,9 +11,14 @@ Used by ``metashard dev`` and the example tests; roughly ``kubectl apply -f``:
   their order, so one directory can hold a CRD and the objects of its kind.
 - ``apply(client, objects, namespace=...)``: creates each object, or merge-patches it with
   the manifest when it exists (fields the manifest leaves out are kept; this is not a
-  three-way merge). A CRD is waited for until discovery serves it. A namespaced object
-  without a namespace goes to ``namespace``. Returns one line per object
-  (``created``/``configured`` and ``kind namespace/name``).
+  three-way merge). A namespaced object without a namespace goes to ``namespace``. Returns
+  one line per object (``created``/``configured`` and ``kind namespace/name``).
+  So that a run does not stop with half the manifests applied, nothing is written before
+  every kind that no CRD of the manifests defines resolves (else ``errors.ResourceNotFound``,
+  nothing written); then the CRDs are applied and waited for until established and served;
+  then every other kind is resolved, and every namespace the objects go to that neither
+  exists nor is among the manifests is created (``created Namespace name``), before the
+  Namespaces of the manifests and the rest are applied in order.
 """
 
 from __future__ import annotations
@@ -28,9 +33,11 @@ import yaml  # type: ignore[import-untyped]
 from loadtest.dev import crds
 from proto.kube import errors
 from proto.kube.client import Client
+from proto.kube.resources import Resource, split_api_version
 
 SUFFIXES = (".yaml", ".yml", ".json")
 _FIRST = {"CustomResourceDefinition": 0, "Namespace": 1}
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 
 
 class ManifestError(ValueError):
@@ -89,23 +96,29 @@ def describe(obj: dict[str, Any]) -> str:
 async def apply(
     client: Client, objects: Sequence[dict[str, Any]], *, namespace: str = "default"
 ) -> list[str]:
-    """Create or merge-patch every object, CRDs and Namespaces first; one line per object."""
+    """Create or merge-patch every object, CRDs and Namespaces first; one line per object
+    (see the module docstring for what is checked before anything is written)."""
+    objects = ordered(objects)
+    defined = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
+    rest = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
+    new_kinds = {_defines(crd) for crd in defined}
+    for obj in rest:
+        if (split_api_version(obj["apiVersion"])[0], obj["kind"]) not in new_kinds:
+            await client.resource(obj["apiVersion"], kind=obj["kind"])
     done: list[str] = []
-    for obj in ordered(objects):
-        if obj["kind"] == "CustomResourceDefinition":
-            existed = await _exists_crd(client, obj["metadata"]["name"])
-            await crds.install(client, [obj])
-            if existed:
-                await client.patch(crds.CRDS, obj["metadata"]["name"], obj)
-            done.append(f"{'configured' if existed else 'created'} {describe(obj)}")
-            continue
-        resource = await client.resource(obj["apiVersion"], kind=obj["kind"])
-        body = {**obj, "metadata": dict(obj["metadata"])}
-        ns = None
-        if resource.namespaced:
-            ns = body["metadata"].setdefault("namespace", namespace)
-        else:
-            body["metadata"].pop("namespace", None)
+    for crd in defined:
+        existed = await _exists(client, crds.CRDS, crd["metadata"]["name"])
+        await crds.install(client, [crd])
+        if existed:
+            await client.patch(crds.CRDS, crd["metadata"]["name"], crd)
+        done.append(f"{'configured' if existed else 'created'} {describe(crd)}")
+    placed = [await _placed(client, obj, namespace) for obj in rest]
+    listed = {o["metadata"]["name"] for o in rest if o["kind"] == "Namespace"}
+    for name in sorted({ns for _, _, ns in placed if ns is not None} - listed):
+        if not await _exists(client, NAMESPACES, name):
+            await client.create(NAMESPACES, _namespace(name))
+            done.append(f"created Namespace {name}")
+    for resource, body, ns in placed:
         try:
             await client.create(resource, body, namespace=ns)
             verb = "created"
@@ -116,9 +129,31 @@ async def apply(
     return done
 
 
-async def _exists_crd(client: Client, name: str) -> bool:
+async def _placed(
+    client: Client, obj: dict[str, Any], namespace: str
+) -> tuple[Resource, dict[str, Any], str | None]:
+    """The object's resource, its body with the namespace it goes to, and that namespace."""
+    resource = await client.resource(obj["apiVersion"], kind=obj["kind"])
+    body = {**obj, "metadata": dict(obj["metadata"])}
+    if not resource.namespaced:
+        body["metadata"].pop("namespace", None)
+        return resource, body, None
+    return resource, body, body["metadata"].setdefault("namespace", namespace)
+
+
+def _defines(crd: dict[str, Any]) -> tuple[str, str]:
+    """The (group, kind) a CRD manifest defines."""
+    spec = crd.get("spec") or {}
+    return str(spec.get("group")), str((spec.get("names") or {}).get("kind"))
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+async def _exists(client: Client, resource: Resource, name: str) -> bool:
     try:
-        await client.get(crds.CRDS, name)
+        await client.get(resource, name)
     except errors.NotFound:
         return False
     return True

@@ -1,5 +1,5 @@
 """loadtest.dev.command: what a log record of metashard's processes becomes on the dev loop's
-screen."""
+screen, and the label that keeps it to the controllers it applied."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from loadtest.dev.command import main, render
+from loadtest.dev.command import DEV_LABEL, labelled, main, render, scope_line
 
 T = "2026-01-02T03:04:05.678Z"
 
@@ -73,3 +73,36 @@ def test_unreadable_manifests_stop_it_before_anything_starts(
     out = capsys.readouterr()
     assert f"metashard dev: {bad}: an object without apiVersion" in out.err
     assert "starting the embedded cluster" not in out.out
+
+
+def test_only_the_controllers_among_the_manifests_get_the_label() -> None:
+    cc: dict[str, Any] = {
+        "apiVersion": "metacontroller.k8s.io/v1alpha1",
+        "kind": "CompositeController",
+        "metadata": {"name": "cc", "labels": {"team": "a"}},
+    }
+    dc = {
+        "apiVersion": "metacontroller.k8s.io/v1alpha1",
+        "kind": "DecoratorController",
+        "metadata": {"name": "dc"},
+    }
+    lookalike = {
+        "apiVersion": "example.com/v1",
+        "kind": "CompositeController",
+        "metadata": {"name": "x"},
+    }
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}}
+    objects, names = labelled([cc, cm, dc, lookalike], "ab12cd")
+    assert names == ["CompositeController cc", "DecoratorController dc"]
+    assert objects[0]["metadata"]["labels"] == {"team": "a", DEV_LABEL: "ab12cd"}
+    assert objects[2]["metadata"]["labels"] == {DEV_LABEL: "ab12cd"}
+    assert objects[1] is cm and objects[3] is lookalike
+    assert cc["metadata"]["labels"] == {"team": "a"}  # the manifests are not changed
+
+
+def test_the_scope_line_names_the_selector_and_the_controllers() -> None:
+    line = scope_line(f"{DEV_LABEL}=ab12cd", ["CompositeController cc"])
+    assert line.startswith(f"runs only the controllers applied here, labelled {DEV_LABEL}=ab12cd")
+    assert f"--target-label-selector {DEV_LABEL}=ab12cd" in line
+    assert "CompositeController cc" in line and "other controllers are left alone" in line
+    assert scope_line(f"{DEV_LABEL}=ab12cd", []).startswith("runs no controller")
