@@ -1,6 +1,7 @@
 """The chart as rendered offline, and the command lines its containers run.
 
-- ``value_sets()``: the default values (``{}``) and every ``charts/metashard/ci/*.yaml``.
+- ``value_sets()``: the required values alone (``REQUIRED``: an image, which the chart has
+  no default for) and with every ``charts/metashard/ci/*.yaml``.
 - ``render(values)``: every object the chart's templates produce (helm-python-sdk, no
   cluster: ``lookup`` finds nothing, so generated Secrets are fresh), as dicts.
 - ``containers(objects)``: for each container of each workload, what the kubelet would run:
@@ -26,11 +27,15 @@ ENTRYPOINT = ("metashard",)
 _VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
 
+REQUIRED: Mapping[str, Any] = {"image": {"repository": "registry.example.com/metashard"}}
+"""The values an install must give (the chart refuses to install without an image)."""
+
+
 def value_sets() -> dict[str, dict[str, Any]]:
-    """``{"default": {}, "<ci file stem>": values, ...}``."""
-    sets: dict[str, dict[str, Any]] = {"default": {}}
+    """``{"default": REQUIRED, "<ci file stem>": REQUIRED and the file's values, ...}``."""
+    sets: dict[str, dict[str, Any]] = {"default": dict(REQUIRED)}
     for path in sorted((CHART / "ci").glob("*.yaml")):
-        sets[path.stem] = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        sets[path.stem] = {**REQUIRED, **(yaml.safe_load(path.read_text(encoding="utf-8")) or {})}
     return sets
 
 

@@ -12,7 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from proto.runtime.flags import zap_level
-from tests.chart.render import CHART, Container, deployed, render, value_sets
+from tests.chart.render import CHART, REQUIRED, Container, deployed, render, value_sets
 
 helm_python = pytest.importorskip("helm_python")
 kubernetes_validate = pytest.importorskip("kubernetes_validate")
@@ -95,8 +95,49 @@ def _yaml(text: str) -> Any:
 )
 def test_the_values_schema_rejects(values: dict[str, Any], complaint: str) -> None:
     with helm_python.Chart.load(CHART) as chart, pytest.raises(helm_python.HelmValuesError) as err:
-        chart.validate_schema(chart.merge_values(values))
+        chart.validate_schema(chart.merge_values({**REQUIRED, **values}))
     assert complaint in str(err.value)
+    assert "/image" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [{}, {"image": {"tag": "0.1.0"}}, {"image": {"repository": ""}}],
+    ids=["no values", "a tag only", "an empty repository"],
+)
+def test_an_install_without_an_image_is_refused_saying_how_to_build_one(
+    values: dict[str, Any],
+) -> None:
+    """No image is published: a default would end in ImagePullBackOff, so there is none, and
+    the refusal says what to do."""
+    with pytest.raises(helm_python.HelmValuesError) as err:
+        render(values)
+    assert "/image/repository" in str(err.value)
+    assert "make image" in str(err.value)
+    report = helm_python.lint(CHART, values, strict=True)
+    assert report["errors"] or [m for m in report["messages"] if m["severity"] >= 2]
+
+
+def test_the_image_given_is_what_both_roles_run() -> None:
+    values = {"image": {"repository": "registry.example.com/team/metashard", "tag": "abc"}}
+    roles = deployed(render(values))
+    images = {c.spec["image"] for c in (roles.coordinator, roles.worker, *roles.extra)}
+    assert images == {"registry.example.com/team/metashard:abc"}
+    with pytest.raises(helm_python.HelmValuesError):
+        render({"image": {"repository": "registry.example.com/meta shard"}})
+
+
+def test_the_offline_render_docs_install_shows_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    section = (CHART.parents[1] / "docs" / "install.md").read_text(encoding="utf-8")
+    section = section.split("### Render without a cluster", 1)[1].split("\n## ", 1)[0]
+    code = re.findall(r"```python\n(.*?)```", section, re.DOTALL)[0]
+    monkeypatch.chdir(CHART.parents[1])  # it names the chart by its path in the repository
+    exec(compile(code, "docs/install.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "# Source: metashard/templates/coordinator-deployment.yaml" in printed
+    assert "image: registry.example.com/metashard:0.1.0" in printed
 
 
 @pytest.mark.parametrize(
@@ -113,7 +154,7 @@ def test_the_schema_admits_exactly_the_log_levels_the_processes_accept(level: An
         accepted = True
     with helm_python.Chart.load(CHART) as chart:
         try:
-            chart.validate_schema(chart.merge_values({"logLevel": level}))
+            chart.validate_schema(chart.merge_values({**REQUIRED, "logLevel": level}))
         except helm_python.HelmValuesError:
             admitted = False
         else:
@@ -139,7 +180,7 @@ def test_the_schema_admits_exactly_the_log_levels_the_processes_accept(level: An
 )
 def test_contradictory_values_fail_the_render(values: dict[str, Any], complaint: str) -> None:
     with pytest.raises(helm_python.HelmRenderError, match=re.escape(complaint)):
-        render(values)
+        render({**REQUIRED, **values})
 
 
 # --- invariants ---------------------------------------------------------------------------
@@ -506,6 +547,6 @@ def test_metashard_rbac_values_are_what_the_narrow_ci_values_hold(tmp_path: Any)
     assert main([str(path), "--output", "values"], out=out) == 0
     values = _yaml(out.getvalue())
     assert values["rbac"] == SETS["narrow-rbac-values"]["rbac"]
-    (cluster_role,) = of_kind(render(values), "ClusterRole")
+    (cluster_role,) = of_kind(render({**REQUIRED, **values}), "ClusterRole")
     for version in KUBE_VERSIONS:
         kubernetes_validate.validate(cluster_role, version, strict=True)

@@ -49,7 +49,7 @@ from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.resources import Resource
 from proto.kube.session import Session
-from tests.chart.render import Container, deployed, render
+from tests.chart.render import REQUIRED, Container, deployed, render
 from tests.e2e.harness import eventually
 from tests.e2e.hookserver import HookServer
 
@@ -285,7 +285,7 @@ async def test_the_chart_as_deployed_runs_a_controller_and_scales(
         },
     )
     values = {} if rules == "chart default" else least_privilege_values(controller, tmp_path)
-    objects = render(values, name=RELEASE, namespace=namespace)
+    objects = render({**REQUIRED, **values}, name=RELEASE, namespace=namespace)
     await admin.create(
         NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
     )
