@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -30,6 +31,7 @@ from proto.hooks.errors import (
 )
 from proto.hooks.metrics import PrometheusHookMetrics
 from proto.runtime.http1 import HttpClient
+from tests.unit.proto.localserver import serve_app
 from tests.unit.proto.pki import Pki, server_tls
 
 TOTAL = "metacontroller_sync_requests_total"
@@ -75,24 +77,25 @@ Serve = Callable[..., Awaitable[Answers]]
 
 @pytest_asyncio.fixture
 async def serve() -> AsyncIterator[Serve]:
+    """``await serve(tls=...)``: a new ``Answers`` server."""
     runners: list[web.AppRunner] = []
 
-    async def start(*, tls: object = None) -> Answers:
+    async def start(*, tls: ssl.SSLContext | None = None) -> Answers:
         answers = Answers()
         app = web.Application()
         app.router.add_post("/{behaviour}", answers.handle)
-        runner = web.AppRunner(app, shutdown_timeout=0.1)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls)  # type: ignore[arg-type]
-        await site.start()
+        runner, answers.base = await serve_app(app, tls=tls)
         runners.append(runner)
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        answers.base = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
         return answers
 
     yield start
     for runner in runners:
         await runner.cleanup()
+
+
+@pytest_asyncio.fixture
+async def answers(serve: Serve) -> Answers:
+    return await serve()
 
 
 @pytest_asyncio.fixture
@@ -104,6 +107,11 @@ async def http() -> AsyncIterator[HttpClient]:
 @pytest.fixture
 def registry() -> CollectorRegistry:
     return CollectorRegistry()
+
+
+@pytest.fixture
+def client(http: HttpClient, registry: CollectorRegistry) -> HookClient:
+    return HookClient(http, metrics=PrometheusHookMetrics(registry))
 
 
 def endpoint(
@@ -163,9 +171,8 @@ async def fails(
 
 @pytest.mark.asyncio
 async def test_a_refused_connection_counts_as_connect(
-    http: HttpClient, registry: CollectorRegistry
+    client: HookClient, registry: CollectorRegistry
 ) -> None:
-    client = HookClient(http, metrics=PrometheusHookMetrics(registry))
     hook = endpoint(f"http://127.0.0.1:{closed_port()}/sync")
     error = await fails(client, hook, HookTransportError)
     assert str(error).startswith("http error:")
@@ -177,9 +184,8 @@ async def test_a_refused_connection_counts_as_connect(
 
 @pytest.mark.asyncio
 async def test_a_host_name_that_does_not_resolve_counts_as_dns(
-    http: HttpClient, registry: CollectorRegistry
+    client: HookClient, registry: CollectorRegistry
 ) -> None:
-    client = HookClient(http, metrics=PrometheusHookMetrics(registry))
     hook = endpoint("http://no-such-hook.metashard.invalid/sync")
     await fails(client, hook, HookTransportError)
     assert counted(registry, hook) == {"dns": 1}
@@ -187,10 +193,8 @@ async def test_a_host_name_that_does_not_resolve_counts_as_dns(
 
 @pytest.mark.asyncio
 async def test_no_answer_within_the_timeout_counts_as_timeout(
-    serve: Serve, http: HttpClient, registry: CollectorRegistry
+    answers: Answers, client: HookClient, registry: CollectorRegistry
 ) -> None:
-    answers = await serve()
-    client = HookClient(http, metrics=PrometheusHookMetrics(registry))
     hook = endpoint(f"{answers.base}/slow", timeout=0.2)
     error = await fails(client, hook, HookTransportError)
     assert "within 0.2s" in str(error)
@@ -216,10 +220,9 @@ async def test_no_connection_within_the_connect_limit_counts_as_timeout(
 
 @pytest.mark.asyncio
 async def test_a_server_certificate_that_does_not_verify_counts_as_tls(
-    serve: Serve, http: HttpClient, registry: CollectorRegistry, pki: Pki
+    serve: Serve, client: HookClient, registry: CollectorRegistry, pki: Pki
 ) -> None:
     answers = await serve(tls=server_tls(pki, require_client_cert=False))
-    client = HookClient(http, metrics=PrometheusHookMetrics(registry))
     hook = endpoint(f"{answers.base}/ok")  # the system's roots do not know the test CA
     error = await fails(client, hook, HookTransportError)
     assert "CERTIFICATE_VERIFY_FAILED" in str(error)
@@ -228,7 +231,7 @@ async def test_a_server_certificate_that_does_not_verify_counts_as_tls(
 
 @pytest.mark.asyncio
 async def test_a_connection_closed_before_the_answer_ends_counts_as_transport(
-    http: HttpClient, registry: CollectorRegistry
+    client: HookClient, registry: CollectorRegistry
 ) -> None:
     async def cut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
@@ -239,7 +242,6 @@ async def test_a_connection_closed_before_the_answer_ends_counts_as_transport(
     server = await asyncio.start_server(cut, "127.0.0.1", 0)
     async with server:
         port = server.sockets[0].getsockname()[1]
-        client = HookClient(http, metrics=PrometheusHookMetrics(registry))
         hook = endpoint(f"http://127.0.0.1:{port}/sync")
         await fails(client, hook, HookTransportError)
     assert counted(registry, hook) == {"transport": 1}
@@ -247,10 +249,8 @@ async def test_a_connection_closed_before_the_answer_ends_counts_as_transport(
 
 @pytest.mark.asyncio
 async def test_unusable_credentials_or_tls_material_count_as_config_and_nothing_is_sent(
-    serve: Serve, http: HttpClient, registry: CollectorRegistry
+    answers: Answers, client: HookClient, registry: CollectorRegistry
 ) -> None:
-    answers = await serve()
-    client = HookClient(http, metrics=PrometheusHookMetrics(registry))
     unresolved = endpoint(f"{answers.base}/ok", Connection(error="Secret ops/auth not found"))
     await fails(client, unresolved, HookConnectionError)
     bad_ca = Connection(ca_bundle="-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----")
@@ -265,10 +265,8 @@ async def test_unusable_credentials_or_tls_material_count_as_config_and_nothing_
 
 @pytest.mark.asyncio
 async def test_answers_count_by_status_and_their_latency_is_observed(
-    serve: Serve, http: HttpClient, registry: CollectorRegistry
+    answers: Answers, client: HookClient, registry: CollectorRegistry
 ) -> None:
-    answers = await serve()
-    client = HookClient(http, metrics=PrometheusHookMetrics(registry))
     ok, down = endpoint(f"{answers.base}/ok"), endpoint(f"{answers.base}/down")
     response = await client.call_decoded(ok, b"{}", decode=decode)
     assert response.children == ()
@@ -284,10 +282,8 @@ async def test_answers_count_by_status_and_their_latency_is_observed(
     [("garbage", "response is not valid JSON"), ("wrong-shape", "children")],
 )
 async def test_a_200_the_decoder_refuses_counts_as_invalid_response_not_200(
-    serve: Serve, http: HttpClient, registry: CollectorRegistry, behaviour: str, problem: str
+    answers: Answers, client: HookClient, registry: CollectorRegistry, behaviour: str, problem: str
 ) -> None:
-    answers = await serve()
-    client = HookClient(http, metrics=PrometheusHookMetrics(registry))
     hook = endpoint(f"{answers.base}/{behaviour}")
     error = await fails(client, hook, HookResponseError)
     assert problem in str(error)
@@ -297,9 +293,8 @@ async def test_a_200_the_decoder_refuses_counts_as_invalid_response_not_200(
 
 @pytest.mark.asyncio
 async def test_an_answer_over_the_size_limit_counts_as_too_large(
-    serve: Serve, http: HttpClient, registry: CollectorRegistry
+    answers: Answers, http: HttpClient, registry: CollectorRegistry
 ) -> None:
-    answers = await serve()
     client = HookClient(http, metrics=PrometheusHookMetrics(registry), max_response_bytes=1024)
     hook = endpoint(f"{answers.base}/big")
     await fails(client, hook, HookResponseTooLarge)
@@ -308,10 +303,8 @@ async def test_an_answer_over_the_size_limit_counts_as_too_large(
 
 @pytest.mark.asyncio
 async def test_an_answer_the_decoder_refuses_is_not_kept_for_etag_reuse(
-    serve: Serve, http: HttpClient, registry: CollectorRegistry
+    answers: Answers, client: HookClient, registry: CollectorRegistry
 ) -> None:
-    answers = await serve()
-    client = HookClient(http, metrics=PrometheusHookMetrics(registry))
     hook = endpoint(f"{answers.base}/bad-etag", etag=ETag(enabled=True))
     for _ in range(2):
         with pytest.raises(HookResponseError):
@@ -322,10 +315,8 @@ async def test_an_answer_the_decoder_refuses_is_not_kept_for_etag_reuse(
 
 @pytest.mark.asyncio
 async def test_call_returns_the_body_undecoded_and_counts_it_by_status(
-    serve: Serve, http: HttpClient, registry: CollectorRegistry
+    answers: Answers, client: HookClient, registry: CollectorRegistry
 ) -> None:
-    answers = await serve()
-    client = HookClient(http, metrics=PrometheusHookMetrics(registry))
     hook = endpoint(f"{answers.base}/garbage")
     assert await client.call(hook, b"{}") == b"<html>502 Bad Gateway</html>"
     assert counted(registry, hook) == {"200": 1}

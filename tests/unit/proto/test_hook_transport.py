@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import ssl
 import tracemalloc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from proto.hooks.errors import (
 from proto.hooks.metrics import PrometheusHookMetrics
 from proto.runtime.http1 import HttpClient
 from proto.runtime.redact import REDACTED
+from tests.unit.proto.localserver import serve_app
 from tests.unit.proto.pki import Pki, server_tls
 
 MIB = 1024 * 1024
@@ -116,15 +118,10 @@ Start = Callable[..., Awaitable[HookServer]]
 async def start() -> AsyncIterator[Start]:
     runners: list[web.AppRunner] = []
 
-    async def run(*, tls: object = None) -> HookServer:
+    async def run(*, tls: ssl.SSLContext | None = None) -> HookServer:
         server = HookServer()
-        runner = web.AppRunner(server.app(), shutdown_timeout=0.1)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls)  # type: ignore[arg-type]
-        await site.start()
+        runner, server.base = await serve_app(server.app(), tls=tls)
         runners.append(runner)
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        server.base = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
         return server
 
     yield run
