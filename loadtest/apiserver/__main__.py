@@ -19,12 +19,20 @@ import sys
 from loadtest.apiserver import gcpauses
 from loadtest.apiserver.cluster import EmbeddedCluster, Settings
 from proto.api.crds import load_crds
+from proto.runtime.flags import Parser
 from proto.runtime.logs import configure, get_logger
 
+DESCRIPTION = (
+    "The embedded cluster: an in-memory Kubernetes API server, with the Metacontroller CRDs "
+    "(metashard cluster installs them; --no-metacontroller-crds leaves them out). It prints "
+    "its URL, then its kubeconfig and an export KUBECONFIG=... line to paste; Ctrl-C stops it."
+)
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``metashard cluster`` (``python -m loadtest.apiserver``)."""
-    parser = argparse.ArgumentParser(prog="python -m loadtest.apiserver", description=__doc__)
+
+def build_parser() -> Parser:
+    """The parser of ``metashard cluster`` (run as ``python -m loadtest.apiserver``): its help
+    and its errors name ``metashard cluster``, the command users type."""
+    parser = Parser(prog="metashard cluster", description=DESCRIPTION)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free port)")
     parser.add_argument("--token", default=None, help="require this bearer token")
@@ -40,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--metacontroller-crds",
         action=argparse.BooleanOptionalAction,
         default=False,
-        help="install the metacontroller.k8s.io CRDs at start",
+        help="install the metacontroller.k8s.io CRDs at start (metashard cluster: on)",
     )
     defaults = Settings()
     parser.add_argument(

@@ -56,7 +56,9 @@ from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.session import Session
 from proto.runtime.flags import Parser, positive_int, typed
+from proto.runtime.startup import EXIT_CONFIG, fail
 
+PROG = "metashard dev"
 DEV_LABEL = "metashard.io/dev"
 """The label ``dev`` puts on the controllers it applies to a cluster it did not start."""
 _CONTROLLERS = ("CompositeController", "DecoratorController")
@@ -128,7 +130,7 @@ def labelled(
 def build_parser() -> Parser:
     """The parser of ``metashard dev``."""
     parser = Parser(
-        prog="metashard dev",
+        prog=PROG,
         description="Start a cluster (or use one), apply manifests, run metashard, and print "
         "one line per reconcile that wrote something. Ctrl-C stops everything it started.",
     )
@@ -253,8 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         objects = manifests.load(args.paths)  # every file read before anything starts
     except manifests.ManifestError as err:
-        print(f"metashard dev: {err}", file=sys.stderr)
-        return 2
+        return fail(PROG, err, code=EXIT_CONFIG)
     if args.log:
         log_path = Path(args.log)
     else:
@@ -278,9 +279,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = asyncio.run(
                 run(args, objects, kubeconfig, log, selector=selector, controllers=controllers)
             )
-    except errors.KubeError as err:
-        print(f"metashard dev: the cluster refused: {err}", file=sys.stderr)
-        code = 1
+    except errors.ConfigError as err:
+        code = fail(PROG, err, code=EXIT_CONFIG)
+    except (errors.KubeError, TimeoutError) as err:
+        code = fail(PROG, err)
     except KeyboardInterrupt:  # Ctrl-C before the loop installed its handler
         code = 0
     finally:

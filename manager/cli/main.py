@@ -18,6 +18,9 @@
   checked before anything starts (``manager.settings``, ``manager.preflight``); a failure is
   one line and exit code 2 (``proto.runtime.startup``), with its traceback only at ``--log-level
   debug``. A coordinator whose term fails (``manager.coordinator``) exits 1.
+- Every command reports a failure the same way (``proto.runtime.startup``): one line
+  ``metashard <command>: error: <message>``, exit code 2 for the command line, the files and
+  the kubeconfig it names, 1 for a failure once it ran.
 - ``metashard dev [PATH...]``: the embedded cluster (or ``--kubeconfig``), the manifests
   applied, ``metashard run``, and one line per reconcile that wrote something
   (``loadtest.dev``).
@@ -225,9 +228,9 @@ async def _run_all(
     return 1 if coordinator.failed else 0
 
 
-def curve_keys_parser() -> argparse.ArgumentParser:
+def curve_keys_parser() -> Parser:
     """The parser of ``metashard curve-keys``."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="metashard curve-keys",
         description="Write new CURVE keys for the worker link: server.secret, server.public, "
         "worker.secret and worker.public (mode 0600). Give the coordinator server.secret and "
@@ -290,8 +293,8 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> Parser:
+    parser = Parser(
         prog="metashard",
         description="A sharded controller-manager for Metacontroller-style lambda controllers.",
     )

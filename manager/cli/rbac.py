@@ -21,6 +21,13 @@ Usage::
   (``rbac.clusterRole.rules``) for ``helm install -f`` (the chart has its own Lease Role).
 
 ``manager.controllers.rbac`` computes the rules and documents every verb.
+
+Failures are reported as in every ``metashard`` command (``proto.runtime.startup``): a bad
+flag, a path that cannot be read or parsed, no usable kubeconfig, or a customize hook without
+``--related``/``--no-related``: one ``metashard rbac: error: ...`` line, exit 2. Controllers
+that cannot be turned into rules (a field missing, a resource the cluster does not serve):
+one such line per controller, every one of them, nothing on stdout, exit 1; as for a cluster
+that refuses or does not answer.
 """
 
 from __future__ import annotations
@@ -49,21 +56,29 @@ from manager.controllers.rbac import (
 from proto.api import names
 from proto.kube.client import Client
 from proto.kube.config import load_config
-from proto.kube.errors import KubeError, ResourceNotFound
+from proto.kube.errors import ConfigError, KubeError, ResourceNotFound
 from proto.kube.session import Session
+from proto.runtime.flags import Parser
+from proto.runtime.startup import EXIT_CONFIG, EXIT_FAILURE, StartupError, fail
 
+PROG = "metashard rbac"
 _SUFFIXES = (".yaml", ".yml", ".json")
 _KINDS = (names.COMPOSITE_CONTROLLER, names.DECORATOR_CONTROLLER)
 
 
 def _documents(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """``(where, object)`` for every object in ``path`` (a file, or a folder of files)."""
+    """``(where, object)`` for every object in ``path`` (a file, or a folder of files).
+    Raises ``StartupError`` for a path that cannot be read or parsed."""
+    if not path.exists():
+        raise StartupError(f"{path}: no such file or directory")
     files = sorted(p for p in path.rglob("*") if p.suffix in _SUFFIXES) if path.is_dir() else [path]
     for file in files:
         try:
             docs = list(yaml.safe_load_all(file.read_text(encoding="utf-8")))
-        except (OSError, yaml.YAMLError) as err:
-            raise RbacError(f"{file}: {err}") from None
+        except OSError as err:
+            raise StartupError(f"{file}: {err.strerror or err}") from None
+        except yaml.YAMLError as err:
+            raise StartupError(f"{file}: {err}") from None
         for doc in docs:
             if not isinstance(doc, Mapping):
                 continue
@@ -82,7 +97,7 @@ def controllers_from_files(paths: Sequence[Path]) -> list[Mapping[str, Any]]:
         if obj.get("apiVersion") == names.API_VERSION and obj.get("kind") in _KINDS
     ]
     if not found:
-        raise RbacError(
+        raise StartupError(
             "no CompositeController or DecoratorController in " + ", ".join(map(str, paths))
         )
     return found
@@ -101,7 +116,8 @@ async def controllers_from_cluster(
                 resource = await client.resource(names.API_VERSION, resource=plural)
             except ResourceNotFound:
                 print(
-                    f"metashard rbac: {plural} are not served (CRD not installed)", file=sys.stderr
+                    f"{PROG}: warning: {plural} are not served (CRD not installed)",
+                    file=sys.stderr,
                 )
                 continue
             found += (await client.list(resource)).items
@@ -145,9 +161,9 @@ def _group_resource(text: str) -> GroupResource:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="metashard rbac",
+def build_parser() -> Parser:
+    p = Parser(
+        prog=PROG,
         description="Print the least-privilege RBAC rules the given (or installed) Composite "
         "and Decorator controllers need.",
     )
@@ -180,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str], *, out: TextIO = sys.stdout) -> int:
-    """Run the command; 0 on success, 1 when the rules cannot be computed (message on stderr)."""
+    """Run the command; the exit code (see the module docstring), messages on stderr."""
     parser = build_parser()
     args = parser.parse_args(list(argv))
     if args.paths and args.kubeconfig:
@@ -191,18 +207,29 @@ def main(argv: Sequence[str], *, out: TextIO = sys.stdout) -> int:
             objects, resolve = controllers_from_files(args.paths), by_api_version
         else:
             objects, resolve = asyncio.run(controllers_from_cluster(args.kubeconfig))
-        controllers = [controller_resources(obj, resolve) for obj in objects]
-        customizing = [str(c) for c in controllers if c.customize]
-        if customizing and not (args.related or args.no_related):
-            raise RbacError(
-                "customize hooks name their related resources at run time ("
-                + ", ".join(customizing)
-                + "): pass each with --related RESOURCE[.GROUP], or --no-related"
-            )
-        rules = cluster_role_rules(controllers, related=args.related)
-    except (RbacError, KubeError) as err:  # KubeError: ConfigError included
-        print(f"metashard rbac: {err}", file=sys.stderr)
-        return 1
+    except (StartupError, ConfigError) as err:
+        return fail(PROG, err, code=EXIT_CONFIG)
+    except KubeError as err:
+        return fail(PROG, err)
+    controllers: list[ControllerResources] = []
+    broken: list[RbacError] = []
+    for obj in objects:
+        try:
+            controllers.append(controller_resources(obj, resolve))
+        except RbacError as err:
+            broken.append(err)
+    if broken:
+        for problem in broken:
+            fail(PROG, problem)
+        return EXIT_FAILURE
+    customizing = [str(c) for c in controllers if c.customize]
+    if customizing and not (args.related or args.no_related):
+        parser.error(
+            "customize hooks name their related resources at run time ("
+            + ", ".join(customizing)
+            + "): pass each with --related RESOURCE[.GROUP], or --no-related"
+        )
+    rules = cluster_role_rules(controllers, related=args.related)
     documents = render(rules, output=args.output, name=args.name, namespace=args.namespace)
     _write(documents, controllers, out)
     return 0

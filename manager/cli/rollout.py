@@ -19,6 +19,11 @@ A parent's revisions are the ControllerRevisions whose controller ownerReference
 parent's uid: in its namespace for a namespaced parent, in any namespace for a
 cluster-scoped one (metashard keeps those in ``--cluster-revision-namespace``, which this
 command need not know). The formatting helpers are pure; ``main`` does the I/O.
+
+Failures are reported as in every ``metashard`` command (``proto.runtime.startup``): one
+``metashard rollout: error: ...`` line; exit 2 for a bad flag or argument or no usable
+kubeconfig, 1 once it ran (a parent or resource not found, no revision to undo to, a
+conflict, the cluster refusing or not answering).
 """
 
 from __future__ import annotations
@@ -40,6 +45,10 @@ from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.resources import Discovery, Resource
 from proto.kube.session import Session
+from proto.runtime.flags import Parser
+from proto.runtime.startup import EXIT_CONFIG, fail
+
+PROG = "metashard rollout"
 
 REVISIONS = Resource(
     names.GROUP, names.VERSION, names.CONTROLLER_REVISIONS, names.CONTROLLER_REVISION, True
@@ -233,9 +242,7 @@ async def run(args: argparse.Namespace, out: TextIO) -> None:
         client = Client(session)
         discovery = Discovery(session)
         await discovery.refresh()
-        kind, _, name = args.parent.partition("/")
-        if not name:
-            raise RolloutError(f"name the parent as RESOURCE/NAME, not {args.parent!r}")
+        kind, name = args.parent
         resource = find_resource(discovery.resources, kind)
         namespace = (
             (args.namespace or config.namespace or "default") if resource.namespaced else None
@@ -265,12 +272,27 @@ async def run(args: argparse.Namespace, out: TextIO) -> None:
             out.write(f"{target.what}: rolled back to revision {chosen.number}\n")
 
 
-def parser() -> argparse.ArgumentParser:
-    found = argparse.ArgumentParser(
-        prog="metashard rollout", description="Show and undo the rollouts of a parent."
+def _parent_argument(text: str) -> tuple[str, str]:
+    kind, _, name = text.partition("/")
+    if not kind or not name:
+        raise argparse.ArgumentTypeError(f"name the parent as RESOURCE/NAME, not {text!r}")
+    return kind, name
+
+
+def parser() -> Parser:
+    found = Parser(prog=PROG, description="Show and undo the rollouts of a parent.")
+    found.add_argument(
+        "action",
+        choices=("status", "history", "undo"),
+        help="status: where the rollout is; history: the revisions; undo: go back",
     )
-    found.add_argument("action", choices=("status", "history", "undo"))
-    found.add_argument("parent", help="RESOURCE/NAME, e.g. things/my-thing")
+    found.add_argument(
+        "parent",
+        type=_parent_argument,
+        metavar="RESOURCE/NAME",
+        help="the parent, e.g. things/my-thing (the resource as its plural, plural.group, "
+        "kind or short name)",
+    )
     found.add_argument("-n", "--namespace", help="the parent's namespace")
     found.add_argument("--to-revision", type=int, help="undo: the revision to go back to")
     found.add_argument("--kubeconfig", help="path to a kubeconfig")
@@ -279,13 +301,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str], out: TextIO | None = None) -> int:
+    """Run the command; the exit code (see the module docstring), messages on stderr."""
     args = parser().parse_args(argv)
     try:
         asyncio.run(run(args, out or sys.stdout))
-    except RolloutError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    except errors.KubeError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+    except errors.ConfigError as err:
+        return fail(PROG, err, code=EXIT_CONFIG)
+    except (RolloutError, errors.KubeError) as err:
+        return fail(PROG, err)
     return 0

@@ -25,7 +25,9 @@ Contract:
   characters, or not printable ASCII); a resource lock other than ``leases``; negative rates.
 - ``Common.apply`` is the apply strategy and SSA field manager the workers use; a
   coordinator, which writes no children, reports them as without effect.
-- ``Parser`` reports a bad flag as one line (``<prog>: error: ...``), not a usage dump.
+- ``Parser`` reports a bad flag as one line (``<prog>: error: ... (see --help)``) and exit code
+  2, not a usage dump; every ``metashard`` command parses with it. A value that is not a
+  number is refused in argparse's words (``invalid int value: 'abc'``).
 
 The mapping (Metacontroller's meaning -> metashard's behaviour) is tabled in the README.
 """
@@ -150,9 +152,18 @@ def _resource_lock(text: str) -> str:
     return text
 
 
+def _number(kind: Callable[[str], float], text: str) -> float:
+    """``kind(text)``; a value that is not a number is refused in argparse's words
+    (``invalid int value: 'abc'``), not Python's."""
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"invalid {getattr(kind, '__name__', 'number')} value: {text!r}") from None
+
+
 def _non_negative(kind: Callable[[str], float]) -> Callable[[str], float]:
     def parse(text: str) -> float:
-        value = kind(text)
+        value = _number(kind, text)
         if value < 0:
             raise ValueError(f"must not be negative, got {text}")
         return value
@@ -161,7 +172,7 @@ def _non_negative(kind: Callable[[str], float]) -> Callable[[str], float]:
 
 
 def positive_int(text: str) -> int:
-    value = int(text)
+    value = int(_number(int, text))
     if value < 1:
         raise ValueError(f"must be at least 1, got {text}")
     return value

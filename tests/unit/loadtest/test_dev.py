@@ -71,7 +71,7 @@ def test_unreadable_manifests_stop_it_before_anything_starts(
     bad.write_text("kind: ConfigMap\n")
     assert main([str(bad)]) == 2
     out = capsys.readouterr()
-    assert f"metashard dev: {bad}: an object without apiVersion" in out.err
+    assert out.err.startswith(f"metashard dev: error: {bad}: an object without apiVersion")
     assert "starting the embedded cluster" not in out.out
 
 

@@ -182,8 +182,8 @@ def test_rollout_is_a_subcommand(tmp_path: Path) -> None:
         text=True,
         timeout=60,
     )
-    assert out.returncode == 1, out.stderr
-    assert out.stderr == f"error: kubeconfig {missing}: no such file\n"
+    assert out.returncode == 2, out.stderr
+    assert out.stderr == f"metashard rollout: error: kubeconfig {missing}: no such file\n"
 
 
 def test_run_gives_its_workers_the_revision_flags() -> None:

@@ -394,7 +394,9 @@ def test_customize_hooks_need_related_or_no_related(
 ) -> None:
     hook = {"webhook": {"url": "http://h/customize"}}
     path = write(tmp_path, "cc.yaml", composite("c", ("v1", "pods"), customize=hook))
-    assert run(str(path))[0] == 1
+    with pytest.raises(SystemExit) as err:  # a usage error: the flags must say
+        run(str(path))
+    assert err.value.code == 2
     assert "CompositeController c" in capsys.readouterr().err
     assert run(str(path), "--no-related")[0] == 0
     code, (cluster_role, _) = run(str(path), "--related", "secrets")
@@ -410,8 +412,9 @@ def test_files_without_controllers_are_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write(tmp_path, "cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap"})
-    assert run(str(path))[0] == 1
-    assert "no CompositeController or DecoratorController" in capsys.readouterr().err
+    assert run(str(path))[0] == 2  # the files given cannot be used
+    error = capsys.readouterr().err
+    assert error.startswith("metashard rbac: error: no CompositeController or DecoratorController")
 
 
 def test_bad_related_and_conflicting_sources_are_usage_errors(tmp_path: Path) -> None:
