@@ -20,6 +20,7 @@ from loadtest.dev import command as dev
 from manager import settings as coordinator
 from manager.cli import main as cli
 from manager.cli import rbac as rbac_command
+from manager.cli import rollout as rollout_command
 from workers import settings as worker
 
 TARGET = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
@@ -55,6 +56,13 @@ COMMANDS: tuple[tuple[str, Callable[[], argparse.ArgumentParser], str], ...] = (
         "The least-privilege RBAC rules for a set of controllers.",
     ),
     ("metashard dev", dev.build_parser, "The dev loop (`docs/first-controller.md`)."),
+    (
+        "metashard rollout",
+        rollout_command.parser,
+        "A parent's rollouts: `status` waits for the rollout to finish like `kubectl rollout "
+        "status` (exit 0 when it has, 1 on `--timeout`), `history` lists its revisions, "
+        "`undo` goes back to one.",
+    ),
 )
 
 HEADER = """\

@@ -3,8 +3,17 @@
 ``metashard rollout history things/my-thing -n ns`` (the resource as its plural, optionally
 ``plural.group``, or its kind; ``--kubeconfig``/``--context`` as elsewhere):
 
-- ``status``: the latest revision, how many children it owns out of all the parent's
-  revisions own, and the parent's ``Updated`` condition (what the rollout waits for).
+- ``status``: waits for the rollout to finish, like ``kubectl rollout status``: one line
+  each time the rollout moves (``things/x: waiting for rollout to finish: 1 of 3 children on
+  revision 4 (<hash>); RolloutWaiting: ...``), then ``things/x: successfully rolled out
+  revision 4 (<hash>): 3 of 3 children`` and exit 0; it reads the parent and its revisions
+  every 0.5 s, so states shorter than that may show no line. Finished means
+  the controller has observed the parent's generation (``status.observedGeneration``), every
+  child the revisions hold is on the latest one, and the ``Updated`` condition (when the
+  parent has one) is ``True``. ``--timeout`` (a Go duration; ``0``, the default, waits for
+  ever) gives up with exit 1; ``-w``/``--watch`` is on by default, ``--no-watch`` (or
+  ``--watch=false``) prints the current line once and exits 0. A parent whose controller
+  has observed it and that has no ControllerRevisions (no child type rolls) is an error.
 - ``history``: the parent's ControllerRevisions oldest first: history number, hash (the
   ``controller-revision-hash`` of their children), age, children, and what changed in
   ``parentPatch`` from the revision before (dotted paths of the changed leaves).
@@ -18,12 +27,13 @@
 A parent's revisions are the ControllerRevisions whose controller ownerReference is the
 parent's uid: in its namespace for a namespaced parent, in any namespace for a
 cluster-scoped one (metashard keeps those in ``--cluster-revision-namespace``, which this
-command need not know). The formatting helpers are pure; ``main`` does the I/O.
+command need not know). The formatting helpers and ``Progress`` are pure; ``wait`` takes
+the reads, the clock and the sleep as arguments; ``main`` does the I/O.
 
 Failures are reported as in every ``metashard`` command (``proto.runtime.startup``): one
 ``metashard rollout: error: ...`` line; exit 2 for a bad flag or argument or no usable
 kubeconfig, 1 once it ran (a parent or resource not found, no revision to undo to, a
-conflict, the cluster refusing or not answering).
+conflict, the cluster refusing or not answering, a timeout).
 """
 
 from __future__ import annotations
@@ -32,7 +42,8 @@ import argparse
 import asyncio
 import datetime
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -45,7 +56,7 @@ from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.resources import Discovery, Resource
 from proto.kube.session import Session
-from proto.runtime.flags import Parser
+from proto.runtime.flags import Parser, duration, go_bool, typed
 from proto.runtime.startup import EXIT_CONFIG, fail
 
 PROG = "metashard rollout"
@@ -60,6 +71,10 @@ COMPOSITE_CONTROLLERS = Resource(
 
 class RolloutError(Exception):
     """What the command cannot do, worded for the user (exit status 1)."""
+
+
+class RolloutTimeout(RolloutError):
+    """``status --timeout`` passed before the rollout finished."""
 
 
 # --- pure ---------------------------------------------------------------------------------
@@ -138,25 +153,126 @@ def render(rows: Sequence[Sequence[str]]) -> str:
     )
 
 
-def status_lines(parent: Mapping[str, Any], revisions: Sequence[Revision], what: str) -> list[str]:
-    ordered = history_order(revisions)
-    if not ordered:
-        return [f"{what}: no ControllerRevisions (is a child type rolling?)"]
-    latest = ordered[-1]
-    total = sum(r.child_count() for r in ordered)
-    lines = [
-        f"{what}: latest revision {latest.number or '-'} ({latest.name})",
-        f"  children on the latest revision: {latest.child_count()} of {total}",
-    ]
-    status = parent.get("status")
-    conditions = status.get("conditions") if isinstance(status, Mapping) else None
-    for condition in conditions or ():
-        if isinstance(condition, Mapping) and condition.get("type") == names.CONDITION_UPDATED:
-            lines.append(
-                f"  Updated: {condition.get('status')} {condition.get('reason', '')}: "
-                f"{condition.get('message', '')}"
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Where one parent's rollout is, as its controller last wrote it (``of``)."""
+
+    what: str
+    """``RESOURCE/NAME``, for the lines."""
+    generation: int | None
+    observed_generation: int | None
+    latest: Revision | None
+    on_latest: int
+    """Children the latest revision holds."""
+    total: int
+    """Children all the parent's revisions hold."""
+    updated: Mapping[str, Any] | None
+    """The parent's ``Updated`` condition, if it has one."""
+
+    @classmethod
+    def of(cls, what: str, parent: Mapping[str, Any], revisions: Sequence[Revision]) -> Progress:
+        ordered = history_order(revisions)
+        metadata = parent.get("metadata")
+        status = parent.get("status")
+        status = status if isinstance(status, Mapping) else {}
+        conditions = status.get("conditions")
+        updated = next(
+            (
+                c
+                for c in (conditions if isinstance(conditions, list) else ())
+                if isinstance(c, Mapping) and c.get("type") == names.CONDITION_UPDATED
+            ),
+            None,
+        )
+        return cls(
+            what=what,
+            generation=_int(metadata.get("generation")) if isinstance(metadata, Mapping) else None,
+            observed_generation=_int(status.get(names.OBSERVED_GENERATION)),
+            latest=ordered[-1] if ordered else None,
+            on_latest=ordered[-1].child_count() if ordered else 0,
+            total=sum(r.child_count() for r in ordered),
+            updated=updated,
+        )
+
+    @property
+    def observed(self) -> bool:
+        """The controller has synced the parent's current spec."""
+        if self.generation is None:
+            return True
+        return self.observed_generation is not None and self.observed_generation >= self.generation
+
+    @property
+    def unrolled(self) -> bool:
+        """Observed, and no ControllerRevisions: there is no rollout to wait for."""
+        return self.observed and self.latest is None
+
+    @property
+    def complete(self) -> bool:
+        return (
+            self.observed
+            and self.latest is not None
+            and self.on_latest == self.total
+            and (self.updated is None or self.updated.get("status") == "True")
+        )
+
+    def line(self) -> str:
+        """The one line that says where the rollout is."""
+        if not self.observed:
+            seen = self.observed_generation if self.observed_generation is not None else "none"
+            return (
+                f"{self.what}: waiting for its controller to observe generation "
+                f"{self.generation} (observed: {seen})"
             )
-    return lines
+        if self.latest is None:
+            return f"{self.what}: no ControllerRevisions (is a child type rolling?)"
+        revision = f"revision {self.latest.number or '-'} ({revision_hash(self.latest.name)[:10]})"
+        counts = f"{self.on_latest} of {self.total} children"
+        if self.complete:
+            return f"{self.what}: successfully rolled out {revision}: {counts}"
+        line = f"{self.what}: waiting for rollout to finish: {counts} on {revision}"
+        if self.updated is not None and self.updated.get("status") != "True":
+            line += f"; {self.updated.get('reason', '')}: {self.updated.get('message', '')}"
+        return line
+
+
+async def wait(
+    read: Callable[[], Awaitable[Progress]],
+    out: TextIO,
+    *,
+    watch: bool = True,
+    limit: float = 0.0,
+    interval: float = 0.5,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+) -> None:
+    """``status``: print ``read()``'s line, and each new one, until the rollout is complete
+    (or at once without ``watch``), reading every ``interval`` seconds. Raises
+    ``RolloutTimeout`` when ``limit`` (> 0) seconds pass first, ``RolloutError`` when
+    there is no rollout to wait for."""
+    deadline = clock() + limit if limit > 0 else None
+    shown = None
+    while True:
+        progress = await read()
+        if progress.unrolled:
+            raise RolloutError(progress.line())
+        line = progress.line()
+        if line != shown:
+            out.write(line + "\n")
+            out.flush()
+            shown = line
+        if progress.complete or not watch:
+            return
+        if deadline is not None:
+            left = deadline - clock()
+            if left <= 0:
+                raise RolloutTimeout(f"timed out after {limit:g}s: {line}")
+            await sleep(min(interval, left))
+        else:
+            await sleep(interval)
 
 
 def undo_target(revisions: Sequence[Revision], to_revision: int | None) -> Revision:
@@ -236,6 +352,13 @@ async def field_paths(client: Client, resource: Resource, parent: Mapping[str, A
     return list(found[0][1])
 
 
+async def _parent(client: Client, target: Target) -> dict[str, Any]:
+    try:
+        return await client.get(target.resource, target.name, namespace=target.namespace)
+    except errors.NotFound:
+        raise RolloutError(f"{target.what} not found") from None
+
+
 async def run(args: argparse.Namespace, out: TextIO) -> None:
     config = load_config(args.kubeconfig, context=args.context)
     async with Session(config, qps=0) as session:
@@ -248,13 +371,21 @@ async def run(args: argparse.Namespace, out: TextIO) -> None:
             (args.namespace or config.namespace or "default") if resource.namespaced else None
         )
         target = Target(resource, namespace, name)
-        try:
-            parent = await client.get(resource, name, namespace=namespace)
-        except errors.NotFound:
-            raise RolloutError(f"{target.what} not found") from None
+        parent = await _parent(client, target)
         revisions = await parent_revisions(client, target, parent["metadata"]["uid"])
         if args.action == "status":
-            out.write("\n".join(status_lines(parent, revisions, target.what)) + "\n")
+            first: Progress | None = Progress.of(target.what, parent, revisions)
+
+            async def read() -> Progress:
+                nonlocal first
+                if first is not None:
+                    progress, first = first, None
+                    return progress
+                parent = await _parent(client, target)
+                found = await parent_revisions(client, target, parent["metadata"]["uid"])
+                return Progress.of(target.what, parent, found)
+
+            await wait(read, out, watch=args.watch, limit=args.timeout)
         elif args.action == "history":
             now = datetime.datetime.now(datetime.UTC)
             out.write(render(history_table(revisions, now)) + "\n")
@@ -284,7 +415,7 @@ def parser() -> Parser:
     found.add_argument(
         "action",
         choices=("status", "history", "undo"),
-        help="status: where the rollout is; history: the revisions; undo: go back",
+        help="status: wait for the rollout to finish; history: the revisions; undo: go back",
     )
     found.add_argument(
         "parent",
@@ -295,18 +426,48 @@ def parser() -> Parser:
     )
     found.add_argument("-n", "--namespace", help="the parent's namespace")
     found.add_argument("--to-revision", type=int, help="undo: the revision to go back to")
+    found.add_argument(
+        "-w",
+        "--watch",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="status: wait until the rollout has finished, one line each time it moves "
+        "(--no-watch or --watch=false: print where it is and exit)",
+    )
+    found.add_argument(
+        "--timeout",
+        type=typed(duration),
+        default=0.0,
+        help="status: give up (exit 1) after this long (Go duration; 0: wait for ever)",
+    )
     found.add_argument("--kubeconfig", help="path to a kubeconfig")
     found.add_argument("--context", help="the kubeconfig context to use")
     return found
 
 
+def _go_switches(argv: Sequence[str]) -> list[str]:
+    """kubectl's ``--watch=false``/``-w=true`` as argparse's ``--no-watch``/``--watch``."""
+    result = []
+    for arg in argv:
+        flag, equals, value = arg.partition("=")
+        if equals and flag in ("-w", "--watch"):
+            try:
+                arg = "--watch" if go_bool(value) else "--no-watch"
+            except ValueError as err:
+                parser().error(f"argument -w/--watch: {err}")
+        result.append(arg)
+    return result
+
+
 def main(argv: list[str], out: TextIO | None = None) -> int:
     """Run the command; the exit code (see the module docstring), messages on stderr."""
-    args = parser().parse_args(argv)
+    args = parser().parse_args(_go_switches(argv))
     try:
         asyncio.run(run(args, out or sys.stdout))
     except errors.ConfigError as err:
         return fail(PROG, err, code=EXIT_CONFIG)
     except (RolloutError, errors.KubeError) as err:
         return fail(PROG, err)
+    except KeyboardInterrupt:
+        return 130
     return 0

@@ -286,7 +286,8 @@ async def test_rolling_update(kube: Client, namespace: str, cluster: str, run_ex
     assert second == {await revision_of("nginx:1.28")} and second != first
 
     code, text = await asyncio.to_thread(cli, "status")
-    assert code == 0 and "children on the latest revision: 3 of 3" in text
+    assert code == 0 and text.startswith("podsets/web: successfully rolled out revision 2 ("), text
+    assert text.endswith("): 3 of 3 children\n"), text
     code, text = await asyncio.to_thread(cli, "history")
     assert code == 0
     lines = text.splitlines()

@@ -19,6 +19,7 @@ import contextlib
 import io
 import os
 import secrets
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -29,7 +30,7 @@ import pytest_asyncio
 
 from loadtest.apiserver.background import ClusterProcess
 from loadtest.dev.crds import install, simple_crd
-from loadtest.dev.processes import Processes
+from loadtest.dev.processes import REPO, Processes
 from manager.cli import rollout
 from proto.api.crds import load_crds
 from proto.api.names import LAST_APPLIED_ANNOTATION
@@ -40,7 +41,7 @@ from proto.kube.resources import Resource
 from proto.kube.session import Session
 from tests.e2e.conftest import BOTH_APPLY_STRATEGIES, KUBECONFIG_ENV, start_stack
 from tests.e2e.harness import eventually
-from tests.e2e.hookserver import HookServer
+from tests.e2e.hookserver import HookServer, Reply
 from tests.e2e.podwatch import PODS, pod_watch, ready
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
@@ -334,7 +335,31 @@ async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
     one = first[0]["metadata"]["name"].rsplit("-", 1)[1]
     assert {p["metadata"]["labels"][HASH] for p in (await pods(kube, namespace)).values()} == {one}
 
-    assert await roll_to(kube, namespace, "nginx:2") == ["web-2", "web-1", "web-0"]
+    # metashard rollout status, started as the rollout begins, follows it to its end
+    def cli(*argv: str) -> tuple[int, str]:
+        out = io.StringIO()
+        code = rollout.main([*argv, "things/set", "-n", namespace, "--kubeconfig", cluster], out)
+        return code, out.getvalue()
+
+    watching: list[asyncio.Future[tuple[int, str]]] = []
+
+    async def patch_and_watch() -> None:
+        await kube.patch(THINGS, "set", {"spec": {"image": "nginx:2"}}, namespace=namespace)
+        watching.append(asyncio.ensure_future(asyncio.to_thread(cli, "status", "--timeout=90s")))
+
+    assert await roll_to(kube, namespace, "nginx:2", change=patch_and_watch()) == [
+        "web-2",
+        "web-1",
+        "web-0",
+    ]
+    code, text = await watching[0]
+    print(f"metashard rollout status:\n{text}")
+    lines = text.splitlines()
+    assert code == 0, text
+    assert len(lines) >= 2, text  # it waited: a line for each state it saw, then the end
+    assert all(line.startswith("things/set: waiting for ") for line in lines[:-1]), text
+    assert lines[-1].startswith("things/set: successfully rolled out revision 2 ("), text
+    assert lines[-1].endswith("): 3 of 3 children"), text
     await written_under(kube, namespace, apply_strategy)
     listed = (await kube.list(REVISIONS, namespace=namespace)).items
     by_image = {r["parentPatch"]["spec"]["image"]: r for r in listed}
@@ -353,12 +378,6 @@ async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
     ]
 
     # metashard rollout: history, then undo to the revision before, rolled back one at a time.
-    def cli(*argv: str) -> tuple[int, str]:
-        out = io.StringIO()
-        code = rollout.main([*argv, "things/set", "-n", namespace, "--kubeconfig", kubeconfig], out)
-        return code, out.getvalue()
-
-    kubeconfig = cluster
     code, text = await asyncio.to_thread(cli, "history")
     assert code == 0
     lines = text.splitlines()
@@ -366,8 +385,7 @@ async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
     assert [line.split()[0] for line in lines[1:]] == ["2", "3"]
     assert lines[2].split()[3:] == ["3", "spec.image"]
     code, text = await asyncio.to_thread(cli, "status")
-    assert code == 0 and "children on the latest revision: 3 of 3" in text
-    assert "Updated: True OnLatestRevision" in text
+    assert code == 0 and text.startswith("things/set: successfully rolled out revision 3 ("), text
 
     undo = asyncio.ensure_future(asyncio.to_thread(cli, "undo"))
     order = await roll_to(kube, namespace, "nginx:2", change=undo)
@@ -381,6 +399,29 @@ async def test_a_statefulset_rolls_one_pod_at_a_time_highest_ordinal_first(
     assert numbers == {"nginx:2": "4", "nginx:3": "3"}
     code, _ = await asyncio.to_thread(cli, "undo", "--to-revision", "9")
     assert code == 1
+
+
+async def test_rollout_status_gives_up_at_its_timeout_with_exit_1(
+    kube: Client, namespace: str, make_controller: MakeController, cluster: str
+) -> None:
+    """A hook that fails: the controller never observes the parent, the rollout never ends."""
+    controller = await make_controller(
+        lambda hook, request: Reply(status=500, body=b"broken"), READY_PODS
+    )
+    await make_set(kube, namespace, controller, replicas=1)
+    status = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "manager.cli", "rollout", "status", "things/set"),
+        *("-n", namespace, "--kubeconfig", cluster, "--timeout", "2s"),
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(status.communicate(), 60)
+    waiting = "things/set: waiting for its controller to observe generation 1 (observed: none)"
+    assert status.returncode == 1, err
+    assert out.decode() == waiting + "\n"
+    assert err.decode() == f"metashard rollout: error: timed out after 2s: {waiting}\n"
 
 
 @pytest.mark.usefixtures("kubelet")
@@ -607,7 +648,8 @@ async def test_a_cluster_scoped_parent_rolls_out_with_its_revisions_in_metashard
         code, text = await asyncio.to_thread(cli, "history")
         assert code == 0 and [line.split()[0] for line in text.splitlines()[1:]] == ["1", "2"]
         code, text = await asyncio.to_thread(cli, "status")
-        assert code == 0 and "children on the latest revision: 3 of 3" in text
+        assert code == 0 and text.startswith(f"herds/{herd_name}: successfully rolled out"), text
+        assert text.endswith("): 3 of 3 children\n"), text
     finally:
         with contextlib.suppress(errors.NotFound):
             await kube.delete(HERDS, herd_name)
