@@ -20,12 +20,12 @@ controller is deleted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from manager.controllers.view import ControllerView
-from manager.informers.store import Store
+from manager.informers.store import Stores
 from proto.kube import errors
 from proto.kube.resources import Resource
 from proto.runtime.logs import get_logger
@@ -63,10 +63,10 @@ class Held:
     resource_version: str
 
 
-def holding(view: ControllerView, stores: Callable[[Resource], Store | None]) -> list[Held]:
+def holding(view: ControllerView, stores: Stores) -> list[Held]:
     found: list[Held] = []
     for resource in view.parents:
-        store = stores(resource)
+        store = stores.store(resource)
         if store is None:
             continue
         found.extend(

@@ -30,8 +30,11 @@ Contract:
 - Each controller that starts is logged (``controller started``), and again once the informers
   of its parents and children have all synced (``controller informers synced``, with the
   seconds it took): its parents are pushed to workers from then on.
-- ``on_change(views, added)`` is called after every change with the full set of valid
-  controllers and the ids of those that started (or changed) in this change.
+- After every change the ``ControllerSet`` (``manager.controllers.running``) holds the full set
+  of valid controllers, and then each of ``listeners`` is told, in order
+  (``ControllerListener.controllers_changed``), with those that started (or changed) in this
+  change. The informers of every controller's parents and children carry the handler
+  ``routes`` gives for their resource (``manager.routing.router.Router``).
 - Hook connections, for every kind: the Secrets and ConfigMaps a controller's webhooks (or its
   ``endpointConfigs``) name are read one by one (``manager.controllers.hookrefs``: a GET per
   object, never a list of all Secrets) and re-read every few seconds; each hook's resolved TLS
@@ -48,20 +51,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from collections.abc import Coroutine, Sequence
+from typing import Any, Protocol
 
 import orjson
 
 from manager.controllers import finalizers
 from manager.controllers.finalizers import FinalizerWriter
 from manager.controllers.hookrefs import HookReferences, resolve_connections
+from manager.controllers.running import ControllerSet
 from manager.controllers.view import ControllerId, ControllerView, Unusable, group_resource
-from manager.informers.informer import Informer
-from manager.informers.shared import Informers, store_of
+from manager.informers.informer import EventHandler, Informer
+from manager.informers.shared import Informers
 from manager.informers.store import Cached
 from manager.kinds import Kind, registry
-from manager.routing.router import Handler
 from proto.api import names
 from proto.api.endpoints import object_refs
 from proto.api.selectors import Selector
@@ -74,7 +77,19 @@ from proto.runtime.logs import get_logger
 
 log = get_logger("metashard.controllers")
 
-OnChange = Callable[[dict[ControllerId, ControllerView], set[ControllerId]], Awaitable[None]]
+
+class Routes(Protocol):
+    def handler(self, resource: Resource) -> EventHandler:
+        """The informer event handler for ``resource`` (``manager.routing.router.Router``)."""
+        ...
+
+
+class ControllerListener(Protocol):
+    def controllers_changed(
+        self, views: Sequence[ControllerView], added: Sequence[ControllerView]
+    ) -> None:
+        """The running controllers are now ``views``; ``added`` started or changed."""
+        ...
 
 
 def _why(error: KubeError | TimeoutError) -> str:
@@ -99,8 +114,9 @@ class Controllers:
         discovery: Discovery,
         informers: Informers,
         recorder: EventRecorder,
-        handler: Callable[[Resource], Handler],
-        on_change: OnChange,
+        controllers: ControllerSet,
+        routes: Routes,
+        listeners: Sequence[ControllerListener],
         writer: FinalizerWriter | None = None,
         selector: Selector = Selector.everything(),  # noqa: B008 (immutable)
         kinds: tuple[Kind, ...] | None = None,
@@ -112,32 +128,24 @@ class Controllers:
         self._discovery = discovery
         self._informers = informers
         self._recorder = recorder
-        self._handler = handler
-        self._on_change = on_change
+        self._controllers = controllers
+        self._routes = routes
+        self._listeners = tuple(listeners)
         self._writer = writer
         self._selector = selector
         self._kinds = kinds if kinds is not None else registry()
         self._clock = clock
         self._retry_interval = retry_interval
         self._revision_namespace = cluster_revision_namespace
-        self.views: dict[ControllerId, ControllerView] = {}
         self._failed: dict[ControllerId, str] = {}  # id -> resourceVersion reported
         self._skipped: set[ControllerId] = set()  # not selected by the target label selector
-        self._acquired: dict[str, tuple[Resource, Informer, Handler]] = {}
+        self._acquired: dict[str, tuple[Resource, Informer, EventHandler]] = {}
         self._references = references
         self._reported: dict[ControllerId, set[str]] = {}  # id -> connection problems reported
         self._changed = asyncio.Event()
         self._sources: dict[str, Informer] = {}  # kind -> informer of its controller objects
-        self._loaded = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._backoff = 0.0  # > 0 while a transient error waits to be retried
-
-    @property
-    def loaded(self) -> bool:
-        """The controller objects have been read once: every kind watched, or known to have
-        no CRD, so not while the API server cannot be reached (their informers may still
-        sync)."""
-        return self._loaded.is_set()
 
     async def run(self) -> None:
         if self._references is not None:
@@ -149,7 +157,9 @@ class Controllers:
                     await source.wait_synced()
                 await self._sync()
                 if answered:
-                    self._loaded.set()
+                    # Every kind watched, or known to have no CRD: not while the API server
+                    # cannot be reached (the informers may still sync).
+                    self._controllers.loaded = True
                 wait = self._backoff or self._retry_interval
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), wait)
@@ -185,6 +195,7 @@ class Controllers:
         return answered
 
     async def _sync(self) -> None:
+        running = self._controllers.views
         wanted: dict[ControllerId, ControllerView] = {}
         present: set[ControllerId] = set()
         transient = False
@@ -211,7 +222,7 @@ class Controllers:
                         kind=ident[0],
                         error=str(e),
                     )
-                    view = self.views.get(ident)  # keep running what ran: not its fault
+                    view = running.get(ident)  # keep running what ran: not its fault
                 if view is not None:
                     wanted[ident] = view
         if transient:
@@ -224,25 +235,27 @@ class Controllers:
             )
         for ident in set(self._reported) - set(wanted):
             del self._reported[ident]
-        added = {i for i, v in wanted.items() if self.views.get(i) is not v}
-        removed = set(self.views) - set(wanted)
+        added = {i for i, v in wanted.items() if running.get(i) is not v}
+        removed = set(running) - set(wanted)
         if not added and not removed:
             return
         cleanups = [
-            (self.views[i], finalizers.holding(self.views[i], self._store))
+            (running[i], finalizers.holding(running[i], self._informers))
             for i in removed
             if i not in present and i[0] in self._sources
         ]
         await self._use(wanted)
         for ident in added:
             self._spawn(self._report_synced(wanted[ident]))
-        old, self.views = self.views, wanted
+        self._controllers.replace(wanted)
         for ident in removed:
-            log.info("controller stopped", controller=old[ident].name, kind=ident[0])
+            log.info("controller stopped", controller=running[ident].name, kind=ident[0])
         for view, held in cleanups:
             if held and self._writer is not None:
                 self._spawn(finalizers.remove(self._writer, held, view.finalizer))
-        await self._on_change(wanted, added)
+        views, started = list(wanted.values()), [wanted[i] for i in added]
+        for listener in self._listeners:
+            listener.controllers_changed(views, started)
 
     async def _report_synced(self, view: ControllerView) -> None:
         """Log once every informer ``view`` uses has synced (it may be stopped first)."""
@@ -259,9 +272,6 @@ class Controllers:
             seconds=round(self._clock.now() - started, 3),
         )
 
-    def _store(self, resource: Resource) -> Any:
-        return store_of(self._informers, resource)
-
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
         self._tasks.add(task)
@@ -269,7 +279,7 @@ class Controllers:
 
     async def _view(self, kind: Kind, cached: Cached) -> ControllerView | None:
         ident = (kind.kind.value, cached.name)
-        current = self.views.get(ident)
+        current = self._controllers.get(ident)
         if current is not None and current.resource_version == cached.resource_version:
             connections = await self._connections(current, orjson.loads(cached.raw))
             if connections == current.connections:
@@ -348,7 +358,7 @@ class Controllers:
         for key, resource in needed.items():
             if key not in self._acquired:
                 informer = self._informers.acquire(resource)
-                handler = self._handler(resource)
+                handler = self._routes.handler(resource)
                 informer.add_handler(handler)
                 self._acquired[key] = (resource, informer, handler)
         for key in set(self._acquired) - set(needed):

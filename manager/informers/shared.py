@@ -79,6 +79,11 @@ class Informers:
         entry = self._entries.get(_key(resource))
         return entry.informer if entry is not None else None
 
+    def store(self, resource: Resource) -> Store | None:
+        """The cache of ``resource``'s running informer (None when none runs)."""
+        entry = self._entries.get(_key(resource))
+        return entry.informer.store if entry is not None else None
+
     def users(self, resource: Resource) -> int:
         entry = self._entries.get(_key(resource))
         return entry.users if entry is not None else 0
@@ -155,9 +160,3 @@ class Informers:
         get_logger(__name__).error(
             "an informer stopped on its own", task=task.get_name(), exc_info=exc
         )
-
-
-def store_of(informers: Informers, resource: Resource) -> Store | None:
-    """The cache of ``resource``'s running informer (None when none runs)."""
-    informer = informers.get(resource)
-    return informer.store if informer is not None else None

@@ -19,6 +19,9 @@ One ``Store`` per informer (per resource). Invariants:
   pair, and the orphans (no controller ownerRef) per namespace. Every method keeps them in
   step; nothing else may mutate a ``Cached`` (it is frozen).
 - ``Store`` is not thread-safe; it belongs to the coordinator's event loop.
+
+``Stores`` is how the other parts reach the cache of a resource
+(``manager.informers.shared.Informers`` conforms).
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from proto.api.selectors import Operator, Selector
+from proto.kube.resources import Resource
 
 ObjectKey = tuple[str, str]
 """(namespace, name); namespace is "" for cluster-scoped objects."""
@@ -131,6 +135,12 @@ def _remove(index: dict[Any, set[ObjectKey]], key: Any, value: ObjectKey) -> Non
         bucket.discard(value)
         if not bucket:
             del index[key]
+
+
+class Stores(Protocol):
+    def store(self, resource: Resource) -> Store | None:
+        """The cache of ``resource``; None when no informer of it runs."""
+        ...
 
 
 class Store:

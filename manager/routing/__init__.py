@@ -1,2 +1,2 @@
-"""From informer events to parent keys: the ``router`` and the customize hooks' ``related``
-objects."""
+"""From informer events to parent keys: the ``router``, the customize hooks' ``related`` objects,
+and where keys go and are indexed (``keys``)."""

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import orjson
@@ -48,6 +48,7 @@ from manager.controllers.view import ControllerId, ControllerView, group_key, gr
 from manager.informers.informer import EventHandler, Informer
 from manager.informers.shared import Informers
 from manager.informers.store import Cached
+from manager.routing.keys import KeySink
 from proto.api.controllers import HookName
 from proto.api.decoding import LooseWarnings
 from proto.api.errors import HookResponseError
@@ -66,7 +67,6 @@ from proto.wire import ParentKey, Priority
 log = get_logger("metashard.related")
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
-Push = Callable[[ParentKey, Priority], None]
 EntryKey = tuple[ControllerId, str]  # (controller, parent uid)
 CallKey = tuple[ControllerId, str, str]  # (controller, parent uid, revision name or "")
 Versions = tuple[tuple[str, bytes], ...]  # (revision name, parent JSON) of older revisions
@@ -120,7 +120,7 @@ class Related:
         discovery: Discovery,
         informers: Informers,
         recorder: EventRecorder,
-        push: Push,
+        sink: KeySink,
         clock: Clock = SYSTEM_CLOCK,
         concurrency: int = 8,
     ) -> None:
@@ -128,7 +128,7 @@ class Related:
         self._discovery = discovery
         self._informers = informers
         self._recorder = recorder
-        self._push = push
+        self._sink = sink
         self._clock = clock
         self._concurrency = concurrency
         self._entries: dict[EntryKey, _Entry] = {}
@@ -140,7 +140,7 @@ class Related:
         self._known: set[ControllerId] = set()  # to forget those that go
         self._warned: dict[ControllerId, LooseWarnings] = {}
 
-    # --- what the router and the term ask -----------------------------------------------------
+    # --- what the router, the snapshots and the hosted controllers tell and ask -------------------
 
     @staticmethod
     def applies(view: ControllerView) -> bool:
@@ -172,10 +172,11 @@ class Related:
         entry = self._entries[key] = _Entry(view, resource, parent)
         self._schedule(entry.call_key)
 
-    def set_controllers(self, views: Iterable[ControllerView]) -> None:
+    def controllers_changed(
+        self, views: Sequence[ControllerView], added: Sequence[ControllerView]
+    ) -> None:
         """Forget the parents of controllers that are gone or no longer have a customize hook,
         and the hook client's TLS contexts of controllers that are gone."""
-        views = list(views)
         ids = {v.id for v in views}
         for kind, name in self._known - ids:
             self._hooks.forget(controller_type=kind, controller_name=name)
@@ -397,7 +398,7 @@ class Related:
         entry.error = None
         entry.failures = 0
         entry.ready.set()
-        self._push(view.key(entry.resource, parent.namespace, parent.name), Priority.LIVE)
+        self._sink.push(view.key(entry.resource, parent.namespace, parent.name), Priority.LIVE)
 
     def _failed(self, key: CallKey, entry: _Entry, error: str) -> None:
         entry.error = error
@@ -491,7 +492,7 @@ class Related:
         def on_event(type: str, old: Cached | None, new: Cached | None, initial: bool) -> None:
             priority = Priority.LOW if initial else Priority.LIVE
             for key in self._affected(name, old, new):
-                self._push(key, priority)
+                self._sink.push(key, priority)
 
         return on_event
 

@@ -1,4 +1,5 @@
-"""From informer events to the parent keys they affect, and the index of all parent keys.
+"""From informer events to the parent keys they affect, pushed to a ``KeySink``; and the index
+of all parent keys kept up to date.
 
 Rules (Metacontroller's, minus its O(parents) scans where an index does better); what "ours"
 means is each controller kind's (``manager.controllers.view.ControllerView``):
@@ -10,27 +11,29 @@ means is each controller kind's (``manager.controllers.view.ControllerView``):
   every handled parent in scope that ``adopts`` it: the parents of its namespace for a
   namespaced parent type, all parents for a cluster-scoped one.
 - Deleted objects are routed by their last known state.
-- Live events are pushed at LIVE priority, initial lists and relists at LOW.
-- ``on_parent(view, resource, new, old)`` hears of every change of a handled parent (``new``
-  is None once it is gone or no longer handled); customize hooks hang on it.
-- ``keys_of(slots)`` lists every parent key handled by a controller, by slot: what ASSIGN
-  carries and what a new leader enqueues once.
+- Live events are pushed at LIVE priority, initial lists and relists at LOW
+  (``manager.routing.keys.KeySink``).
+- ``parents.parent_changed(view, resource, new, old)`` hears of every change of a handled
+  parent (``new`` is None once it is gone or no longer handled); customize hooks hang on it
+  (``manager.routing.related``).
+- The ``KeyIndex`` (``manager.routing.keys``) holds every parent key handled by a controller,
+  by slot, what ASSIGN carries: the router adds and removes keys as parent events come, and
+  rebuilds it from the caches when the controllers change (``controllers_changed``, which
+  also tells ``parents`` of every cached parent).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from manager.controllers.view import ControllerView, group_resource
 from manager.informers.informer import EventHandler
-from manager.informers.store import Cached, Store
+from manager.informers.store import Cached, Stores
+from manager.routing.keys import KeyIndex, KeySink
 from proto.kube.resources import Resource
-from proto.wire import ParentKey, Priority, slot_of
-
-Push = Callable[[ParentKey, Priority], None]
-Handler = EventHandler
-Stores = Callable[[Resource], "Store | None"]
+from proto.wire import ParentKey, Priority
 
 
 @dataclass(slots=True)
@@ -39,22 +42,37 @@ class _Interest:
     children: list[ControllerView] = field(default_factory=list)
 
 
-ParentHook = Callable[[ControllerView, Resource, "Cached | None", "Cached | None"], None]
+class ParentListener(Protocol):
+    def parent_changed(
+        self, view: ControllerView, resource: Resource, parent: Cached | None, old: Cached | None
+    ) -> None:
+        """``parent`` of ``view`` appeared or changed (from ``old``), or went away or is no
+        longer handled (``parent`` None). Must be cheap: it runs in the informer's handler."""
+        ...
 
 
 class Router:
-    def __init__(self, *, push: Push, stores: Stores, on_parent: ParentHook | None = None) -> None:
-        self._push = push
+    def __init__(
+        self,
+        *,
+        sink: KeySink,
+        keys: KeyIndex,
+        stores: Stores,
+        parents: ParentListener | None = None,
+    ) -> None:
+        self._sink = sink
+        self._keys = keys
         self._stores = stores
-        self._on_parent = on_parent
+        self._parents = parents
         self._views: list[ControllerView] = []
         self._interest: dict[str, _Interest] = {}
-        self._by_slot: dict[int, set[ParentKey]] = {}
 
     # --- controllers --------------------------------------------------------------------------
 
-    def set_controllers(self, views: Iterable[ControllerView]) -> None:
-        """Route for exactly these controllers; rebuild the key index from the caches."""
+    def controllers_changed(
+        self, views: Sequence[ControllerView], added: Sequence[ControllerView]
+    ) -> None:
+        """Route for exactly ``views``; rebuild the key index from the caches."""
         self._views = list(views)
         interest: dict[str, _Interest] = {}
         for view in self._views:
@@ -65,18 +83,18 @@ class Router:
             for child in view.children:
                 interest.setdefault(group_resource(child), _Interest()).children.append(view)
         self._interest = interest
-        self._by_slot = {}
+        self._keys.clear()
         for view in self._views:
             for resource, parent in self.parents(view):
-                self._index(view.key(resource, parent.namespace, parent.name))
-                if self._on_parent is not None:
-                    self._on_parent(view, resource, parent, None)
+                self._keys.add(view.key(resource, parent.namespace, parent.name))
+                if self._parents is not None:
+                    self._parents.parent_changed(view, resource, parent, None)
 
     def parents(self, view: ControllerView) -> list[tuple[Resource, Cached]]:
         """The cached parents ``view`` handles, with their resource."""
         found: list[tuple[Resource, Cached]] = []
         for resource in view.parents:
-            store = self._stores(resource)
+            store = self._stores.store(resource)
             if store is not None:
                 found.extend((resource, p) for p in store if view.handles(resource, p))
         return found
@@ -85,29 +103,9 @@ class Router:
         """The keys of every cached parent ``view`` handles."""
         return [view.key(r, p.namespace, p.name) for r, p in self.parents(view)]
 
-    def keys_of(self, slots: Iterable[int]) -> tuple[ParentKey, ...]:
-        keys: list[ParentKey] = []
-        for slot in slots:
-            keys.extend(self._by_slot.get(slot, ()))
-        return tuple(sorted(keys))
-
-    def all_keys(self) -> int:
-        return sum(len(keys) for keys in self._by_slot.values())
-
-    def _index(self, key: ParentKey) -> None:
-        self._by_slot.setdefault(slot_of(key), set()).add(key)
-
-    def _unindex(self, key: ParentKey) -> None:
-        slot = slot_of(key)
-        keys = self._by_slot.get(slot)
-        if keys is not None:
-            keys.discard(key)
-            if not keys:
-                del self._by_slot[slot]
-
     # --- events -------------------------------------------------------------------------------
 
-    def handler(self, resource: Resource) -> Handler:
+    def handler(self, resource: Resource) -> EventHandler:
         """The informer event handler for ``resource``."""
         name = group_resource(resource)
 
@@ -120,7 +118,7 @@ class Router:
                 self._parent_event(view, resource, old, new, priority)
             for view in interest.children:
                 for key in self._child_keys(view, old, new):
-                    self._push(key, priority)
+                    self._sink.push(key, priority)
 
         return on_event
 
@@ -137,17 +135,17 @@ class Router:
             return
         key = view.key(resource, current.namespace, current.name)
         selected_now = new is not None and view.handles(resource, new)
-        if self._on_parent is not None:
-            self._on_parent(view, resource, new if selected_now else None, old)
+        if self._parents is not None:
+            self._parents.parent_changed(view, resource, new if selected_now else None, old)
         if selected_now:
-            self._index(key)
+            self._keys.add(key)
         else:
-            self._unindex(key)
+            self._keys.discard(key)
         if not selected_now and not (old is not None and view.handles(resource, old)):
             return
         if old is not None and new is not None and view.ignores_update(resource, old, new):
             return
-        self._push(key, priority)
+        self._sink.push(key, priority)
 
     def _child_keys(
         self, view: ControllerView, old: Cached | None, new: Cached | None
@@ -167,7 +165,7 @@ class Router:
     def _orphan_parents(self, view: ControllerView, child: Cached) -> list[ParentKey]:
         keys: list[ParentKey] = []
         for resource in view.parents:
-            store = self._stores(resource)
+            store = self._stores.store(resource)
             if store is None:
                 continue
             candidates = store.in_namespace(child.namespace) if resource.namespaced else store

@@ -1,9 +1,10 @@
 """What the coordinator sends to workers, in order: the outbox, and KEYS batched per loop turn.
 
 Contract:
-- ``push(key, priority)`` notes a parent key for the owner of its slot; all keys pushed in
-  one event-loop turn go out as KEYS messages (at most ``KEYS_BATCH`` keys each, each key
-  once per priority), in priority order. A key whose slot is in transit is dropped (the
+- ``push(key, priority)`` (the term's ``manager.routing.keys.KeySink``) notes a parent key for
+  the owner of its slot (``SlotOwners.dispatch_target``); all keys pushed in one event-loop
+  turn go out as KEYS messages (at most ``KEYS_BATCH`` keys each, each key once per
+  priority), in priority order. A key whose slot is in transit is dropped (the
   ASSIGN that ends the move carries every key of the slot). A key whose snapshot is being
   held back still goes out: only the worker knows whether it still waits for that snapshot
   (it drops KEYS of a key it is fetching, since the snapshot follows them on the same pipe).
@@ -18,9 +19,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Callable
 
-from manager.term.membership import Outbox
+from manager.term.membership import Outbox, SlotOwners
 from manager.term.metrics import TermMetrics
 from proto.wire import Keys, Message, ParentKey, Priority, Revoke, slot_of
 
@@ -35,11 +35,11 @@ class Dispatch:
         self,
         *,
         epoch: int,
-        target_of: Callable[[int], str | None],
+        owners: SlotOwners,
         metrics: TermMetrics,
     ) -> None:
         self._epoch = epoch
-        self._target_of = target_of
+        self._owners = owners
         self._metrics = metrics
         self._outbox: asyncio.Queue[tuple[Target, Message]] = asyncio.Queue()
         self._pending: dict[str, dict[Priority, list[ParentKey]]] = defaultdict(
@@ -48,7 +48,7 @@ class Dispatch:
         self._flush_scheduled = False
 
     def push(self, key: ParentKey, priority: Priority) -> None:
-        worker = self._target_of(slot_of(key))
+        worker = self._owners.dispatch_target(slot_of(key))
         if worker is None:
             return
         self._pending[worker][priority].append(key)

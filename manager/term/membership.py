@@ -26,14 +26,18 @@ Invariants (the exclusivity guarantee rests on them):
   term have fenced themselves and live ones have re-joined).
 - Targets come from rendezvous hashing over the live worker ids (``proto.wire.slots``), so a
   membership change moves about 1/N of the slots. ASSIGN carries every parent key of the
-  slots it assigns; keys pushed for a slot in transit are dropped (the ASSIGN covers them).
+  slots it assigns (``SlotKeys``); keys pushed for a slot in transit are dropped (the ASSIGN
+  covers them). WELCOME carries the running controllers' definitions (``Definitions``).
+- It is the term's ``SlotOwners``: who owns a slot (``owner``) and where a live key of it
+  goes (``dispatch_target``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from proto.wire import (
     SLOT_COUNT,
@@ -47,7 +51,26 @@ from proto.wire import (
 )
 
 Outbox = list[tuple[str, Message]]
-KeysOf = Callable[[Iterable[int]], tuple[ParentKey, ...]]
+
+
+class SlotKeys(Protocol):
+    def keys_of(self, slots: Iterable[int]) -> tuple[ParentKey, ...]:
+        """Every parent key of ``slots`` (``manager.routing.keys.KeyIndex``)."""
+        ...
+
+
+class Definitions(Protocol):
+    def definitions(self) -> tuple[ControllerDef, ...]:
+        """The running controllers (``manager.controllers.running.ControllerSet``)."""
+        ...
+
+
+class SlotOwners(Protocol):
+    """Who owns a slot: what ``manager.term.dispatch`` and the snapshot server ask
+    (``Membership`` conforms)."""
+
+    def owner(self, slot: int) -> str | None: ...
+    def dispatch_target(self, slot: int) -> str | None: ...
 
 
 @dataclass(slots=True)
@@ -78,8 +101,8 @@ class Membership:
         *,
         epoch: int,
         coordinator_id: str,
-        keys_of: KeysOf,
-        controllers: Callable[[], tuple[ControllerDef, ...]],
+        keys: SlotKeys,
+        controllers: Definitions,
         start_at: float,
         timing: Timing = Timing(),
         slot_count: int = SLOT_COUNT,
@@ -91,7 +114,7 @@ class Membership:
         self.start_at = start_at
         self.workers: dict[str, WorkerInfo] = {}
         self._by_route: dict[bytes, str] = {}
-        self._keys_of = keys_of
+        self._keys = keys
         self._controllers = controllers
         self._owner: dict[int, str] = {}
         self._revoking: dict[int, str] = {}
@@ -175,7 +198,7 @@ class Membership:
             epoch=self.epoch,
             coordinator_id=self.coordinator_id,
             incarnation=incarnation,
-            controllers=self._controllers(),
+            controllers=self._controllers.definitions(),
             slot_count=self.slot_count,
             slots=() if rejoined else kept,
             heartbeat_interval=self.timing.heartbeat_interval,
@@ -183,7 +206,7 @@ class Membership:
         )
         out: Outbox = [(worker_id, welcome)]
         if rejoined and kept:
-            out.append((worker_id, Assign(self.epoch, kept, self._keys_of(kept))))
+            out.append((worker_id, Assign(self.epoch, kept, self._keys.keys_of(kept))))
         return out
 
     def seen(
@@ -275,7 +298,7 @@ class Membership:
             (worker, Revoke(self.epoch, tuple(slots))) for worker, slots in revokes.items()
         ]
         out.extend(
-            (worker, Assign(self.epoch, tuple(slots), self._keys_of(slots)))
+            (worker, Assign(self.epoch, tuple(slots), self._keys.keys_of(slots)))
             for worker, slots in grants.items()
         )
         return out

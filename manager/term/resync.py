@@ -1,58 +1,100 @@
-"""Periodic re-reconciles: every parent again at LOW priority, on two clocks.
+"""Re-reconciles: every parent pushed again at LOW priority, once when its controller starts and
+then on two clocks.
 
+- A controller that starts or changes (``controllers_changed``): once the informers of its
+  parents have listed, each of its cached parents is pushed once.
 - Every ``cache_flush_interval`` every parent of every controller is pushed (Metacontroller's
   ``--cache-flush-interval``); a controller's own parents also every ``resyncPeriodSeconds``.
   Both periods are jittered by +-10% so that many controllers do not resync at once.
-- Nothing is pushed before ``active()`` says so (slots are assigned): the first assignment
-  carries every parent key anyway.
+- Nothing is pushed by the clocks before ``assigning`` is set (slots are assigned): the first
+  assignment carries every parent key anyway.
+- ``run()`` runs the clocks until cancelled; on the way out it cancels the pushes still
+  waiting for informers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
-from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Protocol
 
-from manager.controllers.hosted import Controllers
-from manager.controllers.view import ControllerId
-from manager.routing.router import Router
+from manager.controllers.running import ControllerSet
+from manager.controllers.view import ControllerId, ControllerView
+from manager.informers.shared import Informers
+from manager.routing.keys import KeySink
 from proto.runtime.clock import Clock
 from proto.wire import ParentKey, Priority
 
-Push = Callable[[ParentKey, Priority], None]
+
+class ParentKeys(Protocol):
+    def parent_keys(self, view: ControllerView) -> list[ParentKey]:
+        """The keys of every cached parent ``view`` handles (``manager.routing.router``)."""
+        ...
 
 
 class ResyncPlanner:
     def __init__(
         self,
         *,
-        controllers: Controllers,
-        router: Router,
-        push: Push,
-        active: Callable[[], bool],
+        controllers: ControllerSet,
+        parents: ParentKeys,
+        sink: KeySink,
+        informers: Informers,
+        assigning: asyncio.Event,
         clock: Clock,
         rng: random.Random,
         cache_flush_interval: float,
         tick: float = 1.0,
     ) -> None:
         self._controllers = controllers
-        self._router = router
-        self._push = push
-        self._active = active
+        self._parents = parents
+        self._sink = sink
+        self._informers = informers
+        self._assigning = assigning
         self._clock = clock
         self._rng = rng
         self._flush_interval = cache_flush_interval
         self._tick = tick
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def controllers_changed(
+        self, views: Sequence[ControllerView], added: Sequence[ControllerView]
+    ) -> None:
+        for view in added:
+            task = asyncio.ensure_future(self._enqueue_all(view))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _enqueue_all(self, view: ControllerView) -> None:
+        """Once a new controller's parents are cached, push each of them once (LOW)."""
+        for resource in view.parents:
+            informer = self._informers.get(resource)
+            if informer is None:
+                return
+            await informer.wait_synced()
+        for key in self._parents.parent_keys(view):
+            self._sink.push(key, Priority.LOW)
 
     def _jittered(self, period: float) -> float:
         return period * self._rng.uniform(0.9, 1.1)
 
     async def run(self) -> None:
+        try:
+            await self._clocks()
+        finally:
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _clocks(self) -> None:
         now = self._clock.now()
         flush_at = now + self._jittered(self._flush_interval)
         due: dict[ControllerId, float] = {}
         while True:
             await self._clock.sleep(self._tick)
-            if not self._active():
+            if not self._assigning.is_set():
                 continue
             now = self._clock.now()
             views = self._controllers.views
@@ -68,5 +110,5 @@ class ResyncPlanner:
                 if flush or (period is not None and now >= due[name]):
                     if period is not None:
                         due[name] = now + self._jittered(period)
-                    for key in self._router.parent_keys(view):
-                        self._push(key, Priority.LOW)
+                    for key in self._parents.parent_keys(view):
+                        self._sink.push(key, Priority.LOW)

@@ -14,11 +14,14 @@ Contract:
   contact and joins again): no key notification is silently lost to a live member. A
   snapshot over the frame limit is answered with NACK(TOO_LARGE) instead.
 - ``tick()`` expires silent workers, moves slots, and sends heartbeats. Nothing is assigned
-  before the caches are ready (``ready()``) and ``grace.seconds`` have passed since the term
+  before the caches are ready (the controller objects read once, ``ControllerSet.loaded``,
+  and every informer synced) and ``grace.seconds`` have passed since the term
   began (workers of a previous term have fenced by then; ``manager.term.grace``; the wait and its
   reason are logged), nor, when ``grace.expected_workers`` is set, before that many workers
   joined or ``grace.join_within`` passed; ``assigning`` is set from then on. This is checked
   every tick and whenever a worker joins, so the first assignment does not wait for a tick.
+- ``controllers_changed(views, added)`` sends every member the new controller definitions
+  (CONTROLLERS); a worker that joins later gets them in its WELCOME.
 - ``goodbye(within)`` sends BYE to every member, so they stop at once when the term ends, and
   says whether every one confirmed it stopped (its BYE) within ``within`` seconds.
 """
@@ -27,8 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Protocol
 
+from manager.controllers.running import ControllerSet
+from manager.controllers.view import ControllerView
 from manager.link.router import RouterLink, SendResult
 from manager.term.dispatch import Dispatch
 from manager.term.grace import Grace
@@ -39,6 +45,7 @@ from proto.runtime.clock import Clock
 from proto.runtime.logs import get_logger
 from proto.wire import (
     Bye,
+    Controllers,
     Fetch,
     Heartbeat,
     Hello,
@@ -55,6 +62,13 @@ log = get_logger("metashard.coordinator")
 TICK = 0.1  # seconds between membership ticks
 
 
+class Synced(Protocol):
+    @property
+    def synced(self) -> bool:
+        """Every informer has listed (``manager.informers.shared.Informers``)."""
+        ...
+
+
 class WorkerSessions:
     def __init__(
         self,
@@ -64,7 +78,8 @@ class WorkerSessions:
         membership: Membership,
         dispatch: Dispatch,
         snapshots: SnapshotServer,
-        ready: Callable[[], bool],
+        controllers: ControllerSet,
+        informers: Synced,
         grace: Grace,
         metrics: TermMetrics,
         clock: Clock,
@@ -74,7 +89,8 @@ class WorkerSessions:
         self._membership = membership
         self._dispatch = dispatch
         self._snapshots = snapshots
-        self._ready = ready
+        self._controllers = controllers
+        self._informers = informers
         self._grace = grace
         self._metrics = metrics
         self._clock = clock
@@ -171,6 +187,13 @@ class WorkerSessions:
                 )
                 self._dispatch.emit(membership.lost(target, self._clock.now()))
 
+    def controllers_changed(
+        self, views: Sequence[ControllerView], added: Sequence[ControllerView]
+    ) -> None:
+        definitions = tuple(view.definition for view in views)
+        for worker in self._membership.workers:
+            self._dispatch.send(worker, Controllers(self._epoch, definitions))
+
     async def goodbye(self, within: float) -> bool:
         """BYE to every member; whether each answered BYE (it has stopped) within ``within``
         seconds. Call it once the receive loop has stopped."""
@@ -233,7 +256,8 @@ class WorkerSessions:
             membership.start_at == math.inf
             and elapsed >= grace.seconds
             and (len(membership.workers) >= grace.expected_workers or elapsed >= grace.join_within)
-            and self._ready()
+            and self._controllers.loaded
+            and self._informers.synced
         ):
             membership.start_at = now
             self.assigning.set()

@@ -24,19 +24,18 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
-from manager.controllers.hosted import Controllers
+from manager.controllers.running import ControllerSet
 from manager.controllers.view import ControllerView, group_resource
-from manager.informers.shared import Informers, store_of
-from manager.informers.store import Cached, Store
+from manager.informers.shared import Informers
+from manager.informers.store import Cached
 from manager.informers.watermark import parse_resource_version
 from manager.routing.related import Related, Versions
-from manager.routing.router import Router
 from manager.term.dispatch import Dispatch
+from manager.term.membership import SlotOwners
 from manager.term.metrics import TermMetrics
 from manager.term.snapshots import parent_of, revisions_of, snapshot_of
-from proto.kube.resources import Resource
 from proto.wire import Fetch, Nack, NackReason, Snapshot, slot_of
 
 
@@ -45,37 +44,32 @@ class SnapshotServer:
         self,
         *,
         epoch: int,
-        owner: Callable[[int], str | None],
-        controllers: Controllers,
+        owners: SlotOwners,
+        controllers: ControllerSet,
         informers: Informers,
         related: Related,
-        router: Router,
         dispatch: Dispatch,
         metrics: TermMetrics,
         barrier_timeout: float,
     ) -> None:
         self._epoch = epoch
-        self._owner = owner
+        self._owners = owners
         self._controllers = controllers
         self._informers = informers
         self._related = related
-        self._router = router
         self._dispatch = dispatch
         self._metrics = metrics
         self._barrier_timeout = barrier_timeout
         self._tasks: set[asyncio.Task[None]] = set()
-
-    def store(self, resource: Resource) -> Store | None:
-        return store_of(self._informers, resource)
 
     def fetch(self, worker: str, msg: Fetch) -> None:
         key = msg.key
         if msg.epoch != self._epoch:
             detail = f"current epoch is {self._epoch}"
             return self._refuse(worker, msg, NackReason.STALE_EPOCH, detail)
-        if self._owner(slot_of(key)) != worker:
+        if self._owners.owner(slot_of(key)) != worker:
             return self._refuse(worker, msg, NackReason.NOT_OWNER, "the key's slot is not yours")
-        view = self._controllers.views.get((key.kind, key.controller))
+        view = self._controllers.get((key.kind, key.controller))
         if view is None:
             detail = f"no {key.kind} {key.controller}"
             return self._refuse(worker, msg, NackReason.UNKNOWN_CONTROLLER, detail)
@@ -84,9 +78,9 @@ class SnapshotServer:
             detail = f"{key.resource} is not this controller's parent"
             return self._refuse(worker, msg, NackReason.UNKNOWN_KEY, detail)
         waits = self._barrier_waits(view, msg.barrier)
-        parent = parent_of(view, key, self.store)
+        parent = parent_of(view, key, self._informers)
         if parent is not None and Related.applies(view):
-            versions = _versions(view, parent, revisions_of(view, key, stores=self.store))
+            versions = _versions(view, parent, revisions_of(view, key, stores=self._informers))
             if not self._related.ready(view, resource, parent, versions):
                 waits.append(
                     asyncio.ensure_future(
@@ -138,16 +132,16 @@ class SnapshotServer:
         results = await asyncio.gather(*waits)
         if not all(results):
             self._metrics.barrier_timeout()
-        if self._owner(slot_of(msg.key)) == worker:
+        if self._owners.owner(slot_of(msg.key)) == worker:
             self._answer(worker, msg, view)
 
     def _answer(self, worker: str, msg: Fetch, view: ControllerView) -> None:
         related = None
         revision_related: dict[str, dict[str, tuple[bytes, ...]]] = {}
         resource = view.parent_resource(msg.key)
-        revisions = revisions_of(view, msg.key, stores=self.store)
+        revisions = revisions_of(view, msg.key, stores=self._informers)
         if Related.applies(view) and resource is not None:
-            parent = parent_of(view, msg.key, self.store)
+            parent = parent_of(view, msg.key, self._informers)
             if parent is not None:
                 versions = _versions(view, parent, revisions)
                 if not self._related.ready(view, resource, parent, versions):
@@ -155,7 +149,7 @@ class SnapshotServer:
                     return self._refuse(worker, msg, NackReason.NOT_READY, detail)
                 revision_related = self._related.revision_related_of(view, parent)
             related = self._related.related_of
-        raw, children, objects = snapshot_of(view, msg.key, stores=self.store, related=related)
+        raw, children, objects = snapshot_of(view, msg.key, stores=self._informers, related=related)
         self._metrics.fetch("snapshot")
         snapshot = Snapshot(
             self._epoch,

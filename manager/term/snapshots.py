@@ -18,18 +18,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from manager.controllers.view import ControllerView, group_key
-from manager.informers.store import Cached, Store
-from proto.kube.resources import Resource
+from manager.informers.store import Cached, Stores
 from proto.wire import ParentKey
 
 Children = dict[str, tuple[bytes, ...]]
 RelatedOf = Callable[[ControllerView, Cached], Children]
-Stores = Callable[[Resource], Store | None]
 
 
 def parent_of(view: ControllerView, key: ParentKey, stores: Stores) -> Cached | None:
     resource = view.parent_resource(key)
-    store = stores(resource) if resource is not None else None
+    store = stores.store(resource) if resource is not None else None
     if resource is None or store is None:
         return None
     parent = store.get(key.namespace, key.name)
@@ -51,7 +49,7 @@ def snapshot_of(
     for resource in view.children:
         if resource is view.revisions:
             continue
-        store = stores(resource)
+        store = stores.store(resource)
         children[group_key(resource)] = (
             () if store is None else view.children_of(parent, resource, store)
         )
@@ -62,7 +60,7 @@ def revisions_of(view: ControllerView, key: ParentKey, *, stores: Stores) -> tup
     """The ControllerRevisions of the parent ``key`` names (none when the controller keeps
     none, or the parent is gone)."""
     resource = view.revisions
-    store = stores(resource) if resource is not None else None
+    store = stores.store(resource) if resource is not None else None
     parent = parent_of(view, key, stores) if store is not None else None
     if resource is None or store is None or parent is None:
         return ()

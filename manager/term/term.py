@@ -1,14 +1,22 @@
-"""One leadership term of the coordinator: the wiring of its parts, from bind to BYE.
+"""One leadership term of the coordinator: the composition of its parts, from bind to BYE.
 
 While the term runs, this process is the only coordinator (the Lease says so, or there is no
-election). The parts, each with its own contract:
-- ``manager.controllers.hosted``: the controller objects, turned into routes (starts the informers);
-- ``manager.routing.router`` and ``manager.routing.related``: informer events to parent keys;
-- ``manager.term.dispatch``: keys and messages queued for workers, KEYS batched per loop turn;
-- ``manager.term.sessions``: the conversations with workers (HELLO, heartbeats, sends, BYE) over
-  the ROUTER socket, and the slot table (``manager.term.membership``);
+election). The parts, each with its own contract, built bottom up, each given at construction
+what it uses (no part learns another later):
+- ``manager.controllers.running.ControllerSet``: the controllers running now (state), and
+  ``manager.routing.keys.KeyIndex``: every handled parent key by slot (state);
+- ``manager.term.membership``: the slot table (reads both: ASSIGN and WELCOME carry them);
+- ``manager.term.dispatch``: keys and messages queued for workers, KEYS batched per loop turn
+  (the ``KeySink`` every part pushes keys to);
+- ``manager.routing.related``: customize hooks and their related objects;
+- ``manager.routing.router``: informer events to parent keys (keeps the ``KeyIndex``);
 - ``manager.term.snapshot_server``: FETCH answered with SNAPSHOT from the caches;
-- ``manager.term.resync``: periodic re-reconciles.
+- ``manager.term.sessions``: the conversations with workers (HELLO, heartbeats, sends, BYE) over
+  the ROUTER socket (``manager.link.router``);
+- ``manager.term.resync``: re-reconciles of a new controller's parents, and periodic ones;
+- ``manager.controllers.hosted``: the controller objects, turned into the ``ControllerSet``
+  (starts the informers, whose events go to the router); it tells the customize hooks, the
+  router, the sessions and the resyncs of every change, in that order.
 
 A term ends when it is cancelled, or when one of its parts fails or ends on its own: then
 ``run()`` raises ``TermFailed`` (with the part's error as its cause) after cleaning up, so the
@@ -23,16 +31,16 @@ import asyncio
 import math
 import random
 from dataclasses import dataclass
-from functools import partial
 
 from prometheus_client import Counter
 
 from manager.controllers.finalizers import FinalizerWriter
 from manager.controllers.hookrefs import HookReferences
 from manager.controllers.hosted import Controllers
-from manager.controllers.view import ControllerId, ControllerView
-from manager.informers.shared import Informers, store_of
+from manager.controllers.running import ControllerSet
+from manager.informers.shared import Informers
 from manager.link.router import RouterLink
+from manager.routing.keys import KeyIndex
 from manager.routing.related import Related
 from manager.routing.router import Router
 from manager.term.dispatch import Dispatch
@@ -49,8 +57,6 @@ from proto.kube.resources import Discovery
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
 from proto.runtime.curve import ServerCurve
 from proto.runtime.logs import get_logger
-from proto.wire import Controllers as ControllersMsg
-from proto.wire import Priority
 
 log = get_logger("metashard.coordinator")
 
@@ -97,8 +103,6 @@ class Term:
     ) -> None:
         self.epoch = epoch
         self.settings = settings
-        self._informers = informers
-        self._clock = clock
         metrics = metrics if metrics is not None else TermMetrics(None)
         self.link = (
             link
@@ -108,51 +112,34 @@ class Term:
         self.endpoint = ""
         # Set when the term ends: every worker confirmed it stopped (``sessions.goodbye``).
         self.workers_stopped = False
+        self.controllers = ControllerSet()
+        self.keys = KeyIndex()
         self.membership = Membership(
             epoch=epoch,
             coordinator_id=coordinator_id,
-            keys_of=lambda slots: self.router.keys_of(slots),
-            controllers=lambda: tuple(v.definition for v in self.controllers.views.values()),
+            keys=self.keys,
+            controllers=self.controllers,
             start_at=math.inf,
             timing=settings.timing,
         )
-        self.dispatch = Dispatch(
-            epoch=epoch, target_of=self.membership.dispatch_target, metrics=metrics
-        )
-        push = self.dispatch.push
+        self.dispatch = Dispatch(epoch=epoch, owners=self.membership, metrics=metrics)
         self.related = Related(
             hooks=hooks,
             discovery=discovery,
             informers=informers,
             recorder=recorder,
-            push=push,
+            sink=self.dispatch,
             clock=clock,
         )
         self.router = Router(
-            push=push,
-            stores=partial(store_of, informers),
-            on_parent=self.related.parent_changed,
-        )
-        self.controllers = Controllers(
-            discovery=discovery,
-            informers=informers,
-            recorder=recorder,
-            handler=self.router.handler,
-            on_change=self._controllers_changed,
-            writer=writer,
-            selector=settings.selector,
-            clock=clock,
-            retry_interval=settings.retry_interval,
-            references=references,
-            cluster_revision_namespace=settings.cluster_revision_namespace,
+            sink=self.dispatch, keys=self.keys, stores=informers, parents=self.related
         )
         self.snapshots = SnapshotServer(
             epoch=epoch,
-            owner=self.membership.owner,
+            owners=self.membership,
             controllers=self.controllers,
             informers=informers,
             related=self.related,
-            router=self.router,
             dispatch=self.dispatch,
             metrics=metrics,
             barrier_timeout=settings.barrier_timeout,
@@ -163,26 +150,36 @@ class Term:
             membership=self.membership,
             dispatch=self.dispatch,
             snapshots=self.snapshots,
-            ready=lambda: self.controllers.loaded and informers.synced,
+            controllers=self.controllers,
+            informers=informers,
             grace=settings.grace,
             metrics=metrics,
             clock=clock,
         )
         self.resync = ResyncPlanner(
             controllers=self.controllers,
-            router=self.router,
-            push=push,
-            active=self.sessions.assigning.is_set,
+            parents=self.router,
+            sink=self.dispatch,
+            informers=informers,
+            assigning=self.sessions.assigning,
             clock=clock,
             rng=rng if rng is not None else random.Random(),
             cache_flush_interval=settings.cache_flush_interval,
         )
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    @property
-    def assigning(self) -> asyncio.Event:
-        """Set once slots are being assigned."""
-        return self.sessions.assigning
+        self.hosted = Controllers(
+            discovery=discovery,
+            informers=informers,
+            recorder=recorder,
+            controllers=self.controllers,
+            routes=self.router,
+            listeners=(self.related, self.router, self.sessions, self.resync),
+            writer=writer,
+            selector=settings.selector,
+            clock=clock,
+            retry_interval=settings.retry_interval,
+            references=references,
+            cluster_revision_namespace=settings.cluster_revision_namespace,
+        )
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -195,7 +192,7 @@ class Term:
             raise TermFailed(f"cannot bind {self.settings.bind}: {e}") from e
         log.info("leading", epoch=self.epoch, endpoint=self.endpoint)
         parts = {
-            "controllers": self.controllers.run(),
+            "controllers": self.hosted.run(),
             "receive": self.sessions.receive(),
             "send": self.sessions.send(),
             "tick": self.sessions.tick(),
@@ -213,35 +210,10 @@ class Term:
                     else f"{task.get_name()} stopped"
                 ) from error
         finally:
-            waiting = [*self._tasks, *self.snapshots.close()]
+            waiting = self.snapshots.close()
             for task in [*tasks, *waiting]:
                 task.cancel()
             await asyncio.gather(*tasks, *waiting, return_exceptions=True)
             self.workers_stopped = await self.sessions.goodbye(GOODBYE_WAIT)
             self.link.close()
             log.info("stopped leading", epoch=self.epoch)
-
-    # --- controllers --------------------------------------------------------------------------
-
-    async def _controllers_changed(
-        self, views: dict[ControllerId, ControllerView], added: set[ControllerId]
-    ) -> None:
-        self.related.set_controllers(views.values())
-        self.router.set_controllers(views.values())
-        definitions = tuple(v.definition for v in views.values())
-        for worker in self.membership.workers:
-            self.dispatch.send(worker, ControllersMsg(self.epoch, definitions))
-        for name in added:
-            task = asyncio.ensure_future(self._enqueue_all(views[name]))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    async def _enqueue_all(self, view: ControllerView) -> None:
-        """Once a new controller's parents are cached, push each of them once (LOW)."""
-        for resource in view.parents:
-            informer = self._informers.get(resource)
-            if informer is None:
-                return
-            await informer.wait_synced()
-        for key in self.router.parent_keys(view):
-            self.dispatch.push(key, Priority.LOW)

@@ -15,6 +15,7 @@ from manager.kinds.decorator import DecoratorView
 from proto.api.decorator import parse_decorator_controller
 from proto.kube import errors
 from proto.kube.resources import Resource
+from tests.unit.manager.informers.fakes import Stores
 
 PODS = Resource("", "v1", "pods", "Pod", True)
 OURS = "metacontroller.io/decoratorcontroller-dc"
@@ -95,4 +96,4 @@ def test_holding_lists_the_handled_resources_objects_with_the_finalizer() -> Non
     for name, finalizers in (("a", [OURS]), ("b", [OTHER])):
         body = {"metadata": {"name": name, "namespace": "ns", "finalizers": finalizers}}
         store.upsert(Cached.from_object(body, orjson.dumps(body)))
-    assert [h.name for h in holding(view, lambda r: store)] == ["a"]
+    assert [h.name for h in holding(view, Stores(pods=store))] == ["a"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -12,6 +13,9 @@ import structlog
 
 from manager.controllers.hookrefs import HookReferences
 from manager.controllers.hosted import Controllers
+from manager.controllers.running import ControllerSet
+from manager.controllers.view import ControllerView
+from manager.informers.informer import EventHandler
 from manager.informers.store import Cached, Store
 from proto.api.controllers import HookName
 from proto.api.endpoints import decode_connections
@@ -54,6 +58,10 @@ class Informers:
 
     def get(self, resource: Resource) -> Informer | None:
         return self.informers.get(resource.name)
+
+    def store(self, resource: Resource) -> Store | None:
+        informer = self.informers.get(resource.name)
+        return informer.store if informer is not None else None
 
     async def release(self, resource: Resource) -> None:
         pass
@@ -148,24 +156,31 @@ class World:
         self.references = HookReferences(self.secrets)
         self.changes: list[set[tuple[str, str]]] = []
 
-        async def on_change(views: Any, added: set[tuple[str, str]]) -> None:
-            self.changes.append(set(views))
-
-        self.controllers = Controllers(
+        self.controllers = ControllerSet()
+        self.hosted = Controllers(
             discovery=self.discovery,  # type: ignore[arg-type]
             informers=self.informers,  # type: ignore[arg-type]
             recorder=self.recorder,  # type: ignore[arg-type]
-            handler=lambda resource: lambda *_: None,
-            on_change=on_change,
+            controllers=self.controllers,
+            routes=self,
+            listeners=[self],
             writer=self.writer,
             selector=parse("shard=a"),
             references=self.references,
         )
 
+    def handler(self, resource: Resource) -> EventHandler:
+        return lambda *_: None
+
+    def controllers_changed(
+        self, views: Sequence[ControllerView], added: Sequence[ControllerView]
+    ) -> None:
+        self.changes.append({view.id for view in views})
+
     async def sync(self) -> None:
-        await self.controllers._watch_controllers()
-        await self.controllers._sync()
-        await asyncio.gather(*self.controllers._tasks)
+        await self.hosted._watch_controllers()
+        await self.hosted._sync()
+        await asyncio.gather(*self.hosted._tasks)
 
     def put(self, obj: Cached) -> None:
         self.informers.acquire(DCS).store.upsert(obj)
@@ -224,15 +239,15 @@ async def test_a_transient_api_error_keeps_the_running_view_and_backs_off() -> N
     for backoff in (1.0, 2.0, 4.0):
         await world.sync()
         assert world.controllers.views == {("DecoratorController", "dc"): running}
-        assert world.controllers._backoff == backoff
+        assert world.hosted._backoff == backoff
     assert [e[1] for e in world.recorder.events] == ["Started"]  # no verdict on the controller
     world.discovery.failing = TimeoutError()
     await world.sync()
-    assert world.controllers._backoff == 8.0
+    assert world.hosted._backoff == 8.0
     world.discovery.failing = None
     await world.sync()
     assert world.controllers.views[("DecoratorController", "dc")].resource_version == "2"
-    assert world.controllers._backoff == 0.0
+    assert world.hosted._backoff == 0.0
 
 
 @pytest.mark.asyncio
@@ -334,9 +349,9 @@ async def test_controllers_count_as_read_only_when_every_kind_answered(
 
     monkeypatch.setattr("manager.controllers.hosted.log", Log())
     world = World()
-    world.controllers._discovery = KindDiscovery(failures)  # type: ignore[assignment]
-    world.controllers._retry_interval = 0.01
-    task = asyncio.create_task(world.controllers.run())
+    world.hosted._discovery = KindDiscovery(failures)  # type: ignore[assignment]
+    world.hosted._retry_interval = 0.01
+    task = asyncio.create_task(world.hosted.run())
     await asyncio.sleep(0.05)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
@@ -354,15 +369,15 @@ async def test_a_started_controller_is_logged_and_again_when_its_informers_synce
 
     world.put(decorator("a"))
     with structlog.testing.capture_logs() as logs:
-        await world.controllers._watch_controllers()
+        await world.hosted._watch_controllers()
         world.informers.acquire(SERVICES).wait_synced = wait_synced  # type: ignore[method-assign]
-        await world.controllers._sync()
+        await world.hosted._sync()
         await asyncio.sleep(0)
         events = [e["event"] for e in logs]
         assert "controller started" in events
         assert "controller informers synced" not in events  # the Services are not listed yet
         synced.set()
-        await asyncio.gather(*world.controllers._tasks)
+        await asyncio.gather(*world.hosted._tasks)
     done = [e for e in logs if e["event"] == "controller informers synced"]
     assert [(e["controller"], e["kind"], e["log_level"]) for e in done] == [
         ("dc", "DecoratorController", "info")
@@ -375,13 +390,13 @@ async def test_a_discovery_timeout_is_retried_and_does_not_end_the_loop() -> Non
     world = World()
     world.put(decorator("a"))
     discovery = KindDiscovery({DCS.name: TimeoutError()})
-    world.controllers._discovery = discovery  # type: ignore[assignment]
-    world.controllers._retry_interval = 0.01
+    world.hosted._discovery = discovery  # type: ignore[assignment]
+    world.hosted._retry_interval = 0.01
 
     def loaded() -> bool:  # read anew each time: mypy keeps a narrowed property (mypy#11969)
         return world.controllers.loaded
 
-    task = asyncio.create_task(world.controllers.run())
+    task = asyncio.create_task(world.hosted.run())
     await asyncio.sleep(0.05)
     assert not task.done() and not loaded()
     assert world.controllers.views == {}

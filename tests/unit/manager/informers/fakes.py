@@ -8,12 +8,20 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from manager.informers.store import Cached
+from manager.informers.store import Cached, Store
 from proto.kube.resources import Resource
 from proto.runtime.clock import FakeClock
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 SECRETS = Resource("", "v1", "secrets", "Secret", namespaced=True)
+
+
+class Stores(dict[str, Store]):
+    """Caches by resource plural, as ``manager.informers.store.Stores``."""
+
+    def store(self, resource: Resource) -> Store | None:
+        return self.get(resource.name)
+
 
 Seen = tuple[str, str | None, str | None, bool]
 """(type, old "name@rv", new "name@rv", initial)"""

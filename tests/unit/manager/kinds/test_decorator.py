@@ -10,12 +10,14 @@ import pytest
 
 from manager.informers.store import LONG_VALUE, Cached, Store
 from manager.kinds.decorator import DecoratorView
+from manager.routing.keys import KeyIndex
 from manager.routing.router import Router
 from manager.term.snapshots import snapshot_of
 from proto.api.decorator import parse_decorator_controller
 from proto.api.names import DECORATOR_ANNOTATION
 from proto.kube.resources import Resource
-from proto.wire import ParentKey
+from proto.wire import ParentKey, Priority
+from tests.unit.manager.informers.fakes import Stores
 
 PODS = Resource("", "v1", "pods", "Pod", True, subresources=("status",))
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)
@@ -102,12 +104,14 @@ OURS = {DECORATOR_ANNOTATION: "dc"}
 class World:
     def __init__(self, v: DecoratorView) -> None:
         self.view = v
-        self.stores = {r.name: Store() for r in (PODS, ROLES, SERVICES, BINDINGS)}
+        self.stores = Stores({r.name: Store() for r in (PODS, ROLES, SERVICES, BINDINGS)})
         self.pushed: list[ParentKey] = []
-        self.router = Router(
-            push=lambda k, p: self.pushed.append(k), stores=lambda r: self.stores.get(r.name)
-        )
-        self.router.set_controllers([v])
+        self.keys = KeyIndex()
+        self.router = Router(sink=self, keys=self.keys, stores=self.stores)
+        self.router.controllers_changed([v], [v])
+
+    def push(self, key: ParentKey, priority: Priority) -> None:
+        self.pushed.append(key)
 
     def event(self, resource: Resource, obj: Cached) -> None:
         old = self.stores[resource.name].upsert(obj)
@@ -139,13 +143,13 @@ def test_targets_need_both_selectors(
     w = World(view(POD_RULE))
     w.event(PODS, cached("p", labels=labels, annotations=annotations))
     assert (w.pushed == [pod_key("p")]) is handled
-    assert (w.router.keys_of(range(1024)) == (pod_key("p"),)) is handled
+    assert (w.keys.keys_of(range(1024)) == (pod_key("p"),)) is handled
 
 
 def test_a_target_carrying_our_finalizer_stays_handled() -> None:
     w = World(view(POD_RULE))
     w.event(PODS, cached("p", finalizers=[FINALIZER]))
-    assert w.router.keys_of(range(1024)) == (pod_key("p"),)
+    assert w.keys.keys_of(range(1024)) == (pod_key("p"),)
 
 
 def test_long_annotation_values_still_match_exists_but_never_equal() -> None:
@@ -166,7 +170,7 @@ def test_several_resources_any_scope_keys_by_resource() -> None:
     w.event(PODS, cached("p", **SELECTED))
     w.event(ROLES, cached("admin", ns="", kind="ClusterRole"))
     assert w.pushed == [pod_key("p"), role_key("admin")]
-    assert w.router.keys_of(range(1024)) == tuple(sorted([pod_key("p"), role_key("admin")]))
+    assert w.keys.keys_of(range(1024)) == tuple(sorted([pod_key("p"), role_key("admin")]))
 
 
 def test_rules_apply_to_the_resource_they_resolve_to() -> None:
@@ -217,9 +221,7 @@ def test_snapshot_holds_our_attachments_and_annotated_orphans() -> None:
     w.event(SERVICES, cached("orphan", annotations=OURS))
     w.event(SERVICES, cached("plain"))
     w.event(SERVICES, cached("elsewhere", ns="other", annotations=OURS))
-    parent, children, related = snapshot_of(
-        w.view, pod_key("p"), stores=lambda r: w.stores.get(r.name)
-    )
+    parent, children, related = snapshot_of(w.view, pod_key("p"), stores=w.stores)
     assert parent is not None and orjson.loads(parent)["metadata"]["name"] == "p"
     names = [orjson.loads(r)["metadata"]["name"] for r in children["Service.v1"]]
     assert names == ["ours", "orphan"]
@@ -227,7 +229,7 @@ def test_snapshot_holds_our_attachments_and_annotated_orphans() -> None:
     assert related == {}
     # A key of a target that is no longer selected: no parent.
     w.event(PODS, cached("p", labels={"app": "db"}))
-    assert snapshot_of(w.view, pod_key("p"), stores=lambda r: w.stores.get(r.name))[0] is None
+    assert snapshot_of(w.view, pod_key("p"), stores=w.stores)[0] is None
 
 
 def test_cluster_scoped_target_sees_attachments_in_every_namespace() -> None:
@@ -236,7 +238,7 @@ def test_cluster_scoped_target_sees_attachments_in_every_namespace() -> None:
     owner = ("rbac.authorization.k8s.io/v1", "ClusterRole", "admin")
     w.event(BINDINGS, cached("a", ns="one", annotations=OURS, owner=owner))
     w.event(BINDINGS, cached("b", ns="two", annotations=OURS, owner=owner))
-    _, children, _ = snapshot_of(w.view, role_key("admin"), stores=lambda r: w.stores.get(r.name))
+    _, children, _ = snapshot_of(w.view, role_key("admin"), stores=w.stores)
     names = [
         orjson.loads(r)["metadata"]["name"]
         for r in children["RoleBinding.rbac.authorization.k8s.io/v1"]

@@ -25,6 +25,7 @@ from proto.api.controllers import parse_composite_controller
 from proto.hooks.client import HookEndpoint
 from proto.kube.resources import Resource
 from proto.runtime.clock import FakeClock
+from proto.wire import ParentKey, Priority
 
 THINGS = Resource("example.com", "v1", "things", "Thing", True, subresources=("status",))
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
@@ -180,10 +181,13 @@ class World:
             discovery=Discovery(),  # type: ignore[arg-type]
             informers=self.informers,  # type: ignore[arg-type]
             recorder=self.events,  # type: ignore[arg-type]
-            push=lambda key, priority: self.pushed.append(key),
+            sink=self,
             clock=self.clock,
         )
         self.view = view()
+
+    def push(self, key: ParentKey, priority: Priority) -> None:
+        self.pushed.append(key)
 
     async def ready(self, parent: Cached, revisions: tuple[bytes, ...]) -> None:
         versions = self.view.revision_parents(parent, revisions)
@@ -276,10 +280,10 @@ async def test_an_answer_counts_once_its_informer_has_listed(world: World) -> No
 def test_a_controller_that_goes_is_forgotten_by_the_hook_client() -> None:
     """Its hook metric series, ETag caches and TLS contexts go with it (``HookClient.forget``)."""
     w = World()
-    w.related.set_controllers([w.view])
-    w.related.set_controllers([w.view])
+    w.related.controllers_changed([w.view], [w.view])
+    w.related.controllers_changed([w.view], [w.view])
     assert w.hooks.forgotten == []
-    w.related.set_controllers([])
+    w.related.controllers_changed([], [])
     assert w.hooks.forgotten == [("CompositeController", "cc")]
 
 

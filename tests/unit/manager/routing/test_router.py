@@ -7,11 +7,13 @@ import pytest
 
 from manager.informers.store import Cached, Store
 from manager.kinds.composite import CompositeView
+from manager.routing.keys import KeyIndex
 from manager.routing.router import Router
 from manager.term.snapshots import revisions_of, snapshot_of
 from proto.api.controllers import parse_composite_controller
 from proto.kube.resources import Resource
 from proto.wire import ParentKey, Priority, slot_of
+from tests.unit.manager.informers.fakes import Stores
 
 THINGS = Resource("example.com", "v1", "things", "Thing", True, subresources=("status",))
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
@@ -74,12 +76,14 @@ def key(name: str, ns: str = "ns") -> ParentKey:
 class World:
     def __init__(self, view: CompositeView) -> None:
         self.view = view
-        self.stores = {"things": Store(), "configmaps": Store()}
+        self.stores = Stores(things=Store(), configmaps=Store())
         self.pushed: list[tuple[ParentKey, Priority]] = []
-        self.router = Router(
-            push=lambda k, p: self.pushed.append((k, p)), stores=lambda r: self.stores.get(r.name)
-        )
-        self.router.set_controllers([view])
+        self.keys = KeyIndex()
+        self.router = Router(sink=self, keys=self.keys, stores=self.stores)
+        self.router.controllers_changed([view], [view])
+
+    def push(self, key: ParentKey, priority: Priority) -> None:
+        self.pushed.append((key, priority))
 
     def parent(self, obj: Cached, *, initial: bool = False) -> None:
         old = self.stores["things"].upsert(obj)
@@ -101,7 +105,7 @@ def test_parents_children_and_orphans_are_routed_to_parent_keys() -> None:
     w.parent(cached("p1", spec=SELECTOR), initial=True)
     w.parent(cached("p2", spec={"selector": {"matchLabels": {"app": "b"}}}))
     assert w.pushed == [(key("p1"), Priority.LOW), (key("p2"), Priority.LIVE)]
-    assert w.router.keys_of(range(1024)) == (key("p1"), key("p2"))
+    assert w.keys.keys_of(range(1024)) == (key("p1"), key("p2"))
     w.pushed.clear()
     w.child(cached("c1", owner="p1"))  # owned
     w.child(cached("c2", labels={"app": "b"}))  # orphan selected by p2
@@ -150,15 +154,15 @@ def test_label_selector_and_finalizer_decide_which_parents_are_handled() -> None
     w.parent(cached("p", labels={"tier": "tin"}, spec=SELECTOR))  # leaves: still notified
     w.parent(cached("p", labels={"tier": "tin"}, spec={"x": 1}, generation=2))  # not ours
     assert [k for k, _ in w.pushed] == [key("p"), key("p")]
-    assert w.router.keys_of(range(1024)) == ()
+    assert w.keys.keys_of(range(1024)) == ()
     kept = cached(
         "p",
         labels={"tier": "tin"},
         meta={"finalizers": ["metacontroller.io/compositecontroller-cc"]},
     )
     w.parent(kept)  # carries our finalizer: must still be finalized
-    assert w.router.keys_of(range(1024)) == (key("p"),)
-    parent, _, _ = snapshot_of(view, key("p"), stores=lambda r: w.stores.get(r.name))
+    assert w.keys.keys_of(range(1024)) == (key("p"),)
+    parent, _, _ = snapshot_of(view, key("p"), stores=w.stores)
     assert parent == kept.raw
 
 
@@ -224,11 +228,11 @@ def test_snapshot_has_owned_children_and_matching_orphans_only() -> None:
         cached("elsewhere", ns="other", labels={"app": "a"}),
     ):
         w.stores["configmaps"].upsert(obj)
-    parent, children, related = snapshot_of(view, key("p1"), stores=lambda r: w.stores.get(r.name))
+    parent, children, related = snapshot_of(view, key("p1"), stores=w.stores)
     assert parent is not None and related == {}
     names = [orjson.loads(raw)["metadata"]["name"] for raw in children["ConfigMap.v1"]]
     assert names == ["owned", "orphan"]
-    assert snapshot_of(view, key("gone"), stores=lambda r: w.stores.get(r.name)) == (None, {}, {})
+    assert snapshot_of(view, key("gone"), stores=w.stores) == (None, {}, {})
 
 
 def test_a_parent_without_a_usable_selector_claims_no_orphans() -> None:
@@ -239,7 +243,7 @@ def test_a_parent_without_a_usable_selector_claims_no_orphans() -> None:
     )
     w.stores["configmaps"].upsert(cached("orphan", labels={"app": "a"}))
     w.stores["configmaps"].upsert(cached("owned", owner="p1"))
-    _, children, _ = snapshot_of(view, key("p1"), stores=lambda r: w.stores.get(r.name))
+    _, children, _ = snapshot_of(view, key("p1"), stores=w.stores)
     assert [orjson.loads(r)["metadata"]["name"] for r in children["ConfigMap.v1"]] == ["owned"]
 
 
@@ -306,7 +310,7 @@ def test_revisions_are_routed_to_their_parent_and_sent_apart_from_children() -> 
         assert {k.name for k, _ in w.pushed} == parents, obj.name
         assert len(w.pushed) == len(parents)
 
-    stores = lambda r: w.stores.get(r.name)  # noqa: E731
+    stores = w.stores
     _, children, _ = snapshot_of(w.view, key("p1"), stores=stores)
     assert list(children) == ["ConfigMap.v1"]
     names = [
@@ -343,7 +347,7 @@ def test_revisions_of_cluster_scoped_parents_live_in_the_cluster_revision_namesp
         assert {k.name for k, _ in w.pushed} == parents, obj.name
         assert {k.namespace for k, _ in w.pushed} <= {""}
 
-    stores = lambda r: w.stores.get(r.name)  # noqa: E731
+    stores = w.stores
     names = [
         orjson.loads(raw)["metadata"]["name"]
         for raw in revisions_of(view, key("p1", ns=""), stores=stores)

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 import structlog
 
+from manager.controllers.running import ControllerSet
+from manager.routing.keys import KeyIndex
 from manager.term.grace import Grace
 from manager.term.membership import Membership, Outbox
 from manager.term.metrics import TermMetrics
@@ -44,11 +46,27 @@ class Link:
         await asyncio.Event().wait()
 
 
+class Caches:
+    """Ready when told: the controllers loaded and every informer synced."""
+
+    def __init__(self, ready: bool) -> None:
+        self.controllers = ControllerSet()
+        self.controllers.loaded = ready
+        self.synced = True
+
+    def ready(self, ready: bool = True) -> None:
+        self.controllers.loaded = ready
+
+
 def sessions(
-    grace: float | Grace, clock: FakeClock, ready: list[bool], link: Link | None = None
+    grace: float | Grace, clock: FakeClock, caches: Caches, link: Link | None = None
 ) -> WorkerSessions:
     membership = Membership(
-        epoch=7, coordinator_id="c", keys_of=lambda _: (), controllers=tuple, start_at=math.inf
+        epoch=7,
+        coordinator_id="c",
+        keys=KeyIndex(),
+        controllers=caches.controllers,
+        start_at=math.inf,
     )
     return WorkerSessions(
         epoch=7,
@@ -56,7 +74,8 @@ def sessions(
         membership=membership,
         dispatch=Dispatch(),  # type: ignore[arg-type]
         snapshots=None,  # type: ignore[arg-type]  # nor the snapshot server
-        ready=lambda: ready[0],
+        controllers=caches.controllers,
+        informers=caches,
         grace=grace if isinstance(grace, Grace) else Grace(grace),
         metrics=TermMetrics(None),
         clock=clock,
@@ -71,12 +90,12 @@ async def step(clock: FakeClock, seconds: float) -> None:
 
 @pytest.mark.asyncio
 async def test_the_grace_is_logged_once_and_assigning_waits_for_it_and_the_caches() -> None:
-    clock, ready = FakeClock(), [False]
-    s = sessions(4.0, clock, ready)
+    clock, caches = FakeClock(), Caches(False)
+    s = sessions(4.0, clock, caches)
     with structlog.testing.capture_logs() as logs:
         task = asyncio.create_task(s.tick())
         await step(clock, 3.9)
-        ready[0] = True
+        caches.ready()
         await step(clock, 0.1)
         assert not s.assigning.is_set()  # 3.9 s: the grace has not passed
         await step(clock, 0.3)
@@ -92,13 +111,13 @@ async def test_the_grace_is_logged_once_and_assigning_waits_for_it_and_the_cache
 
 @pytest.mark.asyncio
 async def test_no_grace_no_waiting_line_but_the_caches_still_gate() -> None:
-    clock, ready = FakeClock(), [False]
-    s = sessions(0.0, clock, ready)
+    clock, caches = FakeClock(), Caches(False)
+    s = sessions(0.0, clock, caches)
     with structlog.testing.capture_logs() as logs:
         task = asyncio.create_task(s.tick())
         await step(clock, 1.0)
         assert not s.assigning.is_set()
-        ready[0] = True
+        caches.ready()
         await step(clock, 0.2)
         assert s.assigning.is_set()
         task.cancel()
@@ -108,8 +127,8 @@ async def test_no_grace_no_waiting_line_but_the_caches_still_gate() -> None:
 
 @pytest.mark.asyncio
 async def test_expected_workers_are_waited_for_until_they_joined_or_the_bound_passed() -> None:
-    clock, ready = FakeClock(), [True]
-    s = sessions(Grace(0.0, expected_workers=2, join_within=4.0), clock, ready)
+    clock, caches = FakeClock(), Caches(True)
+    s = sessions(Grace(0.0, expected_workers=2, join_within=4.0), clock, caches)
     task = asyncio.create_task(s.tick())
     membership = s._membership
     membership.hello("w-0", "a", 4, clock.now(), b"r0")
@@ -121,8 +140,8 @@ async def test_expected_workers_are_waited_for_until_they_joined_or_the_bound_pa
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
 
-    clock, ready = FakeClock(), [True]
-    s = sessions(Grace(0.0, expected_workers=2, join_within=4.0), clock, ready)
+    clock, caches = FakeClock(), Caches(True)
+    s = sessions(Grace(0.0, expected_workers=2, join_within=4.0), clock, caches)
     task = asyncio.create_task(s.tick())
     s._membership.hello("w-0", "a", 4, clock.now(), b"r0")
     await step(clock, 3.8)
@@ -137,10 +156,10 @@ async def test_expected_workers_are_waited_for_until_they_joined_or_the_bound_pa
 async def test_the_last_expected_worker_joining_starts_the_assignment_without_waiting_a_tick() -> (
     None
 ):
-    clock, ready = FakeClock(), [True]
+    clock, caches = FakeClock(), Caches(True)
     hello = Hello("w-0", "a", 4, 1)
     s = sessions(
-        Grace(0.0, expected_workers=1, join_within=4.0), clock, ready, Link((b"r0", hello))
+        Grace(0.0, expected_workers=1, join_within=4.0), clock, caches, Link((b"r0", hello))
     )
     task = asyncio.create_task(s.tick())
     await step(clock, 0.2)

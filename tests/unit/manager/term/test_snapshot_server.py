@@ -8,11 +8,11 @@ from typing import Any, cast
 
 import pytest
 
-from manager.controllers.hosted import Controllers
+from manager.controllers.running import ControllerSet
+from manager.controllers.view import ControllerView
 from manager.informers.shared import Informers
 from manager.informers.store import Cached
 from manager.routing.related import Related
-from manager.routing.router import Router
 from manager.term.dispatch import Dispatch, Target
 from manager.term.metrics import TermMetrics
 from manager.term.snapshot_server import SnapshotServer
@@ -55,23 +55,33 @@ class Informer:
 
 
 class World:
+    """One slot owner, which the test may change; the informer above."""
+
     def __init__(self) -> None:
-        self.owner = "a"
+        self.owned_by = "a"
         self.informer = Informer()
-        self.dispatch = Dispatch(epoch=7, target_of=lambda _: self.owner, metrics=TermMetrics(None))
-        controllers: Any = type("C", (), {"views": {("CompositeController", "cc"): View()}})()
-        informers: Any = type("I", (), {"get": lambda _, resource: self.informer})()
+        self.dispatch = Dispatch(epoch=7, owners=self, metrics=TermMetrics(None))
+        controllers = ControllerSet()
+        controllers.replace({("CompositeController", "cc"): cast(ControllerView, View())})
+        informers: Any = type(
+            "I", (), {"get": lambda _, resource: self.informer, "store": lambda _, resource: None}
+        )()
         self.server = SnapshotServer(
             epoch=7,
-            owner=lambda _: self.owner,
-            controllers=cast(Controllers, controllers),
+            owners=self,
+            controllers=controllers,
             informers=cast(Informers, informers),
             related=cast(Related, None),
-            router=cast(Router, None),
             dispatch=self.dispatch,
             metrics=TermMetrics(None),
             barrier_timeout=5.0,
         )
+
+    def owner(self, slot: int) -> str | None:
+        return self.owned_by
+
+    def dispatch_target(self, slot: int) -> str | None:
+        return self.owned_by
 
     async def sent(self) -> list[tuple[Target, Message]]:
         for _ in range(5):
@@ -101,7 +111,7 @@ async def test_a_change_while_a_snapshot_waits_reaches_the_slots_new_owner() -> 
     world = World()
     world.server.fetch("a", Fetch(7, 1, KEY, {"things.example.com": "10"}))
     await world.sent()
-    world.owner = "b"  # a was lost meanwhile; b owns the slot now
+    world.owned_by = "b"  # a was lost meanwhile; b owns the slot now
     world.dispatch.push(KEY, Priority.LIVE)  # then the parent changes
     world.informer.reached.set()
     sent = await world.sent()
