@@ -1,4 +1,4 @@
-"""One leadership term: its wiring (``term``), the slot table (``membership``), the conversations
-with workers (``sessions``), what is sent to them (``dispatch``), snapshots (``snapshots``,
-``snapshot_server``), periodic resyncs (``resync``) and the wait before the first assignment
+"""One leadership term: its composition (``term``), the slot table (``membership``), the
+conversations with workers (``sessions``), what is sent to them (``dispatch``), snapshots
+(``snapshots``), re-reconciles (``resync``) and the wait before the first assignment
 (``grace``)."""

@@ -40,7 +40,7 @@ from manager.term.dispatch import Dispatch
 from manager.term.grace import Grace
 from manager.term.membership import Membership
 from manager.term.metrics import TermMetrics
-from manager.term.snapshot_server import SnapshotServer
+from manager.term.snapshots import SnapshotServer
 from proto.runtime.clock import Clock
 from proto.runtime.logs import get_logger
 from proto.wire import (

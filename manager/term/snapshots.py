@@ -1,5 +1,8 @@
-"""What a worker gets for one parent key: the parent and its claimable children, as raw JSON.
+"""FETCH answered with a SNAPSHOT from the coordinator's caches: what a worker gets for one
+parent key (``snapshot_of``, ``revisions_of``), and the server that sends it or a NACK saying
+why not (``SnapshotServer``).
 
+What a snapshot holds (the parent and its claimable children, as raw JSON):
 - ``parent`` is the cached parent, or None when it is gone or no longer the controller's
   (``ControllerView.handles``: not selected and not carrying the controller's finalizer).
 - ``children`` has one group per declared child type (``<Kind>.<apiVersion>``, present even
@@ -11,15 +14,43 @@
 - ``related`` is what ``manager.routing.related`` selected for the parent (controllers with a
   customize hook), empty otherwise.
 - Payloads are the bytes the API server sent; nothing is decoded or re-encoded here.
+
+What ``SnapshotServer.fetch`` answers:
+- Only the owner of the key's slot, in the current epoch, for a known controller and its
+  parent resource gets a snapshot (else NACK STALE_EPOCH, NOT_OWNER, UNKNOWN_CONTROLLER,
+  UNKNOWN_KEY).
+- Read-your-writes: a FETCH names, per group-resource, the resourceVersion of the worker's
+  last write (its barrier). The snapshot is taken only once the informer of that resource
+  has seen it, or ``barrier_timeout`` has passed (then it is taken anyway and counted).
+- For controllers with a customize hook, the snapshot waits (same timeout) until the
+  parent's related objects are known, and under rolling updates those of each older
+  revision that owns children (``ControllerView.revision_parents``); if they still are not,
+  NACK NOT_READY. The snapshot's ``revision_related`` carries the older revisions' related
+  objects where they differ from the live parent's.
+- A snapshot carries the parent's ControllerRevisions (``revisions_of``)
+  when its controller keeps them (rolling updates), none otherwise.
+- While a snapshot waits, pushes of its key still go out (the worker that fetches drops
+  them, and the snapshot, sent after them, reflects them; a worker that gave up waiting, or
+  the slot's new owner, runs the key). A snapshot whose slot changed owner meanwhile is not
+  sent.
+- ``close()`` cancels the snapshots still waiting.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Mapping
 
-from manager.controllers.view import ControllerView, group_key
+from manager.controllers.running import ControllerSet
+from manager.controllers.view import ControllerView, group_key, group_resource
+from manager.informers.shared import Informers
 from manager.informers.store import Cached, Stores
-from proto.wire import ParentKey
+from manager.informers.watermark import parse_resource_version
+from manager.routing.related import Related, Versions
+from manager.term.dispatch import Dispatch
+from manager.term.membership import SlotOwners
+from manager.term.metrics import TermMetrics
+from proto.wire import Fetch, Nack, NackReason, ParentKey, Snapshot, slot_of
 
 Children = dict[str, tuple[bytes, ...]]
 RelatedOf = Callable[[ControllerView, Cached], Children]
@@ -65,3 +96,134 @@ def revisions_of(view: ControllerView, key: ParentKey, *, stores: Stores) -> tup
     if resource is None or store is None or parent is None:
         return ()
     return view.children_of(parent, resource, store)
+
+
+class SnapshotServer:
+    def __init__(
+        self,
+        *,
+        epoch: int,
+        owners: SlotOwners,
+        controllers: ControllerSet,
+        informers: Informers,
+        related: Related,
+        dispatch: Dispatch,
+        metrics: TermMetrics,
+        barrier_timeout: float,
+    ) -> None:
+        self._epoch = epoch
+        self._owners = owners
+        self._controllers = controllers
+        self._informers = informers
+        self._related = related
+        self._dispatch = dispatch
+        self._metrics = metrics
+        self._barrier_timeout = barrier_timeout
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def fetch(self, worker: str, msg: Fetch) -> None:
+        key = msg.key
+        if msg.epoch != self._epoch:
+            detail = f"current epoch is {self._epoch}"
+            return self._refuse(worker, msg, NackReason.STALE_EPOCH, detail)
+        if self._owners.owner(slot_of(key)) != worker:
+            return self._refuse(worker, msg, NackReason.NOT_OWNER, "the key's slot is not yours")
+        view = self._controllers.get((key.kind, key.controller))
+        if view is None:
+            detail = f"no {key.kind} {key.controller}"
+            return self._refuse(worker, msg, NackReason.UNKNOWN_CONTROLLER, detail)
+        resource = view.parent_resource(key)
+        if resource is None:
+            detail = f"{key.resource} is not this controller's parent"
+            return self._refuse(worker, msg, NackReason.UNKNOWN_KEY, detail)
+        waits = self._barrier_waits(view, msg.barrier)
+        parent = parent_of(view, key, self._informers)
+        if parent is not None and Related.applies(view):
+            versions = _versions(view, parent, revisions_of(view, key, stores=self._informers))
+            if not self._related.ready(view, resource, parent, versions):
+                waits.append(
+                    asyncio.ensure_future(
+                        self._related.wait_ready(
+                            view, resource, parent, self._barrier_timeout, versions
+                        )
+                    )
+                )
+        if waits:
+            task = asyncio.ensure_future(self._answer_later(worker, msg, view, waits))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        else:
+            self._answer(worker, msg, view)
+        return None
+
+    def close(self) -> list[asyncio.Task[None]]:
+        """Cancel the snapshots still waiting; return their tasks (to be awaited)."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        return tasks
+
+    def _refuse(self, worker: str, msg: Fetch, reason: NackReason, detail: str) -> None:
+        self._metrics.fetch(reason.value)
+        self._dispatch.send(worker, Nack(self._epoch, msg.request_id, reason, detail))
+
+    def _barrier_waits(
+        self, view: ControllerView, barrier: Mapping[str, str]
+    ) -> list[asyncio.Future[bool]]:
+        waits: list[asyncio.Future[bool]] = []
+        for resource in (*view.parents, *view.children):
+            wanted = barrier.get(group_resource(resource))
+            if wanted is None:
+                continue
+            informer = self._informers.get(resource)
+            if informer is None:
+                continue
+            have = parse_resource_version(informer.last_resource_version)
+            need = parse_resource_version(wanted)
+            if have is None or need is None or have >= need:
+                continue
+            waits.append(asyncio.ensure_future(informer.wait_for(wanted, self._barrier_timeout)))
+        return waits
+
+    async def _answer_later(
+        self, worker: str, msg: Fetch, view: ControllerView, waits: list[asyncio.Future[bool]]
+    ) -> None:
+        results = await asyncio.gather(*waits)
+        if not all(results):
+            self._metrics.barrier_timeout()
+        if self._owners.owner(slot_of(msg.key)) == worker:
+            self._answer(worker, msg, view)
+
+    def _answer(self, worker: str, msg: Fetch, view: ControllerView) -> None:
+        related = None
+        revision_related: dict[str, dict[str, tuple[bytes, ...]]] = {}
+        resource = view.parent_resource(msg.key)
+        revisions = revisions_of(view, msg.key, stores=self._informers)
+        if Related.applies(view) and resource is not None:
+            parent = parent_of(view, msg.key, self._informers)
+            if parent is not None:
+                versions = _versions(view, parent, revisions)
+                if not self._related.ready(view, resource, parent, versions):
+                    detail = "the customize hook has not answered for this parent yet"
+                    return self._refuse(worker, msg, NackReason.NOT_READY, detail)
+                revision_related = self._related.revision_related_of(view, parent)
+            related = self._related.related_of
+        raw, children, objects = snapshot_of(view, msg.key, stores=self._informers, related=related)
+        self._metrics.fetch("snapshot")
+        snapshot = Snapshot(
+            self._epoch,
+            msg.request_id,
+            msg.key,
+            raw,
+            children,
+            revisions,
+            objects,
+            revision_related,
+        )
+        self._dispatch.send(worker, snapshot)
+        return None
+
+
+def _versions(view: ControllerView, parent: Cached, revisions: tuple[bytes, ...]) -> Versions:
+    """The older revisions' parents the customize hook must answer for (rolling only)."""
+    return view.revision_parents(parent, revisions) if view.revisions is not None else ()

@@ -10,7 +10,7 @@ what it uses (no part learns another later):
   (the ``KeySink`` every part pushes keys to);
 - ``manager.routing.related``: customize hooks and their related objects;
 - ``manager.routing.router``: informer events to parent keys (keeps the ``KeyIndex``);
-- ``manager.term.snapshot_server``: FETCH answered with SNAPSHOT from the caches;
+- ``manager.term.snapshots``: FETCH answered with SNAPSHOT from the caches;
 - ``manager.term.sessions``: the conversations with workers (HELLO, heartbeats, sends, BYE) over
   the ROUTER socket (``manager.link.router``);
 - ``manager.term.resync``: re-reconciles of a new controller's parents, and periodic ones;
@@ -49,7 +49,7 @@ from manager.term.membership import Membership, Timing
 from manager.term.metrics import TermMetrics
 from manager.term.resync import ResyncPlanner
 from manager.term.sessions import WorkerSessions
-from manager.term.snapshot_server import SnapshotServer
+from manager.term.snapshots import SnapshotServer
 from proto.api.selectors import Selector
 from proto.hooks.client import HookClient
 from proto.kube.events import EventRecorder

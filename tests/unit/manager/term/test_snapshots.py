@@ -1,4 +1,4 @@
-"""manager.term.snapshot_server: a snapshot held back for its read-your-writes barrier, and the key
+"""manager.term.snapshots: a snapshot held back for its read-your-writes barrier, and the key
 changes pushed meanwhile."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from manager.informers.store import Cached
 from manager.routing.related import Related
 from manager.term.dispatch import Dispatch, Target
 from manager.term.metrics import TermMetrics
-from manager.term.snapshot_server import SnapshotServer
+from manager.term.snapshots import SnapshotServer
 from proto.kube.resources import Resource
 from proto.wire import Fetch, Keys, Message, ParentKey, Priority, Snapshot
 
