@@ -81,7 +81,11 @@ YIELD_EVERY = 500
 
 
 class EventHandler(Protocol):
-    """Called for every change of the store; must be cheap and must not block."""
+    """Called for every change of the store; must be cheap and must not block.
+
+    The coordinator's: ``manager.routing.router.Router.handler`` (events to parent keys), the
+    customize hooks' (``manager.routing.related``: related objects to parent keys), and the
+    hosted controllers' own (a controller object changed)."""
 
     def __call__(
         self, type: str, old: Cached | None, new: Cached | None, initial: bool

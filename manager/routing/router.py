@@ -14,8 +14,8 @@ means is each controller kind's (``manager.controllers.view.ControllerView``):
 - Live events are pushed at LIVE priority, initial lists and relists at LOW
   (``manager.routing.keys.KeySink``).
 - ``parents.parent_changed(view, resource, new, old)`` hears of every change of a handled
-  parent (``new`` is None once it is gone or no longer handled); customize hooks hang on it
-  (``manager.routing.related``).
+  parent of a controller with a customize hook (``new`` is None once it is gone or no longer
+  handled): the customize hooks hang on it (``manager.routing.related``).
 - The ``KeyIndex`` (``manager.routing.keys``) holds every parent key handled by a controller,
   by slot, what ASSIGN carries: the router adds and removes keys as parent events come, and
   rebuilds it from the caches when the controllers change (``controllers_changed``, which
@@ -46,8 +46,9 @@ class ParentListener(Protocol):
     def parent_changed(
         self, view: ControllerView, resource: Resource, parent: Cached | None, old: Cached | None
     ) -> None:
-        """``parent`` of ``view`` appeared or changed (from ``old``), or went away or is no
-        longer handled (``parent`` None). Must be cheap: it runs in the informer's handler."""
+        """``parent`` of ``view`` (a controller with a customize hook) appeared or changed
+        (from ``old``), or went away or is no longer handled (``parent`` None). Must be cheap:
+        it runs in the informer's handler."""
         ...
 
 
@@ -85,10 +86,11 @@ class Router:
         self._interest = interest
         self._keys.clear()
         for view in self._views:
+            listener = self._parents if view.customize is not None else None
             for resource, parent in self.parents(view):
                 self._keys.add(view.key(resource, parent.namespace, parent.name))
-                if self._parents is not None:
-                    self._parents.parent_changed(view, resource, parent, None)
+                if listener is not None:
+                    listener.parent_changed(view, resource, parent, None)
 
     def parents(self, view: ControllerView) -> list[tuple[Resource, Cached]]:
         """The cached parents ``view`` handles, with their resource."""
@@ -135,7 +137,7 @@ class Router:
             return
         key = view.key(resource, current.namespace, current.name)
         selected_now = new is not None and view.handles(resource, new)
-        if self._parents is not None:
+        if self._parents is not None and view.customize is not None:
             self._parents.parent_changed(view, resource, new if selected_now else None, old)
         if selected_now:
             self._keys.add(key)

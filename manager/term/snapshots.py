@@ -138,7 +138,7 @@ class SnapshotServer:
             return self._refuse(worker, msg, NackReason.UNKNOWN_KEY, detail)
         waits = self._barrier_waits(view, msg.barrier)
         parent = parent_of(view, key, self._informers)
-        if parent is not None and Related.applies(view):
+        if parent is not None and view.customize is not None:
             versions = _versions(view, parent, revisions_of(view, key, stores=self._informers))
             if not self._related.ready(view, resource, parent, versions):
                 waits.append(
@@ -199,7 +199,7 @@ class SnapshotServer:
         revision_related: dict[str, dict[str, tuple[bytes, ...]]] = {}
         resource = view.parent_resource(msg.key)
         revisions = revisions_of(view, msg.key, stores=self._informers)
-        if Related.applies(view) and resource is not None:
+        if view.customize is not None and resource is not None:
             parent = parent_of(view, msg.key, self._informers)
             if parent is not None:
                 versions = _versions(view, parent, revisions)
