@@ -1,2 +1,2 @@
-"""From informer events to parent keys: the ``router``, the customize hooks' ``related`` objects,
-and where keys go and are indexed (``keys``)."""
+"""From informer events to parent keys: the ``router`` (with the index of all parent keys and
+where keys go) and the customize hooks' ``related`` objects."""

@@ -48,7 +48,7 @@ from manager.controllers.view import ControllerId, ControllerView, group_key, gr
 from manager.informers.informer import EventHandler, Informer
 from manager.informers.shared import Informers
 from manager.informers.store import Cached
-from manager.routing.keys import KeySink
+from manager.routing.router import KeySink
 from proto.api.controllers import HookName
 from proto.api.decoding import LooseWarnings
 from proto.api.errors import HookResponseError

@@ -11,29 +11,68 @@ means is each controller kind's (``manager.controllers.view.ControllerView``):
   every handled parent in scope that ``adopts`` it: the parents of its namespace for a
   namespaced parent type, all parents for a cluster-scoped one.
 - Deleted objects are routed by their last known state.
-- Live events are pushed at LIVE priority, initial lists and relists at LOW
-  (``manager.routing.keys.KeySink``).
+- Live events are pushed at LIVE priority, initial lists and relists at LOW (``KeySink``).
 - ``parents.parent_changed(view, resource, new, old)`` hears of every change of a handled
   parent of a controller with a customize hook (``new`` is None once it is gone or no longer
   handled): the customize hooks hang on it (``manager.routing.related``).
-- The ``KeyIndex`` (``manager.routing.keys``) holds every parent key handled by a controller,
-  by slot, what ASSIGN carries: the router adds and removes keys as parent events come, and
-  rebuilds it from the caches when the controllers change (``controllers_changed``, which
-  also tells ``parents`` of every cached parent).
+- The ``KeyIndex`` holds every parent key handled by a controller, by slot, what ASSIGN
+  carries: the router adds and removes keys as parent events come, and rebuilds it from the
+  caches when the controllers change (``controllers_changed``, which also tells ``parents``
+  of every cached parent).
+
+Where keys go and are kept:
+- ``KeySink.push(key, priority)`` hands a parent key to whoever sends it to the worker that
+  owns its slot (``manager.term.dispatch.Dispatch``). The router, the customize hooks
+  (``manager.routing.related``) and the resyncs (``manager.term.resync``) push through it.
+- ``KeyIndex`` is state only: it sends nothing. ``manager.term.membership`` reads it
+  (``keys_of``) for ASSIGN.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from manager.controllers.view import ControllerView, group_resource
 from manager.informers.informer import EventHandler
 from manager.informers.store import Cached, Stores
-from manager.routing.keys import KeyIndex, KeySink
 from proto.kube.resources import Resource
-from proto.wire import ParentKey, Priority
+from proto.wire import ParentKey, Priority, slot_of
+
+
+class KeySink(Protocol):
+    def push(self, key: ParentKey, priority: Priority) -> None:
+        """Send ``key`` at ``priority`` to the worker that owns its slot."""
+        ...
+
+
+class KeyIndex:
+    """Every handled parent key, by slot (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._by_slot: dict[int, set[ParentKey]] = {}
+
+    def add(self, key: ParentKey) -> None:
+        self._by_slot.setdefault(slot_of(key), set()).add(key)
+
+    def discard(self, key: ParentKey) -> None:
+        slot = slot_of(key)
+        keys = self._by_slot.get(slot)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_slot[slot]
+
+    def clear(self) -> None:
+        self._by_slot = {}
+
+    def keys_of(self, slots: Iterable[int]) -> tuple[ParentKey, ...]:
+        """Every key of ``slots``, sorted."""
+        keys: list[ParentKey] = []
+        for slot in slots:
+            keys.extend(self._by_slot.get(slot, ()))
+        return tuple(sorted(keys))
 
 
 @dataclass(slots=True)

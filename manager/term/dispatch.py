@@ -1,7 +1,7 @@
 """What the coordinator sends to workers, in order: the outbox, and KEYS batched per loop turn.
 
 Contract:
-- ``push(key, priority)`` (the term's ``manager.routing.keys.KeySink``) notes a parent key for
+- ``push(key, priority)`` (the term's ``manager.routing.router.KeySink``) notes a parent key for
   the owner of its slot (``SlotOwners.dispatch_target``); all keys pushed in one event-loop
   turn go out as KEYS messages (at most ``KEYS_BATCH`` keys each, each key once per
   priority), in priority order. A key whose slot is in transit is dropped (the

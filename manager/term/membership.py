@@ -55,7 +55,7 @@ Outbox = list[tuple[str, Message]]
 
 class SlotKeys(Protocol):
     def keys_of(self, slots: Iterable[int]) -> tuple[ParentKey, ...]:
-        """Every parent key of ``slots`` (``manager.routing.keys.KeyIndex``)."""
+        """Every parent key of ``slots`` (``manager.routing.router.KeyIndex``)."""
         ...
 
 

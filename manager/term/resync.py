@@ -22,7 +22,7 @@ from typing import Protocol
 from manager.controllers.running import ControllerSet
 from manager.controllers.view import ControllerId, ControllerView
 from manager.informers.shared import Informers
-from manager.routing.keys import KeySink
+from manager.routing.router import KeySink
 from proto.runtime.clock import Clock
 from proto.wire import ParentKey, Priority
 

@@ -4,7 +4,7 @@ While the term runs, this process is the only coordinator (the Lease says so, or
 election). The parts, each with its own contract, built bottom up, each given at construction
 what it uses (no part learns another later):
 - ``manager.controllers.running.ControllerSet``: the controllers running now (state), and
-  ``manager.routing.keys.KeyIndex``: every handled parent key by slot (state);
+  ``manager.routing.router.KeyIndex``: every handled parent key by slot (state);
 - ``manager.term.membership``: the slot table (reads both: ASSIGN and WELCOME carry them);
 - ``manager.term.dispatch``: keys and messages queued for workers, KEYS batched per loop turn
   (the ``KeySink`` every part pushes keys to);
@@ -40,9 +40,8 @@ from manager.controllers.hosted import Controllers
 from manager.controllers.running import ControllerSet
 from manager.informers.shared import Informers
 from manager.link.router import RouterLink
-from manager.routing.keys import KeyIndex
 from manager.routing.related import Related
-from manager.routing.router import Router
+from manager.routing.router import KeyIndex, Router
 from manager.term.dispatch import Dispatch
 from manager.term.grace import Grace
 from manager.term.membership import Membership, Timing

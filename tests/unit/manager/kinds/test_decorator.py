@@ -10,8 +10,7 @@ import pytest
 
 from manager.informers.store import LONG_VALUE, Cached, Store
 from manager.kinds.decorator import DecoratorView
-from manager.routing.keys import KeyIndex
-from manager.routing.router import Router
+from manager.routing.router import KeyIndex, Router
 from manager.term.snapshots import snapshot_of
 from proto.api.decorator import parse_decorator_controller
 from proto.api.names import DECORATOR_ANNOTATION

@@ -7,8 +7,7 @@ import pytest
 
 from manager.informers.store import Cached, Store
 from manager.kinds.composite import CompositeView
-from manager.routing.keys import KeyIndex
-from manager.routing.router import Router
+from manager.routing.router import KeyIndex, Router
 from manager.term.snapshots import revisions_of, snapshot_of
 from proto.api.controllers import parse_composite_controller
 from proto.kube.resources import Resource

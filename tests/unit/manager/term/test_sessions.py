@@ -12,7 +12,7 @@ import pytest
 import structlog
 
 from manager.controllers.running import ControllerSet
-from manager.routing.keys import KeyIndex
+from manager.routing.router import KeyIndex
 from manager.term.grace import Grace
 from manager.term.membership import Membership, Outbox
 from manager.term.metrics import TermMetrics
