@@ -164,7 +164,7 @@ class Coordinator:
                 cache_flush_interval=settings.cache_flush_interval,
                 curve=settings.curve,
                 selector=settings.selector,
-                cluster_revision_namespace=settings.cluster_revision_namespace,
+                coordinator=settings,
             ),
             discovery=self._client.discovery,
             informers=informers,

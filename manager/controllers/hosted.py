@@ -10,8 +10,9 @@ Contract:
   the others are left to the installation they belong to: no event, no log line but a debug
   one, no finalizer touched.
 - Each object is parsed, validated and resolved through discovery by its kind
-  (``manager.kinds``). An invalid controller (bad spec, unknown resource, Composite parent
-  without the status subresource) is not run: a Warning event on the controller object
+  (``manager.kinds``, given a ``Context``: discovery and the coordinator's ``settings``). An
+  invalid controller (bad spec, unknown resource, Composite parent without the status
+  subresource) is not run: a Warning event on the controller object
   (reason ``CreateError``, or ``SyncError`` for the missing status subresource, as
   Metacontroller does) and a log line say why; the others keep running. Failed controllers
   are retried every ``retry_interval`` (a CRD may appear later).
@@ -64,7 +65,8 @@ from manager.controllers.view import ControllerId, ControllerView, Unusable, gro
 from manager.informers.informer import EventHandler, Informer
 from manager.informers.shared import Informers
 from manager.informers.store import Cached
-from manager.kinds import Kind, registry
+from manager.kinds import Context, Kind, registry
+from manager.settings import CoordinatorSettings
 from proto.api import names
 from proto.api.endpoints import object_refs
 from proto.api.selectors import Selector
@@ -123,7 +125,7 @@ class Controllers:
         clock: Clock = SYSTEM_CLOCK,
         retry_interval: float = 30.0,
         references: HookReferences | None = None,
-        cluster_revision_namespace: str = "default",
+        settings: CoordinatorSettings = CoordinatorSettings(),  # noqa: B008 (immutable)
     ) -> None:
         self._discovery = discovery
         self._informers = informers
@@ -136,7 +138,7 @@ class Controllers:
         self._kinds = kinds if kinds is not None else registry()
         self._clock = clock
         self._retry_interval = retry_interval
-        self._revision_namespace = cluster_revision_namespace
+        self._context = Context(discovery, settings)
         self._failed: dict[ControllerId, str] = {}  # id -> resourceVersion reported
         self._skipped: set[ControllerId] = set()  # not selected by the target label selector
         self._acquired: dict[str, tuple[Resource, Informer, EventHandler]] = {}
@@ -321,12 +323,7 @@ class Controllers:
         """``kind.view``, with API errors sorted: ``Unusable`` for an unknown resource,
         ``_Transient`` for any other API error or a timeout."""
         try:
-            return await kind.view(
-                obj,
-                cached,
-                self._discovery,
-                cluster_revision_namespace=self._revision_namespace,
-            )
+            return await kind.view(obj, cached, self._context)
         except ResourceNotFound as e:
             raise Unusable(names.REASON_CREATE_ERROR, f"cannot resolve a resource: {e}") from e
         except (KubeError, TimeoutError) as e:

@@ -2,14 +2,23 @@
 
 Each controller kind (``manager.kinds``) builds views of its controller objects (parsed spec
 plus the resources discovery resolved); routing, snapshots, customize hooks and the term work
-from this protocol only, so they hold no kind-specific code. A view answers three questions:
+from these protocols only, so they hold no kind-specific code.
+
+``HostedController`` is what every controller has whatever its kind: its identity, the
+controller object, its hooks' connections and what workers receive (``definition``).
+``SpecView`` implements all of it but ``definition`` from the parsed spec, once for every
+kind. ``ControllerView`` adds what a kind writes itself, three questions:
 
 - which resources it watches: ``parents`` (their objects are the keys a worker reconciles)
   and ``children`` (objects owned by, or claimable by, a parent);
-- which parent keys an event maps to: ``handles`` and ``ignores_update`` for parent events,
-  ``owner_key`` for an owned child, ``may_adopt`` and ``adopts`` for an orphan;
-- what a snapshot holds: ``children_of`` (the claimable children of one parent), and its
-  ControllerRevisions when ``revisions`` names their resource.
+- which parent keys an event maps to: ``key`` and ``parent_resource`` (a key and its
+  resource), ``handles`` and ``ignores_update`` for parent events, ``owner_key`` for an owned
+  child, ``may_adopt`` and ``adopts`` for an orphan;
+- what a snapshot holds: ``children_of`` (the claimable children of one parent).
+
+A kind whose controllers keep ControllerRevisions also implements ``KeepsRevisions`` (only
+CompositeControllers do); the code asks ``keeps_revisions(view)``, and a kind without
+revisions writes nothing about them.
 
 ``definition`` is what workers receive (``proto.wire.ControllerDef``), with each hook's
 resolved TLS material and credentials (``connections``, set by ``manager.controllers.hosted``
@@ -22,13 +31,14 @@ here too: ``resolve_all``, ``resource_info``, ``group_resource``, ``group_key``,
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable
 from functools import cached_property
-from typing import ClassVar, Generic, Protocol, Self, TypeVar
+from typing import ClassVar, Generic, Protocol, Self, TypeVar, cast, runtime_checkable
 
 from manager.informers.store import Cached, Store
 from proto.api import names
-from proto.api.controllers import CompositeHooks, Hook, HookName
+from proto.api.controllers import Hook, HookName
 from proto.api.endpoints import Connection, Settings, decode_connections
 from proto.api.objectmap import TypeKey
 from proto.kube.errors import ResourceNotFound
@@ -91,6 +101,13 @@ def group_key(resource: Resource) -> str:
     return TypeKey(resource.api_version, resource.kind).group_key
 
 
+class Hooks(Protocol):
+    """What the coordinator reads of a spec's hooks: only the customize hook."""
+
+    @property
+    def customize(self) -> Hook | None: ...
+
+
 class Spec(Protocol):
     """What every parsed controller spec has (``CompositeController``, ``DecoratorController``)."""
 
@@ -101,7 +118,7 @@ class Spec(Protocol):
     @property
     def resync_period_seconds(self) -> float | None: ...
     @property
-    def hooks(self) -> CompositeHooks: ...
+    def hooks(self) -> Hooks: ...
 
     def connection_settings(self) -> dict[HookName, Settings]: ...
 
@@ -150,8 +167,9 @@ class SpecView(Generic[S]):
         return dataclasses.replace(self, connections=connections)  # type: ignore[type-var]
 
 
-class ControllerView(Protocol):
-    """One valid controller of some kind (see the module docstring)."""
+class HostedController(Protocol):
+    """What every controller has, whatever its kind (``SpecView`` implements it but
+    ``definition``)."""
 
     @property
     def id(self) -> ControllerId: ...
@@ -185,7 +203,7 @@ class ControllerView(Protocol):
         """The resolved connection of one hook (empty when it uses none)."""
         ...
 
-    def with_connections(self, connections: bytes) -> ControllerView:
+    def with_connections(self, connections: bytes) -> Self:
         """This view with other resolved connections (a new view: workers get the material)."""
         ...
 
@@ -201,15 +219,14 @@ class ControllerView(Protocol):
         """The finalizer this controller puts on its parents (with a finalize hook)."""
         ...
 
+
+class ControllerView(HostedController, Protocol):
+    """One valid controller of some kind: what its kind writes (see the module docstring)."""
+
     @property
     def parents(self) -> tuple[Resource, ...]: ...
     @property
     def children(self) -> tuple[Resource, ...]: ...
-    @property
-    def revisions(self) -> Resource | None:
-        """The ControllerRevision resource when the controller keeps revisions (then also
-        one of ``children``; ``children_of`` it gives a parent's revisions)."""
-        ...
 
     def key(self, resource: Resource, namespace: str, name: str) -> ParentKey:
         """The key of parent ``namespace/name`` of ``resource`` (one of ``parents``)."""
@@ -243,10 +260,42 @@ class ControllerView(Protocol):
         """The claimable children of ``parent`` among ``store``'s (of child ``resource``)."""
         ...
 
-    def revision_parents(
-        self, parent: Cached, revisions: tuple[bytes, ...]
-    ) -> tuple[tuple[str, bytes], ...]:
-        """``(revision name, parent JSON)`` of each older revision of ``parent`` (among its
-        ``revisions``' raw JSON) whose sync hook gets a parent other than the live one;
-        empty for a controller that keeps no revisions."""
+
+Versions = tuple[tuple[str, bytes], ...]
+"""(revision name, parent JSON) of a parent's older revisions."""
+
+
+@runtime_checkable
+class KeepsRevisions(Protocol):
+    """What a view adds when its kind keeps ControllerRevisions (CompositeControllers with a
+    rolling child type); ask ``keeps_revisions`` rather than checking for it."""
+
+    def revision_resource(self) -> Resource | None:
+        """The ControllerRevision resource when this controller keeps revisions (then it is
+        also the last of ``children``, so revisions are watched and routed like children, but
+        they are not among a snapshot's children); None when it keeps none."""
         ...
+
+    def revisions_of(self, parent: Cached, store: Store) -> tuple[bytes, ...]:
+        """The ControllerRevisions ``parent`` claims, among ``store``'s."""
+        ...
+
+    def revision_parents(self, parent: Cached, revisions: tuple[bytes, ...]) -> Versions:
+        """``(revision name, parent JSON)`` of each older revision of ``parent`` (among its
+        ``revisions``' raw JSON) whose sync hook gets a parent other than the live one."""
+        ...
+
+
+def keeps_revisions(view: ControllerView) -> KeepsRevisions | None:
+    """``view`` when it keeps ControllerRevisions now (its kind implements ``KeepsRevisions``
+    and its ``revision_resource()`` is not None), else None. Cheap: the kind is checked once
+    per view class."""
+    if not _keeps_revisions(type(view)):
+        return None
+    keeper = cast(KeepsRevisions, view)
+    return keeper if keeper.revision_resource() is not None else None
+
+
+@functools.cache
+def _keeps_revisions(cls: type) -> bool:
+    return issubclass(cls, KeepsRevisions)

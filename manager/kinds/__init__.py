@@ -6,10 +6,13 @@ imports them all once; adding a kind is adding its module, nothing else.
 A ``Kind`` says which objects define its controllers (``resource``, the plural of its
 ``metacontroller.k8s.io`` CRD) and turns one such object into a ``manager.controllers.view.
 ControllerView`` (``view``), resolving its resources through discovery, or raises
-``manager.controllers.view.Unusable`` saying why it cannot run.
+``manager.controllers.view.Unusable`` saying why it cannot run. ``view`` gets a ``Context``:
+discovery, and the coordinator's settings, of which each kind reads what it needs.
 
-Kinds import ``manager.controllers.view`` and ``manager.informers.store`` and never each other
-(import-linter).
+Kinds import what the coordinator shares with every kind (``manager.controllers.view``,
+``manager.informers.store``, ``manager.settings``) and never each other; no module outside
+``manager.kinds`` imports a kind (import-linter, over ``manager.kinds.*``, so a new kind is
+covered without naming it).
 """
 
 from __future__ import annotations
@@ -17,12 +20,24 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from manager.controllers.view import ControllerView
 from manager.informers.store import Cached
+from manager.settings import CoordinatorSettings
 from proto.kube.resources import Discovery
 from proto.wire import ControllerKind
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a kind may use to build a view."""
+
+    discovery: Discovery
+    """Resolves the resources a controller object names."""
+    settings: CoordinatorSettings
+    """The coordinator's settings; each kind reads what it needs."""
 
 
 class Kind(Protocol):
@@ -33,17 +48,9 @@ class Kind(Protocol):
         """The plural of the kind's CRD in ``metacontroller.k8s.io`` (``compositecontrollers``)."""
         ...
 
-    async def view(
-        self,
-        obj: dict[str, Any],
-        cached: Cached,
-        discovery: Discovery,
-        *,
-        cluster_revision_namespace: str,
-    ) -> ControllerView:
-        """The view of controller object ``obj``; raises ``Unusable``.
-        ``cluster_revision_namespace`` is where a kind that keeps ControllerRevisions finds
-        those of cluster-scoped parents (``--cluster-revision-namespace``)."""
+    async def view(self, obj: dict[str, Any], cached: Cached, context: Context) -> ControllerView:
+        """The view of controller object ``obj`` (``cached``: as the informer keeps it);
+        raises ``Unusable``."""
         ...
 
 

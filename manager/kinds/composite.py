@@ -15,18 +15,20 @@
   parent's ``spec.selector`` (``Selector.nothing()`` when unusable), decoded once per parent
   version (a bounded cache).
 - With a ``RollingRecreate`` or ``RollingInPlace`` child type, ControllerRevisions
-  (``metacontroller.k8s.io/v1alpha1``) are watched too: ``revisions`` is that resource, last
-  of ``children`` (so they are watched and routed like children: an owned revision maps to
-  its parent, an orphan to the parents that would adopt it), and left out of ``definition``.
+  (``metacontroller.k8s.io/v1alpha1``) are watched too: the view keeps revisions
+  (``manager.controllers.view.KeepsRevisions``), ``revisions`` is that resource, last of
+  ``children`` (so they are watched and routed like children: an owned revision maps to its
+  parent, an orphan to the parents that would adopt it), and left out of ``definition``.
   A parent's revisions (``revisions_of``) are those it controls in its revision namespace,
   then the orphans there carrying the parent type's ``metacontroller.k8s.io/apiGroup`` and
   ``.../resource`` labels that its selector matches. The revision namespace is the parent's
-  own for a namespaced parent, ``cluster_revision_namespace`` (``--cluster-revision-namespace``)
-  for a cluster-scoped one: ControllerRevisions are namespaced, and a namespaced object may
-  have a cluster-scoped owner (the garbage collector deletes it with the parent). An orphan
-  revision elsewhere is never offered to a cluster-scoped parent. Metacontroller also releases a
-  controlled revision whose labels no longer match the selector, and then fails to create it
-  again forever (#194); here a controlled revision stays claimed.
+  own for a namespaced parent, ``cluster_revision_namespace`` (``--cluster-revision-namespace``,
+  read from the ``Context``'s settings) for a cluster-scoped one: ControllerRevisions are
+  namespaced, and a namespaced object may have a cluster-scoped owner (the garbage collector
+  deletes it with the parent). An orphan revision elsewhere is never offered to a
+  cluster-scoped parent. Metacontroller also releases a controlled revision whose labels no
+  longer match the selector, and then fails to create it again forever (#194); here a
+  controlled revision stays claimed.
 """
 
 from __future__ import annotations
@@ -42,18 +44,20 @@ from manager.controllers.view import (
     ControllerView,
     SpecView,
     Unusable,
+    Versions,
     group_resource,
     resolve_all,
     resource_info,
     status_only,
 )
 from manager.informers.store import Cached, Store
+from manager.kinds import Context
 from proto.api import names
 from proto.api.controllers import CompositeController, group_of, parse_composite_controller
 from proto.api.errors import InvalidControllerError
 from proto.api.revisions import Revision, older_parents
 from proto.api.selectors import Selector, SelectorError, from_label_selector, from_match_labels
-from proto.kube.resources import Discovery, Resource
+from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey
 
 _SELECTOR_CACHE = 4096
@@ -151,8 +155,6 @@ class CompositeView(SpecView[CompositeController]):
         )
 
     def children_of(self, parent: Cached, resource: Resource, store: Store) -> tuple[bytes, ...]:
-        if resource is self.revisions:
-            return self.revisions_of(parent, store)
         namespace = parent.namespace if self.parent.namespaced else None
         owned = store.owned_by(parent.uid)
         if namespace is not None:
@@ -160,6 +162,9 @@ class CompositeView(SpecView[CompositeController]):
         selector = self.children_selector(parent)
         orphans = [c for c in store.select(selector, namespace=namespace) if c.owner is None]
         return tuple(c.raw for c in owned) + tuple(c.raw for c in orphans)
+
+    def revision_resource(self) -> Resource | None:
+        return self.revisions
 
     def revisions_of(self, parent: Cached, store: Store) -> tuple[bytes, ...]:
         """The ControllerRevisions ``parent`` claims (see the module docstring)."""
@@ -173,13 +178,11 @@ class CompositeView(SpecView[CompositeController]):
         ]
         return tuple(r.raw for r in owned) + tuple(r.raw for r in orphans)
 
-    def revision_parents(
-        self, parent: Cached, revisions: tuple[bytes, ...]
-    ) -> tuple[tuple[str, bytes], ...]:
+    def revision_parents(self, parent: Cached, revisions: tuple[bytes, ...]) -> Versions:
         """``proto.api.revisions.older_parents`` over ``revisions`` (the raw JSON of
         ``revisions_of``). Cheap when no older revision owns children: the parent is decoded
         only when some revision lists children; a malformed revision is skipped (the worker
-        reports it)."""
+        reports it). Empty for a controller that keeps no revisions."""
         if self.revisions is None:
             return ()
         owning: list[Revision] = []
@@ -227,14 +230,8 @@ class _Composite:
     kind = ControllerKind.COMPOSITE
     resource = names.COMPOSITE_CONTROLLERS
 
-    async def view(
-        self,
-        obj: dict[str, Any],
-        cached: Cached,
-        discovery: Discovery,
-        *,
-        cluster_revision_namespace: str,
-    ) -> ControllerView:
+    async def view(self, obj: dict[str, Any], cached: Cached, context: Context) -> ControllerView:
+        discovery = context.discovery
         try:
             spec = parse_composite_controller(obj)
         except InvalidControllerError as e:
@@ -265,7 +262,7 @@ class _Composite:
             parent,
             tuple(children),
             revisions,
-            cluster_revision_namespace,
+            context.settings.cluster_revision_namespace,
         )
 
 

@@ -35,11 +35,12 @@ from manager.controllers.view import (
     status_only,
 )
 from manager.informers.store import Cached, Store
+from manager.kinds import Context
 from proto.api import names
 from proto.api.controllers import group_of
 from proto.api.decorator import DecoratedResource, DecoratorController, parse_decorator_controller
 from proto.api.errors import InvalidControllerError
-from proto.kube.resources import Discovery, Resource
+from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey
 
 
@@ -69,11 +70,6 @@ class DecoratorView(SpecView[DecoratorController]):
     @cached_property
     def _by_group_kind(self) -> dict[tuple[str, str], Resource]:
         return {(r.group, r.kind): r for r, _ in self._by_group_resource.values()}
-
-    @property
-    def revisions(self) -> Resource | None:
-        """Decorators keep no ControllerRevisions."""
-        return None
 
     @cached_property
     def parents(self) -> tuple[Resource, ...]:
@@ -145,25 +141,13 @@ class DecoratorView(SpecView[DecoratorController]):
         orphans = [c for c in store.orphans(namespace) if self._ours(c)]
         return tuple(c.raw for c in owned) + tuple(c.raw for c in orphans)
 
-    def revision_parents(
-        self, parent: Cached, revisions: tuple[bytes, ...]
-    ) -> tuple[tuple[str, bytes], ...]:
-        return ()  # DecoratorControllers keep no revisions
-
 
 class _Decorator:
     kind = ControllerKind.DECORATOR
     resource = names.DECORATOR_CONTROLLERS
 
-    async def view(
-        self,
-        obj: dict[str, Any],
-        cached: Cached,
-        discovery: Discovery,
-        *,
-        cluster_revision_namespace: str,
-    ) -> ControllerView:
-        """DecoratorControllers keep no ControllerRevisions: the namespace is unused."""
+    async def view(self, obj: dict[str, Any], cached: Cached, context: Context) -> ControllerView:
+        discovery = context.discovery
         try:
             spec = parse_decorator_controller(obj)
         except InvalidControllerError as e:

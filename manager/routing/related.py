@@ -18,7 +18,7 @@ Contract:
 - ``related_of(view, parent)`` is the snapshot's ``related``: one group per rule's resource
   (``<Kind>.<apiVersion>``, present even when empty) with the matching objects' raw JSON.
 - Rolling updates: the customize hook is also called once per older revision that owns
-  children, with that revision's parent (``ControllerView.revision_parents``), as
+  children, with that revision's parent (``KeepsRevisions.revision_parents``), as
   Metacontroller does. Those answers hang off the live parent's entry: kept while the
   revision stays among the parent's older revisions, dropped with the live answer (a new
   generation, the parent gone, any answer of the family 20 minutes old).
@@ -44,7 +44,13 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from manager.controllers.view import ControllerId, ControllerView, group_key, group_resource
+from manager.controllers.view import (
+    ControllerId,
+    ControllerView,
+    Versions,
+    group_key,
+    group_resource,
+)
 from manager.informers.informer import EventHandler, Informer
 from manager.informers.shared import Informers
 from manager.informers.store import Cached
@@ -69,7 +75,6 @@ log = get_logger("metashard.related")
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 EntryKey = tuple[ControllerId, str]  # (controller, parent uid)
 CallKey = tuple[ControllerId, str, str]  # (controller, parent uid, revision name or "")
-Versions = tuple[tuple[str, bytes], ...]  # (revision name, parent JSON) of older revisions
 _MAX_BACKOFF = 300.0
 _SYNC_TIMEOUT = 30.0
 _ANSWER_TTL = 20 * 60.0  # Metacontroller's customize cache TTL (customize/manager.go)

@@ -10,7 +10,8 @@ What a snapshot holds (the parent and its claimable children, as raw JSON):
   CompositeController its owned children and the orphans its selector matches, for a
   DecoratorController its annotated attachments). Each object appears once; order is stable.
 - ``revisions`` (``revisions_of``) are the parent's ControllerRevisions, for a controller
-  that keeps them (``ControllerView.revisions``); they are not among ``children``.
+  that keeps them (``manager.controllers.view.keeps_revisions``); they are not among
+  ``children``.
 - ``related`` is what ``manager.routing.related`` selected for the parent (controllers with a
   customize hook), empty otherwise.
 - Payloads are the bytes the API server sent; nothing is decoded or re-encoded here.
@@ -24,7 +25,7 @@ What ``SnapshotServer.fetch`` answers:
   has seen it, or ``barrier_timeout`` has passed (then it is taken anyway and counted).
 - For controllers with a customize hook, the snapshot waits (same timeout) until the
   parent's related objects are known, and under rolling updates those of each older
-  revision that owns children (``ControllerView.revision_parents``); if they still are not,
+  revision that owns children (``KeepsRevisions.revision_parents``); if they still are not,
   NACK NOT_READY. The snapshot's ``revision_related`` carries the older revisions' related
   objects where they differ from the live parent's.
 - A snapshot carries the parent's ControllerRevisions (``revisions_of``)
@@ -42,11 +43,17 @@ import asyncio
 from collections.abc import Callable, Mapping
 
 from manager.controllers.running import ControllerSet
-from manager.controllers.view import ControllerView, group_key, group_resource
+from manager.controllers.view import (
+    ControllerView,
+    Versions,
+    group_key,
+    group_resource,
+    keeps_revisions,
+)
 from manager.informers.shared import Informers
 from manager.informers.store import Cached, Stores
 from manager.informers.watermark import parse_resource_version
-from manager.routing.related import Related, Versions
+from manager.routing.related import Related
 from manager.term.dispatch import Dispatch
 from manager.term.membership import SlotOwners
 from manager.term.metrics import TermMetrics
@@ -76,9 +83,11 @@ def snapshot_of(
     parent = parent_of(view, key, stores)
     if parent is None:
         return None, {}, {}
+    keeper = keeps_revisions(view)
+    revisions = keeper.revision_resource() if keeper is not None else None
     children: Children = {}
     for resource in view.children:
-        if resource is view.revisions:
+        if resource is revisions:
             continue
         store = stores.store(resource)
         children[group_key(resource)] = (
@@ -90,12 +99,13 @@ def snapshot_of(
 def revisions_of(view: ControllerView, key: ParentKey, *, stores: Stores) -> tuple[bytes, ...]:
     """The ControllerRevisions of the parent ``key`` names (none when the controller keeps
     none, or the parent is gone)."""
-    resource = view.revisions
+    keeper = keeps_revisions(view)
+    resource = keeper.revision_resource() if keeper is not None else None
     store = stores.store(resource) if resource is not None else None
     parent = parent_of(view, key, stores) if store is not None else None
-    if resource is None or store is None or parent is None:
+    if keeper is None or store is None or parent is None:
         return ()
-    return view.children_of(parent, resource, store)
+    return keeper.revisions_of(parent, store)
 
 
 class SnapshotServer:
@@ -226,4 +236,5 @@ class SnapshotServer:
 
 def _versions(view: ControllerView, parent: Cached, revisions: tuple[bytes, ...]) -> Versions:
     """The older revisions' parents the customize hook must answer for (rolling only)."""
-    return view.revision_parents(parent, revisions) if view.revisions is not None else ()
+    keeper = keeps_revisions(view)
+    return keeper.revision_parents(parent, revisions) if keeper is not None else ()

@@ -42,6 +42,7 @@ from manager.informers.shared import Informers
 from manager.link.router import RouterLink
 from manager.routing.related import Related
 from manager.routing.router import KeyIndex, Router
+from manager.settings import CoordinatorSettings
 from manager.term.dispatch import Dispatch
 from manager.term.grace import Grace
 from manager.term.membership import Membership, Timing
@@ -77,7 +78,8 @@ class TermSettings:
     cache_flush_interval: float = 1800.0  # every parent is pushed again (LOW) this often
     curve: ServerCurve | None = None  # authenticate workers with these keys
     selector: Selector = Selector.everything()  # noqa: RUF009 - the controllers to run
-    cluster_revision_namespace: str = "default"  # ControllerRevisions of cluster-scoped parents
+    # The process's settings, of which each controller kind reads what it needs.
+    coordinator: CoordinatorSettings = CoordinatorSettings()  # noqa: RUF009 - frozen
 
 
 class Term:
@@ -177,7 +179,7 @@ class Term:
             clock=clock,
             retry_interval=settings.retry_interval,
             references=references,
-            cluster_revision_namespace=settings.cluster_revision_namespace,
+            settings=settings.coordinator,
         )
 
     # --- lifecycle ----------------------------------------------------------------------------

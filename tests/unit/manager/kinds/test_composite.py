@@ -7,9 +7,11 @@ from typing import Any
 import orjson
 import pytest
 
-from manager.controllers.view import Unusable
+from manager.controllers.view import Unusable, keeps_revisions
 from manager.informers.store import Cached
-from manager.kinds.composite import KIND
+from manager.kinds import Context
+from manager.kinds.composite import KIND, CompositeView
+from manager.settings import CoordinatorSettings
 from proto.kube.errors import ResourceNotFound
 from proto.kube.resources import Resource
 
@@ -45,24 +47,26 @@ def controller(method: str) -> dict[str, Any]:
     }
 
 
-async def view_of(method: str, discovery: Discovery) -> Any:
+async def view_of(method: str, discovery: Discovery) -> CompositeView:
     obj = controller(method)
     raw = orjson.dumps(obj)
-    return await KIND.view(
-        obj,
-        Cached.from_object(obj, raw),
-        discovery,  # type: ignore[arg-type]
-        cluster_revision_namespace="revs",
-    )
+    settings = CoordinatorSettings(cluster_revision_namespace="revs")
+    context = Context(discovery, settings)  # type: ignore[arg-type]
+    view = await KIND.view(obj, Cached.from_object(obj, raw), context)
+    assert isinstance(view, CompositeView)
+    return view
 
 
 @pytest.mark.asyncio
 async def test_a_rolling_controller_also_watches_controller_revisions() -> None:
     rolling = await view_of("RollingRecreate", Discovery(THINGS, PODS, REVISIONS))
     assert rolling.children == (PODS, REVISIONS) and rolling.revisions is REVISIONS
+    assert keeps_revisions(rolling) is not None
+    assert rolling.cluster_revision_namespace == "revs"  # from the coordinator's settings
     assert [r.resource for r in rolling.definition.resources] == ["things", "pods"]
     plain = await view_of("Recreate", Discovery(THINGS, PODS))
     assert plain.children == (PODS,) and plain.revisions is None
+    assert keeps_revisions(plain) is None
 
 
 @pytest.mark.asyncio

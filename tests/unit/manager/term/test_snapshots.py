@@ -31,7 +31,6 @@ class View:
     parents = (THINGS,)
     children: tuple[Resource, ...] = ()
     customize = None
-    revisions = None
 
     def parent_resource(self, key: ParentKey) -> Resource:
         return THINGS
