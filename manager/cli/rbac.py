@@ -7,11 +7,12 @@ Usage::
         [--related RESOURCE[.GROUP]]... | --no-related
         [--output manifests|values] [--name NAME] [--namespace NS]
 
-- Without paths it lists the cluster's CompositeControllers and DecoratorControllers and
-  resolves their resources through discovery (a resource the cluster does not serve is an
-  error). With paths it reads every ``*.yaml``/``*.yml``/``*.json`` file (folders recursively,
-  several documents per file, ``kind: List`` unwrapped), keeps the Composite and Decorator
-  controllers, and takes each resource's group from its ``apiVersion`` as written.
+- Without paths it lists the cluster's controllers of every kind (``manager.kinds``:
+  CompositeControllers, DecoratorControllers) and resolves their resources through discovery
+  (a resource the cluster does not serve is an error). With paths it reads every
+  ``*.yaml``/``*.yml``/``*.json`` file (folders recursively, several documents per file,
+  ``kind: List`` unwrapped), keeps the controllers of every kind, and takes each resource's
+  group from its ``apiVersion`` as written.
 - A controller with a customize hook names its related resources at run time, per parent:
   they cannot be read from the objects. The command refuses to guess: pass each with
   ``--related`` (``namespaces`` too when a rule uses a ``namespaceSelector``), or
@@ -53,6 +54,7 @@ from manager.controllers.rbac import (
     controller_resources,
     leader_election_rules,
 )
+from manager.kinds import registry
 from proto.api import names
 from proto.kube.client import Client
 from proto.kube.config import load_config
@@ -63,7 +65,6 @@ from proto.runtime.startup import EXIT_CONFIG, EXIT_FAILURE, StartupError, fail
 
 PROG = "metashard rbac"
 _SUFFIXES = (".yaml", ".yml", ".json")
-_KINDS = (names.COMPOSITE_CONTROLLER, names.DECORATOR_CONTROLLER)
 
 
 def _documents(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -89,29 +90,29 @@ def _documents(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
 
 
 def controllers_from_files(paths: Sequence[Path]) -> list[Mapping[str, Any]]:
-    """The Composite and Decorator controllers in ``paths``; an empty result is an error."""
+    """The controllers of every kind (``manager.kinds``) in ``paths``; an empty result is an
+    error."""
+    kinds = [kind.kind.value for kind in registry()]
     found = [
         obj
         for path in paths
         for _, obj in _documents(path)
-        if obj.get("apiVersion") == names.API_VERSION and obj.get("kind") in _KINDS
+        if obj.get("apiVersion") == names.API_VERSION and obj.get("kind") in kinds
     ]
     if not found:
-        raise StartupError(
-            "no CompositeController or DecoratorController in " + ", ".join(map(str, paths))
-        )
+        raise StartupError(f"no {' or '.join(kinds)} in " + ", ".join(map(str, paths)))
     return found
 
 
 async def controllers_from_cluster(
     kubeconfig: str | None,
 ) -> tuple[list[Mapping[str, Any]], Resolve]:
-    """The cluster's Composite and Decorator controllers, and a resolver over its discovery."""
+    """The cluster's controllers of every kind, and a resolver over its discovery."""
     async with Session(load_config(kubeconfig)) as session:
         client = Client(session)
         await client.discovery.refresh()
         found: list[Mapping[str, Any]] = []
-        for plural in (names.COMPOSITE_CONTROLLERS, names.DECORATOR_CONTROLLERS):
+        for plural in (kind.resource for kind in registry()):
             try:
                 resource = await client.resource(names.API_VERSION, resource=plural)
             except ResourceNotFound:

@@ -1,16 +1,23 @@
-"""The least-privilege RBAC rules a set of Composite and Decorator controllers needs.
+"""The least-privilege RBAC rules a set of controllers of every kind needs.
 
-``controller_resources(obj, resolve)`` reads one CompositeController or DecoratorController
-object (a plain dict) into the resources it names; ``cluster_role_rules(controllers,
+``controller_resources(obj, resolve)`` reads one controller object (a plain dict) of a kind
+in ``manager.kinds`` into the resources it names; ``cluster_role_rules(controllers,
 related=...)`` turns those into ClusterRole rules with exactly the verbs metashard issues.
 Both are pure: the caller supplies ``resolve`` (the objects' ``apiVersion`` and plural, or the
 cluster's discovery) and prints the result (``manager.cli.rbac``).
 
+Each kind supplies its own part (``Kind.needs``, returning ``Needs``): where its spec names
+parents and children, the verbs its workers use on its parents, its hooks' connection
+settings, and any other grant it needs. This module checks what every controller object has
+(``apiVersion``, a kind of ``manager.kinds``, ``metadata.name``, ``spec``, a customize hook),
+refuses an object of any other kind, grants every kind's CRD, and merges the rules.
+
 What each use of a resource is granted, and why (the calls are in the modules named):
 
-- **CompositeController parent**: ``list``, ``watch`` (the coordinator's informer,
-  ``manager.informers.informer``); ``patch`` (our finalizer, ``workers.kinds.composite``).
-  ``<parent>/status``: ``update`` (the status PUT, ``workers.kinds.composite``).
+- **CompositeController parent** (``PARENT_VERBS``): ``list``, ``watch`` (the coordinator's
+  informer, ``manager.informers.informer``); ``patch`` (our finalizer,
+  ``workers.kinds.composite``). ``<parent>/status``: ``update`` (the status PUT,
+  ``workers.kinds.composite``).
   ``<parent>/finalizers``: ``update``, because children carry an ownerReference with
   ``blockOwnerDeletion: true`` to the parent, which the API server's
   OwnerReferencesPermissionEnforcement admission allows only to those who may update the
@@ -19,15 +26,17 @@ What each use of a resource is granted, and why (the calls are in the modules na
 - **CompositeController child**: ``list``, ``watch`` (informer); ``create``, ``update``,
   ``delete`` (``workers.sync.children``); ``patch`` (adoption and release,
   ``workers.sync.claims``).
-- **DecoratorController resource** (its parents): as a Composite parent, plus ``update``: a
+- **DecoratorController resource** (its parents, ``DECORATOR_PARENT_VERBS``): as a Composite
+  parent, plus ``update``: a
   DecoratorController's sync hook may set the parent's labels and annotations, which
   Metacontroller writes with an update. **Attachment**: as a child.
 - **Related resources** of customize hooks: ``list``, ``watch`` (``manager.routing.related``). A
   customize hook chooses them per parent at run time, so they cannot be read from the
   controller objects: the caller passes them (``related=``). A rule with a
   ``namespaceSelector`` also watches ``namespaces`` (pass that too).
-- **metacontroller.k8s.io**: ``compositecontrollers`` and ``decoratorcontrollers``: ``list``,
-  ``watch`` (``manager.controllers.hosted``). ``controllerrevisions``, only when a
+- **metacontroller.k8s.io**: the CRD of every kind (``compositecontrollers``,
+  ``decoratorcontrollers``): ``list``, ``watch`` (``manager.controllers.hosted``).
+  ``controllerrevisions``, a grant of the composite kind's own, only when a
   CompositeController has a ``RollingRecreate`` or ``RollingInPlace`` child type: ``list``,
   ``watch`` (the coordinator's informer, ``manager.kinds.composite``); ``create``,
   ``update``, ``delete`` (``workers.kinds.composite.rollouts``); ``patch`` (adoption of
@@ -52,10 +61,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from manager.kinds import registry
 from proto.api import names
-from proto.api.controllers import parse_composite_controller
-from proto.api.decorator import parse_decorator_controller
-from proto.api.endpoints import RefKind, object_refs
+from proto.api.controllers import HookName
+from proto.api.endpoints import RefKind, Settings, object_refs
 from proto.api.errors import InvalidControllerError
 from proto.api.fields import Fields
 from proto.kube.resources import Resource, split_api_version
@@ -137,6 +146,29 @@ def by_discovery(served: Iterable[Resource]) -> Resolve:
     return resolve
 
 
+Grants = tuple[tuple[GroupResource, tuple[str, ...]], ...]
+"""(resource, verbs) pairs."""
+
+
+def resolved(fields: Fields, resolve: Resolve) -> GroupResource:
+    """The resource a spec entry names (its ``apiVersion`` and ``resource``)."""
+    return resolve(fields.require_str("apiVersion"), fields.require_str("resource"))
+
+
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """What a kind reads from one of its controller objects (``manager.kinds.Kind.needs``)."""
+
+    parents: tuple[GroupResource, ...]
+    children: tuple[GroupResource, ...]
+    parent_verbs: tuple[str, ...]
+    """What its workers do to its parents (``PARENT_VERBS``, ``DECORATOR_PARENT_VERBS``)."""
+    connections: Mapping[HookName, Settings]
+    """Each hook's connection settings: the Secrets and ConfigMaps they name are granted."""
+    grants: Grants = ()
+    """Anything else the controller needs (a rolling CompositeController: its revisions)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ControllerResources:
     """What one controller object names."""
@@ -147,68 +179,57 @@ class ControllerResources:
     children: tuple[GroupResource, ...]
     customize: bool
     """It has a customize hook: its related resources are known only at run time."""
+    parent_verbs: tuple[str, ...] = PARENT_VERBS
+    """What its kind's workers do to its parents."""
     referenced: tuple[tuple[str, str], ...] = ()
     """(``secrets`` or ``configmaps``, name) its webhooks read."""
-    rolling: bool = False
-    """A CompositeController with a rolling child type: it keeps ControllerRevisions."""
+    grants: Grants = ()
+    """What else its kind says it needs (a rolling CompositeController: ControllerRevisions)."""
 
     def __str__(self) -> str:
         return f"{self.kind} {self.name}"
 
 
-_SPEC_KEYS = {
-    names.COMPOSITE_CONTROLLER: ("parentResource", "childResources"),
-    names.DECORATOR_CONTROLLER: ("resources", "attachments"),
-}
-
-
 def controller_resources(obj: Mapping[str, Any], resolve: Resolve) -> ControllerResources:
-    """The parents and children (attachments) ``obj`` names, resolved.
+    """What ``obj`` needs: the parents and children it names, resolved, and what its kind
+    adds (``Kind.needs``).
 
-    Raises ``RbacError`` naming the object and field when it is not a Composite or
-    Decorator controller or lacks a field the rules need.
+    Raises ``RbacError`` naming the object and field when it is not a controller of a kind
+    of ``manager.kinds`` or lacks a field the rules need.
     """
     top = Fields.of(obj, "", InvalidControllerError)
     kind = obj.get("kind")
+    kinds = {k.kind.value: k for k in registry()}
     try:
-        if kind not in _SPEC_KEYS or obj.get("apiVersion") != names.API_VERSION:
-            raise top.fail("kind", f"not a {names.API_VERSION} Composite or DecoratorController")
+        api_version = obj.get("apiVersion")
+        found = (
+            kinds.get(kind) if isinstance(kind, str) and api_version == names.API_VERSION else None
+        )
+        if found is None:
+            raise top.fail("kind", f"not a {names.API_VERSION} {' or '.join(kinds)}")
         name = top.require_object("metadata").require_str("name")
         spec = top.require_object("spec")
-        parent_key, child_key = _SPEC_KEYS[kind]
-        if kind == names.COMPOSITE_CONTROLLER:
-            parent_fields = [spec.require_object(parent_key)]
-        else:
-            parent_fields = spec.get_objects(parent_key)
-            if not parent_fields:
-                raise spec.fail(parent_key, "required (a DecoratorController needs resources)")
-
-        def resolved(fields: Fields) -> GroupResource:
-            return resolve(fields.require_str("apiVersion"), fields.require_str("resource"))
-
+        needs = found.needs(spec, obj, resolve)
         hooks = spec.get_object("hooks")
         return ControllerResources(
-            kind=kind,
+            kind=found.kind.value,
             name=name,
-            parents=tuple(resolved(f) for f in parent_fields),
-            children=tuple(resolved(f) for f in spec.get_objects(child_key)),
+            parents=needs.parents,
+            children=needs.children,
             customize=hooks is not None and hooks.get_object("customize") is not None,
-            referenced=_referenced(obj),
-            rolling=kind == names.COMPOSITE_CONTROLLER and parse_composite_controller(obj).rolling,
+            parent_verbs=needs.parent_verbs,
+            referenced=_referenced(needs.connections),
+            grants=needs.grants,
         )
     except (InvalidControllerError, RbacError) as err:
         what = f"{kind or 'object'} {(obj.get('metadata') or {}).get('name') or '(unnamed)'}"
         raise RbacError(f"{what}: {err}") from None
 
 
-def _referenced(obj: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """(``secrets``/``configmaps``, name) of every object the webhooks of ``obj`` read."""
-    if obj.get("kind") == names.COMPOSITE_CONTROLLER:
-        settings = parse_composite_controller(obj).connection_settings()
-    else:
-        settings = parse_decorator_controller(obj).connection_settings()
+def _referenced(connections: Mapping[HookName, Settings]) -> tuple[tuple[str, str], ...]:
+    """(``secrets``/``configmaps``, name) of every object the hooks' ``connections`` name."""
     plural = {RefKind.SECRET: "secrets", RefKind.CONFIG_MAP: "configmaps"}
-    return tuple(sorted({(plural[r.kind], r.name) for r in object_refs(settings.values())}))
+    return tuple(sorted({(plural[r.kind], r.name) for r in object_refs(connections.values())}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,20 +280,17 @@ def cluster_role_rules(
     """The ClusterRole rules for ``controllers`` plus ``related`` resources (see the module
     docstring for every verb)."""
     grants: list[tuple[GroupResource, Sequence[str]]] = [
-        (GroupResource(names.GROUP, names.COMPOSITE_CONTROLLERS), CONTROLLER_VERBS),
-        (GroupResource(names.GROUP, names.DECORATOR_CONTROLLERS), CONTROLLER_VERBS),
-        (GroupResource("", "events"), EVENT_VERBS),
+        (GroupResource(names.GROUP, kind.resource), CONTROLLER_VERBS) for kind in registry()
     ]
+    grants.append((GroupResource("", "events"), EVENT_VERBS))
     controllers_seen = list(controllers)
     for controller in controllers_seen:
-        decorator = controller.kind == names.DECORATOR_CONTROLLER
         for parent in controller.parents:
-            grants.append((parent, DECORATOR_PARENT_VERBS if decorator else PARENT_VERBS))
+            grants.append((parent, controller.parent_verbs))
             grants.append((parent.sub("status"), STATUS_VERBS))
             grants.append((parent.sub("finalizers"), FINALIZERS_VERBS))
         grants += [(child, CHILD_VERBS) for child in controller.children]
-    if any(controller.rolling for controller in controllers_seen):
-        grants.append((GroupResource(names.GROUP, names.CONTROLLER_REVISIONS), REVISION_VERBS))
+        grants += controller.grants
     grants += [(resource, RELATED_VERBS) for resource in related]
     rules = _merge(grants)
     named: dict[str, set[str]] = {}

@@ -7,7 +7,8 @@ A ``Kind`` says which objects define its controllers (``resource``, the plural o
 ``metacontroller.k8s.io`` CRD) and turns one such object into a ``manager.controllers.view.
 ControllerView`` (``view``), resolving its resources through discovery, or raises
 ``manager.controllers.view.Unusable`` saying why it cannot run. ``view`` gets a ``Context``:
-discovery, and the coordinator's settings, of which each kind reads what it needs.
+discovery, and the coordinator's settings, of which each kind reads what it needs. ``needs``
+says what RBAC one of its controller objects needs (``manager.controllers.rbac``).
 
 Kinds import what the coordinator shares with every kind (``manager.controllers.view``,
 ``manager.informers.store``, ``manager.settings``) and never each other; no module outside
@@ -20,14 +21,19 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from manager.controllers.view import ControllerView
 from manager.informers.store import Cached
 from manager.settings import CoordinatorSettings
 from proto.kube.resources import Discovery
 from proto.wire import ControllerKind
+
+if TYPE_CHECKING:  # manager.controllers.rbac finds the kinds here
+    from manager.controllers.rbac import Needs, Resolve
+    from proto.api.fields import Fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +57,11 @@ class Kind(Protocol):
     async def view(self, obj: dict[str, Any], cached: Cached, context: Context) -> ControllerView:
         """The view of controller object ``obj`` (``cached``: as the informer keeps it);
         raises ``Unusable``."""
+        ...
+
+    def needs(self, spec: Fields, obj: Mapping[str, Any], resolve: Resolve) -> Needs:
+        """What controller object ``obj`` (its ``spec``) needs for the RBAC rules; raises
+        ``InvalidControllerError`` (or ``RbacError`` from ``resolve``) naming the field."""
         ...
 
 

@@ -34,12 +34,21 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
 import orjson
 
+from manager.controllers.rbac import (
+    PARENT_VERBS,
+    REVISION_VERBS,
+    GroupResource,
+    Needs,
+    Resolve,
+    resolved,
+)
 from manager.controllers.view import (
     ControllerView,
     SpecView,
@@ -55,6 +64,7 @@ from manager.kinds import Context
 from proto.api import names
 from proto.api.controllers import CompositeController, group_of, parse_composite_controller
 from proto.api.errors import InvalidControllerError
+from proto.api.fields import Fields
 from proto.api.revisions import Revision, older_parents
 from proto.api.selectors import Selector, SelectorError, from_label_selector, from_match_labels
 from proto.kube.resources import Resource
@@ -229,6 +239,20 @@ class CompositeView(SpecView[CompositeController]):
 class _Composite:
     kind = ControllerKind.COMPOSITE
     resource = names.COMPOSITE_CONTROLLERS
+
+    def needs(self, spec: Fields, obj: Mapping[str, Any], resolve: Resolve) -> Needs:
+        """One parent, its children, and ControllerRevisions under a rolling child type."""
+        parent = resolved(spec.require_object("parentResource"), resolve)
+        children = tuple(resolved(f, resolve) for f in spec.get_objects("childResources"))
+        controller = parse_composite_controller(obj)
+        revisions = GroupResource(names.GROUP, names.CONTROLLER_REVISIONS)
+        return Needs(
+            parents=(parent,),
+            children=children,
+            parent_verbs=PARENT_VERBS,
+            connections=controller.connection_settings(),
+            grants=((revisions, REVISION_VERBS),) if controller.rolling else (),
+        )
 
     async def view(self, obj: dict[str, Any], cached: Cached, context: Context) -> ControllerView:
         discovery = context.discovery

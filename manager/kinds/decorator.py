@@ -21,10 +21,12 @@ As Metacontroller's ``pkg/controller/decorator`` does it:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
+from manager.controllers.rbac import DECORATOR_PARENT_VERBS, Needs, Resolve, resolved
 from manager.controllers.view import (
     ControllerView,
     SpecView,
@@ -40,6 +42,7 @@ from proto.api import names
 from proto.api.controllers import group_of
 from proto.api.decorator import DecoratedResource, DecoratorController, parse_decorator_controller
 from proto.api.errors import InvalidControllerError
+from proto.api.fields import Fields
 from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey
 
@@ -145,6 +148,19 @@ class DecoratorView(SpecView[DecoratorController]):
 class _Decorator:
     kind = ControllerKind.DECORATOR
     resource = names.DECORATOR_CONTROLLERS
+
+    def needs(self, spec: Fields, obj: Mapping[str, Any], resolve: Resolve) -> Needs:
+        """Its resources (at least one) as parents, which its sync hook may update, and its
+        attachments as children."""
+        targets = spec.get_objects("resources")
+        if not targets:
+            raise spec.fail("resources", "required (a DecoratorController needs resources)")
+        return Needs(
+            parents=tuple(resolved(f, resolve) for f in targets),
+            children=tuple(resolved(f, resolve) for f in spec.get_objects("attachments")),
+            parent_verbs=DECORATOR_PARENT_VERBS,
+            connections=parse_decorator_controller(obj).connection_settings(),
+        )
 
     async def view(self, obj: dict[str, Any], cached: Cached, context: Context) -> ControllerView:
         discovery = context.discovery

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from manager.cli.rbac import main
 from manager.controllers.rbac import (
     CHILD_VERBS,
+    DECORATOR_PARENT_VERBS,
+    PARENT_VERBS,
     ControllerResources,
     GroupResource,
     RbacError,
@@ -186,6 +188,11 @@ def test_rules(objects: list[Any], related: tuple[str, ...], expected: list[Any]
             "ConfigMap x: kind: not a metacontroller.k8s.io/v1alpha1",
         ),
         (
+            {**decorator("d", [("v1", "pods")]), "kind": "OtherController"},
+            "OtherController d: kind: not a metacontroller.k8s.io/v1alpha1 CompositeController "
+            "or DecoratorController",
+        ),
+        (
             {**composite("c", ("v1", "pods")), "spec": {"hooks": {}}},
             "CompositeController c: spec.parentResource: required",
         ),
@@ -221,7 +228,8 @@ def test_customize_hooks_are_flagged() -> None:
 def test_rolling_child_types_are_flagged(method: str, expected: bool) -> None:
     obj = rolling(composite("c", ("v1", "pods"), ("v1", "configmaps")), method)
     found = controller_resources(obj, by_api_version)
-    assert found.rolling is expected
+    revisions = GroupResource("metacontroller.k8s.io", "controllerrevisions")
+    assert (found.grants == ((revisions, CHILD_VERBS),)) is expected
     granted = {r for rule in cluster_role_rules([found]) for r in rule.resources}
     assert ("controllerrevisions" in granted) is expected
 
@@ -282,12 +290,13 @@ _resources = st.builds(GroupResource, _groups, _names)
     controllers=st.lists(
         st.builds(
             ControllerResources,
-            kind=st.sampled_from(["CompositeController", "DecoratorController"]),
+            kind=st.just("SomeController"),
             name=st.just("x"),
             parents=st.lists(_resources, min_size=1, max_size=2).map(tuple),
             children=st.lists(_resources, max_size=3).map(tuple),
             customize=st.booleans(),
-            rolling=st.booleans(),
+            parent_verbs=st.sampled_from([PARENT_VERBS, DECORATOR_PARENT_VERBS]),
+            grants=st.lists(st.tuples(_resources, st.just(CHILD_VERBS)), max_size=2).map(tuple),
         ),
         max_size=4,
     ),
@@ -313,16 +322,12 @@ def test_rules_grant_exactly_the_union_of_what_each_use_needs(
     }
     for controller in controllers:
         for parent in controller.parents:
-            verbs = ["list", "watch", "patch"]
-            if controller.kind == "DecoratorController":
-                verbs.append("update")
-            needed |= {(parent.group, parent.resource, v) for v in verbs}
+            needed |= {(parent.group, parent.resource, v) for v in controller.parent_verbs}
             needed |= {
                 (parent.group, f"{parent.resource}/{s}", "update") for s in ("status", "finalizers")
             }
         needed |= {(c.group, c.resource, v) for c in controller.children for v in CHILD_VERBS}
-    if any(controller.rolling for controller in controllers):
-        needed |= {("metacontroller.k8s.io", "controllerrevisions", v) for v in CHILD_VERBS}
+        needed |= {(r.group, r.resource, v) for r, verbs in controller.grants for v in verbs}
     needed |= {(r.group, r.resource, v) for r in related for v in ("list", "watch")}
     assert granted == needed
     # one rule per (group, verb set): no group/verb-set pair repeats
