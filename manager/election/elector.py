@@ -153,11 +153,6 @@ class LeaderElector:
         """How the term before the current (or last) one ended."""
         return self._previous
 
-    @property
-    def observed_record(self) -> LeaderRecord | None:
-        """The Lease spec as last seen."""
-        return self._record
-
     async def run(self) -> None:
         """Acquire, lead, repeat; until cancelled (then release, if configured)."""
         self._metrics.leading(False)

@@ -27,10 +27,6 @@ class LeaderMetrics(Protocol):
         ...
 
 
-class LeaderMetricsFactory(Protocol):
-    def for_lease(self, name: str) -> LeaderMetrics: ...
-
-
 class _NoMetrics:
     __slots__ = ()
 

@@ -68,8 +68,3 @@ class Backoff:
         if base < self._cap:
             self._attempt += 1
         return base * (1.0 + self._jitter * self._rng.random())
-
-    def reset(self) -> None:
-        """Start the sequence again from ``initial``."""
-        self._attempt = 0
-        self._last = None

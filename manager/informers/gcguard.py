@@ -43,19 +43,12 @@ class Collector(Protocol):
 class GcGuard:
     """Counts concurrent bulk loads; pauses the collector while any runs (see module doc)."""
 
-    __slots__ = ("_active", "_collector", "_restore", "freezes")
+    __slots__ = ("_active", "_collector", "_restore")
 
     def __init__(self, collector: Collector = gc) -> None:
         self._collector = collector
         self._active = 0
         self._restore = False
-        self.freezes = 0
-        """How many times the survivors of a load were frozen."""
-
-    @property
-    def active(self) -> int:
-        """How many bulk loads are running now."""
-        return self._active
 
     @contextlib.contextmanager
     def bulk(self) -> Iterator[None]:
@@ -70,7 +63,6 @@ class GcGuard:
             self._active -= 1
             if self._active == 0:
                 self._collector.freeze()
-                self.freezes += 1
                 if self._restore:
                     self._collector.enable()
 

@@ -222,9 +222,6 @@ class Store:
             return self._resolve(self._orphans.get(namespace, ()))
         return self._resolve(k for keys in self._orphans.values() for k in keys)
 
-    def with_label(self, key: str, value: str) -> list[Cached]:
-        return self._resolve(self._by_label.get((key, value), ()))
-
     def select(self, selector: Selector, *, namespace: str | None = None) -> list[Cached]:
         """Objects matching ``selector``, optionally within one namespace, sorted by key.
 

@@ -144,9 +144,6 @@ class Membership:
             counts[worker] = counts.get(worker, 0) + 1
         return counts
 
-    def knows(self, worker_id: str) -> bool:
-        return worker_id in self.workers
-
     def member_at(self, route: bytes) -> str | None:
         """The member whose current connection has routing id ``route``."""
         return self._by_route.get(route)
@@ -159,11 +156,6 @@ class Membership:
     def _kept_slots(self, worker_id: str) -> tuple[int, ...]:
         """Slots the worker owns and is not giving up."""
         return tuple(s for s in self.slots_of(worker_id) if s not in self._revoking)
-
-    @property
-    def settled(self) -> bool:
-        """Every slot has its target owner and nothing is in transit."""
-        return not self._dirty and not self._revoking and len(self._owner) == self.slot_count
 
     # --- events -------------------------------------------------------------------------------
 

@@ -36,13 +36,12 @@ def test_overlapping_loads_pause_once_and_freeze_after_the_last() -> None:
     second = guard.bulk()
     first.__enter__()
     second.__enter__()
-    assert guard.active == 2 and not collector.isenabled()
+    assert not collector.isenabled()
     first.__exit__(None, None, None)  # the other load still runs: stay paused
     assert not collector.isenabled() and collector.calls == ["disable"]
     second.__exit__(None, None, None)
-    assert collector.isenabled() and guard.active == 0
-    assert collector.calls == ["disable", "freeze", "enable"]
-    assert guard.freezes == 1
+    assert collector.isenabled()
+    assert collector.calls == ["disable", "freeze", "enable"]  # one pause, one freeze
 
 
 def test_a_failing_load_still_restores_the_collector() -> None:

@@ -122,7 +122,6 @@ class StoreMachine(RuleBasedStateMachine):
             assert self.store.owned_by(uid) == [
                 o for o in objs if o.owner is not None and o.owner.uid == uid
             ]
-        assert self.store.with_label("app", "x") == [o for o in objs if o.labels.get("app") == "x"]
         for text in ("app=x", "app=x,tier!=y", "!tier", "app in (x,y)", ""):
             selector = parse(text)
             for scope in (None, "a"):
