@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import REGISTRY, CollectorRegistry
 
 from manager.term.metrics import TermMetrics
 from proto.wire import Priority
@@ -39,6 +39,18 @@ def test_keys_and_fetches_are_counted_by_label() -> None:
 
 
 def test_without_a_registry_nothing_is_recorded() -> None:
+    before = _series(REGISTRY)
     metrics = TermMetrics(None)
+    metrics.workers(3)
     metrics.keys_pushed(Priority.LIVE)
     metrics.fetch("snapshot")
+    metrics.barrier_timeout()
+    metrics.revoked(2)
+    metrics.slots({"w-0": 4})
+    assert _series(REGISTRY) == before  # nothing was registered in the process's registry
+    assert REGISTRY.get_sample_value("metashard_coordinator_workers") is None
+
+
+def _series(registry: CollectorRegistry) -> set[str]:
+    """The names of every sample ``registry`` exports."""
+    return {s.name for family in registry.collect() for s in family.samples}
