@@ -23,7 +23,7 @@ import time
 from prometheus_client import CollectorRegistry
 
 from manager.controllers.hookrefs import HookReferences
-from manager.election.config import ElectionConfig, default_identity
+from manager.election.config import default_identity
 from manager.election.elector import LeaderElector
 from manager.election.lease import ClientLeaseLock
 from manager.election.metrics import PrometheusLeaderMetrics
@@ -31,10 +31,9 @@ from manager.informers.metrics import PrometheusInformerMetrics
 from manager.informers.shared import Informers
 from manager.link.auth import refused_peers_counter
 from manager.settings import CoordinatorSettings
-from manager.term.grace import Grace, Timings, first_assignment
-from manager.term.membership import Timing
+from manager.term.grace import Grace, first_assignment
 from manager.term.metrics import TermMetrics
-from manager.term.term import Term, TermFailed, TermSettings
+from manager.term.term import Term, TermFailed
 from proto.api.names import EVENT_COMPONENT
 from proto.hooks.client import HookClient
 from proto.hooks.metrics import PrometheusHookMetrics
@@ -109,12 +108,7 @@ class Coordinator:
                     ClientLeaseLock(
                         self._client, namespace=namespace, name=settings.leader_election_id
                     ),
-                    ElectionConfig(
-                        identity=self.identity,
-                        lease_duration=settings.lease_duration,
-                        renew_deadline=settings.renew_deadline,
-                        retry_period=settings.retry_period,
-                    ),
+                    settings.election(self.identity),
                     on_started_leading=self._lead,
                     on_stopped_leading=self._unlead,
                     clock=self._clock,
@@ -138,15 +132,8 @@ class Coordinator:
         log.info("coordinator stopped")
 
     def _grace(self) -> Grace:
-        settings = self.settings
-        timings = Timings(
-            worker_timeout=settings.worker_timeout,
-            heartbeat_interval=settings.heartbeat_interval,
-            lease_duration=settings.lease_duration,
-            renew_deadline=settings.renew_deadline,
-        )
         previous = self._elector.previous_term if self._elector is not None else None
-        return first_assignment(timings, previous=previous, own_workers=settings.own_workers)
+        return first_assignment(self.settings, previous=previous)
 
     async def _lead(self, epoch: int) -> None:
         assert self._client is not None and self._recorder is not None
@@ -156,16 +143,8 @@ class Coordinator:
         term = Term(
             epoch=epoch,
             coordinator_id=self.identity,
-            settings=TermSettings(
-                bind=settings.bind,
-                timing=Timing(settings.heartbeat_interval, settings.worker_timeout),
-                grace=self._grace(),
-                retry_interval=settings.discovery_interval,
-                cache_flush_interval=settings.cache_flush_interval,
-                curve=settings.curve,
-                selector=settings.selector,
-                coordinator=settings,
-            ),
+            settings=settings,
+            grace=self._grace(),
             discovery=self._client.discovery,
             informers=informers,
             recorder=self._recorder,

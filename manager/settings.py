@@ -63,6 +63,15 @@ class CoordinatorSettings:
         """The controllers to run (``--target-label-selector``); validated at parse time."""
         return parse(self.target_label_selector)
 
+    def election(self, identity: str) -> ElectionConfig:
+        """The leader election of candidate ``identity``, with these timings."""
+        return ElectionConfig(
+            identity=identity,
+            lease_duration=self.lease_duration,
+            renew_deadline=self.renew_deadline,
+            retry_period=self.retry_period,
+        )
+
 
 DEFAULT_LEASE = "metashard"
 _SAME = {Operator.DOUBLE_EQUALS: Operator.EQUALS}

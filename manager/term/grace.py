@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from manager.election.elector import PreviousTerm
+from manager.settings import CoordinatorSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,19 +43,12 @@ class Grace:
     """Why, for the log."""
 
 
-@dataclass(frozen=True, slots=True)
-class Timings:
-    worker_timeout: float
-    heartbeat_interval: float
-    lease_duration: float
-    renew_deadline: float
-
-
-def first_assignment(timings: Timings, *, previous: PreviousTerm | None, own_workers: int) -> Grace:
-    """The wait before a term's first assignment. ``previous``: how the previous term ended
-    (``None``: no leader election); ``own_workers``: how many workers this process started on
-    a private endpoint (0: workers are separate deployments)."""
-    full = max(0.0, timings.worker_timeout - timings.heartbeat_interval)
+def first_assignment(settings: CoordinatorSettings, *, previous: PreviousTerm | None) -> Grace:
+    """The wait before a term's first assignment, given the coordinator's timings and how
+    many workers it started on a private endpoint (``own_workers``; 0: workers are separate
+    deployments). ``previous``: how the previous term ended (``None``: no leader election)."""
+    own_workers = settings.own_workers
+    full = max(0.0, settings.worker_timeout - settings.heartbeat_interval)
     if previous is None and own_workers:
         seconds, reason = 0.0, "the workers are this process's own"
     elif previous is None:
@@ -64,8 +58,8 @@ def first_assignment(timings: Timings, *, previous: PreviousTerm | None, own_wor
     elif previous is PreviousTerm.HANDED_OVER:
         seconds, reason = 0.0, "the previous leader's workers confirmed they stopped"
     elif previous is PreviousTerm.EXPIRED:
-        ended = timings.lease_duration - timings.renew_deadline
-        seconds = max(0.0, timings.worker_timeout - ended)
+        ended = settings.lease_duration - settings.renew_deadline
+        seconds = max(0.0, settings.worker_timeout - ended)
         reason = f"the previous term ended at least {ended:g} s ago (its Lease expired)"
     else:
         seconds = full

@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from dataclasses import dataclass
 
 from prometheus_client import Counter
 
@@ -50,36 +49,21 @@ from manager.term.metrics import TermMetrics
 from manager.term.resync import ResyncPlanner
 from manager.term.sessions import WorkerSessions
 from manager.term.snapshots import SnapshotServer
-from proto.api.selectors import Selector
 from proto.hooks.client import HookClient
 from proto.kube.events import EventRecorder
 from proto.kube.resources import Discovery
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
-from proto.runtime.curve import ServerCurve
 from proto.runtime.logs import get_logger
 
 log = get_logger("metashard.coordinator")
 
 
 GOODBYE_WAIT = 1.0  # seconds the ending term waits for its workers to confirm they stopped
+BARRIER_TIMEOUT = 5.0  # seconds a snapshot waits for the cache to see a worker's own writes
 
 
 class TermFailed(Exception):
     """A part of the term failed or stopped: the term cannot do its job."""
-
-
-@dataclass(frozen=True, slots=True)
-class TermSettings:
-    bind: str  # ZeroMQ endpoint to bind, e.g. tcp://0.0.0.0:7070
-    timing: Timing = Timing()  # noqa: RUF009 - frozen, never mutated
-    grace: Grace = Grace(4.0)  # noqa: RUF009 - the wait before the first assignment
-    barrier_timeout: float = 5.0
-    retry_interval: float = 30.0  # retry of controllers that could not start
-    cache_flush_interval: float = 1800.0  # every parent is pushed again (LOW) this often
-    curve: ServerCurve | None = None  # authenticate workers with these keys
-    selector: Selector = Selector.everything()  # noqa: RUF009 - the controllers to run
-    # The process's settings, of which each controller kind reads what it needs.
-    coordinator: CoordinatorSettings = CoordinatorSettings()  # noqa: RUF009 - frozen
 
 
 class Term:
@@ -88,7 +72,8 @@ class Term:
         *,
         epoch: int,
         coordinator_id: str,
-        settings: TermSettings,
+        settings: CoordinatorSettings,
+        grace: Grace,
         discovery: Discovery,
         informers: Informers,
         recorder: EventRecorder,
@@ -121,7 +106,7 @@ class Term:
             keys=self.keys,
             controllers=self.controllers,
             start_at=math.inf,
-            timing=settings.timing,
+            timing=Timing(settings.heartbeat_interval, settings.worker_timeout),
         )
         self.dispatch = Dispatch(epoch=epoch, owners=self.membership, metrics=metrics)
         self.related = Related(
@@ -143,7 +128,7 @@ class Term:
             related=self.related,
             dispatch=self.dispatch,
             metrics=metrics,
-            barrier_timeout=settings.barrier_timeout,
+            barrier_timeout=BARRIER_TIMEOUT,
         )
         self.sessions = WorkerSessions(
             epoch=epoch,
@@ -153,7 +138,7 @@ class Term:
             snapshots=self.snapshots,
             controllers=self.controllers,
             informers=informers,
-            grace=settings.grace,
+            grace=grace,
             metrics=metrics,
             clock=clock,
         )
@@ -177,9 +162,9 @@ class Term:
             writer=writer,
             selector=settings.selector,
             clock=clock,
-            retry_interval=settings.retry_interval,
+            retry_interval=settings.discovery_interval,
             references=references,
-            settings=settings.coordinator,
+            settings=settings,
         )
 
     # --- lifecycle ----------------------------------------------------------------------------

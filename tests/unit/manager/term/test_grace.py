@@ -3,17 +3,18 @@ workers could still act."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from manager.election.elector import PreviousTerm
-from manager.term.grace import Timings, first_assignment
+from manager.settings import CoordinatorSettings
+from manager.term.grace import first_assignment
 
-DEFAULTS = Timings(
+DEFAULTS = CoordinatorSettings(
     worker_timeout=5.0, heartbeat_interval=1.0, lease_duration=15.0, renew_deadline=10.0
 )
-SHORT_LEASE = Timings(
-    worker_timeout=5.0, heartbeat_interval=1.0, lease_duration=12.0, renew_deadline=10.0
-)
+SHORT_LEASE = dataclasses.replace(DEFAULTS, lease_duration=12.0)
 
 
 @pytest.mark.parametrize(
@@ -37,14 +38,15 @@ SHORT_LEASE = Timings(
     ],
 )
 def test_the_wait_before_the_first_assignment(
-    timings: Timings,
+    timings: CoordinatorSettings,
     previous: PreviousTerm | None,
     own: int,
     seconds: float,
     expected: int,
     join_within: float,
 ) -> None:
-    grace = first_assignment(timings, previous=previous, own_workers=own)
+    settings = dataclasses.replace(timings, own_workers=own)
+    grace = first_assignment(settings, previous=previous)
     assert (grace.seconds, grace.expected_workers, grace.join_within) == (
         seconds,
         expected,

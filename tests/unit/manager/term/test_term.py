@@ -14,9 +14,9 @@ import pytest
 from manager.informers.shared import Informers
 from manager.informers.store import Cached, Store
 from manager.link.router import RouterLink, SendResult
+from manager.settings import CoordinatorSettings
 from manager.term.grace import Grace
-from manager.term.membership import Timing
-from manager.term.term import Term, TermFailed, TermSettings
+from manager.term.term import Term, TermFailed
 from proto.hooks.client import HookClient
 from proto.kube.errors import ResourceNotFound
 from proto.kube.events import EventRecorder
@@ -201,12 +201,13 @@ class World:
         self.term = Term(
             epoch=7,
             coordinator_id="c",
-            settings=TermSettings(
+            settings=CoordinatorSettings(
                 bind="inproc://term",
-                timing=Timing(heartbeat_interval=1.0, worker_timeout=100.0),  # the worker is mute
-                grace=Grace(0.0),
+                heartbeat_interval=1.0,
+                worker_timeout=100.0,  # the worker is mute
                 cache_flush_interval=40.0,
             ),
+            grace=Grace(0.0),
             discovery=cast(Discovery, discovery or FakeDiscovery()),
             informers=cast(Informers, self.informers),
             recorder=cast(EventRecorder, Recorder()),
