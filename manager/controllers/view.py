@@ -5,14 +5,15 @@ plus the resources discovery resolved); routing, snapshots, customize hooks and 
 from these protocols only, so they hold no kind-specific code.
 
 ``HostedController`` is what every controller has whatever its kind: its identity, the
-controller object, its hooks' connections and what workers receive (``definition``).
-``SpecView`` implements all of it but ``definition`` from the parsed spec, once for every
-kind. ``ControllerView`` adds what a kind writes itself, three questions:
+controller object, its hooks' connections, the ``key`` of a parent and what workers receive
+(``definition``). ``SpecView`` implements all of it from the parsed spec, once for every
+kind (a kind says which resources go into its ``definition``). ``ControllerView`` adds what
+a kind writes itself, three questions:
 
 - which resources it watches: ``parents`` (their objects are the keys a worker reconciles)
   and ``children`` (objects owned by, or claimable by, a parent);
-- which parent keys an event maps to: ``key`` and ``parent_resource`` (a key and its
-  resource), ``handles`` and ``ignores_update`` for parent events, ``owner_key`` for an owned
+- which parent keys an event maps to: ``parent_resource`` (which parent resource a key
+  names), ``handles`` and ``ignores_update`` for parent events, ``owner_key`` for an owned
   child, ``may_adopt`` and ``adopts`` for an orphan;
 - what a snapshot holds: ``children_of`` (the claimable children of one parent).
 
@@ -24,26 +25,29 @@ revisions writes nothing about them.
 resolved TLS material and credentials (``connections``, set by ``manager.controllers.hosted``
 through ``with_connections``). Views are immutable once built; a changed controller object, or
 changed connection material, gets a new view. Helpers shared by every kind live
-here too: ``resolve_all``, ``resource_info``, ``group_resource``, ``group_key``,
-``status_only``.
+here too: ``parse_spec``, ``resolve_all``, ``resource_info``, ``group_resource``,
+``group_key``, ``status_only``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cached_property
-from typing import ClassVar, Generic, Protocol, Self, TypeVar, cast, runtime_checkable
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar, cast, runtime_checkable
 
 from manager.informers.store import Cached, Store
 from proto.api import names
 from proto.api.controllers import Hook, HookName
 from proto.api.endpoints import Connection, Settings, decode_connections
+from proto.api.errors import InvalidControllerError
 from proto.api.objectmap import TypeKey
 from proto.kube.errors import ResourceNotFound
 from proto.kube.resources import Discovery, Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
+
+T = TypeVar("T")
 
 ControllerId = tuple[str, str]
 """(kind, name): controller names are unique per kind only."""
@@ -55,6 +59,16 @@ class Unusable(Exception):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+def parse_spec(
+    parse: Callable[[dict[str, Any]], T], obj: dict[str, Any], kind: ControllerKind
+) -> T:
+    """``parse(obj)``, or ``Unusable`` (CreateError): ``invalid <kind>: <why>``."""
+    try:
+        return parse(obj)
+    except InvalidControllerError as e:
+        raise Unusable(names.REASON_CREATE_ERROR, f"invalid {kind.value}: {e}") from e
 
 
 async def resolve_all(
@@ -114,6 +128,8 @@ class Spec(Protocol):
     @property
     def name(self) -> str: ...
     @property
+    def uid(self) -> str: ...
+    @property
     def finalizer(self) -> str: ...
     @property
     def resync_period_seconds(self) -> float | None: ...
@@ -127,11 +143,37 @@ S = TypeVar("S", bound=Spec)
 
 
 class SpecView(Generic[S]):
-    """The part of a ``ControllerView`` every kind reads from its parsed spec the same way."""
+    """The part of a ``ControllerView`` every kind reads from its parsed spec the same way,
+    and builds the same way: ``key`` (kind, controller, the parent's group-resource, its
+    namespace when namespaced, its name) and the ``definition`` of given resources
+    (``_definition``)."""
 
     spec: S
     kind: ClassVar[ControllerKind]
-    connections: bytes  # a field of each kind's dataclass, default empty
+    raw: bytes  # fields of each kind's dataclass
+    resource_version: str
+    connections: bytes  # default empty
+
+    def key(self, resource: Resource, namespace: str, name: str) -> ParentKey:
+        return ParentKey(
+            self.kind.value,
+            self.spec.name,
+            group_resource(resource),
+            namespace if resource.namespaced else "",
+            name,
+        )
+
+    def _definition(self, resources: Iterable[Resource]) -> ControllerDef:
+        """What workers receive: the controller object and ``resources``, in their order."""
+        return ControllerDef(
+            kind=self.kind,
+            name=self.spec.name,
+            uid=self.spec.uid,
+            resource_version=self.resource_version,
+            object=self.raw,
+            resources=tuple(resource_info(r) for r in resources),
+            connections=self.connections,
+        )
 
     @property
     def name(self) -> str:
@@ -219,6 +261,10 @@ class HostedController(Protocol):
         """The finalizer this controller puts on its parents (with a finalize hook)."""
         ...
 
+    def key(self, resource: Resource, namespace: str, name: str) -> ParentKey:
+        """The key of parent ``namespace/name`` of ``resource`` (one of ``parents``)."""
+        ...
+
 
 class ControllerView(HostedController, Protocol):
     """One valid controller of some kind: what its kind writes (see the module docstring)."""
@@ -227,10 +273,6 @@ class ControllerView(HostedController, Protocol):
     def parents(self) -> tuple[Resource, ...]: ...
     @property
     def children(self) -> tuple[Resource, ...]: ...
-
-    def key(self, resource: Resource, namespace: str, name: str) -> ParentKey:
-        """The key of parent ``namespace/name`` of ``resource`` (one of ``parents``)."""
-        ...
 
     def parent_resource(self, key: ParentKey) -> Resource | None:
         """Which of ``parents`` ``key`` names; ``None`` if none."""

@@ -55,15 +55,14 @@ from manager.controllers.view import (
     Unusable,
     Versions,
     group_resource,
+    parse_spec,
     resolve_all,
-    resource_info,
     status_only,
 )
 from manager.informers.store import Cached, Store
 from manager.kinds import Context
 from proto.api import names
 from proto.api.controllers import CompositeController, group_of, parse_composite_controller
-from proto.api.errors import InvalidControllerError
 from proto.api.fields import Fields
 from proto.api.revisions import Revision, older_parents
 from proto.api.selectors import Selector, SelectorError, from_label_selector, from_match_labels
@@ -101,26 +100,9 @@ class CompositeView(SpecView[CompositeController]):
 
     @cached_property
     def definition(self) -> ControllerDef:
-        return ControllerDef(
-            kind=self.kind,
-            name=self.spec.name,
-            uid=self.spec.uid,
-            resource_version=self.resource_version,
-            object=self.raw,
-            resources=(
-                resource_info(self.parent),
-                *(resource_info(c) for c in self.children if c is not self.revisions),
-            ),
-            connections=self.connections,
-        )
-
-    def key(self, resource: Resource, namespace: str, name: str) -> ParentKey:
-        return ParentKey(
-            self.kind.value,
-            self.spec.name,
-            self.parent_group_resource,
-            namespace if self.parent.namespaced else "",
-            name,
+        """The parent, then the child resources but ControllerRevisions."""
+        return self._definition(
+            (self.parent, *(c for c in self.children if c is not self.revisions))
         )
 
     def parent_resource(self, key: ParentKey) -> Resource | None:
@@ -256,10 +238,7 @@ class _Composite:
 
     async def view(self, obj: dict[str, Any], cached: Cached, context: Context) -> ControllerView:
         discovery = context.discovery
-        try:
-            spec = parse_composite_controller(obj)
-        except InvalidControllerError as e:
-            raise Unusable(names.REASON_CREATE_ERROR, f"invalid CompositeController: {e}") from e
+        spec = parse_spec(parse_composite_controller, obj, self.kind)
         parent, *children = await resolve_all(
             discovery,
             [

@@ -30,10 +30,9 @@ from manager.controllers.rbac import DECORATOR_PARENT_VERBS, Needs, Resolve, res
 from manager.controllers.view import (
     ControllerView,
     SpecView,
-    Unusable,
     group_resource,
+    parse_spec,
     resolve_all,
-    resource_info,
     status_only,
 )
 from manager.informers.store import Cached, Store
@@ -41,7 +40,6 @@ from manager.kinds import Context
 from proto.api import names
 from proto.api.controllers import group_of
 from proto.api.decorator import DecoratedResource, DecoratorController, parse_decorator_controller
-from proto.api.errors import InvalidControllerError
 from proto.api.fields import Fields
 from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey
@@ -80,24 +78,8 @@ class DecoratorView(SpecView[DecoratorController]):
 
     @cached_property
     def definition(self) -> ControllerDef:
-        return ControllerDef(
-            kind=self.kind,
-            name=self.spec.name,
-            uid=self.spec.uid,
-            resource_version=self.resource_version,
-            object=self.raw,
-            resources=tuple(resource_info(r) for r in (*self.targets, *self.children)),
-            connections=self.connections,
-        )
-
-    def key(self, resource: Resource, namespace: str, name: str) -> ParentKey:
-        return ParentKey(
-            self.kind.value,
-            self.spec.name,
-            group_resource(resource),
-            namespace if resource.namespaced else "",
-            name,
-        )
+        """One target resource per ``resources[]`` rule, then the attachments."""
+        return self._definition((*self.targets, *self.children))
 
     def parent_resource(self, key: ParentKey) -> Resource | None:
         found = self._by_group_resource.get(key.resource)
@@ -164,10 +146,7 @@ class _Decorator:
 
     async def view(self, obj: dict[str, Any], cached: Cached, context: Context) -> ControllerView:
         discovery = context.discovery
-        try:
-            spec = parse_decorator_controller(obj)
-        except InvalidControllerError as e:
-            raise Unusable(names.REASON_CREATE_ERROR, f"invalid DecoratorController: {e}") from e
+        spec = parse_spec(parse_decorator_controller, obj, self.kind)
         targets = await resolve_all(
             discovery, [(r.api_version, r.resource) for r in spec.resources]
         )

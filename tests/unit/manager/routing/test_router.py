@@ -257,14 +257,14 @@ def test_keys_carry_the_namespace_only_for_namespaced_parents(scope: str) -> Non
             Resource("example.com", "v1", "things", "Thing", False),
             (CONFIGMAPS,),
         )
-    assert view.key(THINGS, "ns", "p") == ParentKey(
+    assert view.key(view.parent, "ns", "p") == ParentKey(
         "CompositeController",
         "cc",
         "things.example.com",
         "ns" if scope == "namespaced" else "",
         "p",
     )
-    assert 0 <= slot_of(view.key(THINGS, "ns", "p")) < 1024
+    assert 0 <= slot_of(view.key(view.parent, "ns", "p")) < 1024
 
 
 REVISIONS = Resource(
