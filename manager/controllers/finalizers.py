@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from manager.controllers.hookrefs import Getter
 from manager.controllers.view import ControllerView
 from manager.informers.store import Stores
 from proto.kube import errors
@@ -35,17 +36,9 @@ log = get_logger("metashard.finalizers")
 ATTEMPTS = 5
 
 
-class FinalizerWriter(Protocol):
-    """``proto.kube.client.Client`` conforms."""
-
-    async def get(
-        self,
-        resource: Resource,
-        name: str,
-        *,
-        namespace: str | None = None,
-        subresource: str | None = None,
-    ) -> dict[str, Any]: ...
+class FinalizerWriter(Getter, Protocol):
+    """Reads an object again after a conflict, patches it; ``proto.kube.client.Client``
+    conforms."""
 
     async def patch(
         self, resource: Resource, name: str, patch: Any, *, namespace: str | None = None

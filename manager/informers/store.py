@@ -27,7 +27,7 @@ One ``Store`` per informer (per resource). Invariants:
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -137,6 +137,9 @@ def _remove(index: dict[Any, set[ObjectKey]], key: Any, value: ObjectKey) -> Non
             del index[key]
 
 
+_Change = Callable[[dict[Any, set[ObjectKey]], Any, ObjectKey], None]
+
+
 class Stores(Protocol):
     def store(self, resource: Resource) -> Store | None:
         """The cache of ``resource``; None when no informer of it runs."""
@@ -173,7 +176,7 @@ class Store:
         if old is not None:
             if old.labels == obj.labels and old.owner == obj.owner:
                 return old  # the usual update: every index entry stays as it is
-            self._unindex(old, key)
+            self._index(old, key, _remove)
         self._index(obj, key)
         return old
 
@@ -182,27 +185,19 @@ class Store:
         key = (namespace, name)
         old = self._objects.pop(key, None)
         if old is not None:
-            self._unindex(old, key)
+            self._index(old, key, _remove)
         return old
 
     # The indexes share the caller's key tuple instead of building one each.
-    def _index(self, obj: Cached, key: ObjectKey) -> None:
-        _add(self._by_namespace, obj.namespace, key)
+    def _index(self, obj: Cached, key: ObjectKey, change: _Change = _add) -> None:
+        """Enter ``obj`` in every index; with ``change=_remove``, take it out of them."""
+        change(self._by_namespace, obj.namespace, key)
         if obj.owner is not None:
-            _add(self._by_owner, obj.owner.uid, key)
+            change(self._by_owner, obj.owner.uid, key)
         else:
-            _add(self._orphans, obj.namespace, key)
+            change(self._orphans, obj.namespace, key)
         for pair in obj.labels.items():
-            _add(self._by_label, pair, key)
-
-    def _unindex(self, obj: Cached, key: ObjectKey) -> None:
-        _remove(self._by_namespace, obj.namespace, key)
-        if obj.owner is not None:
-            _remove(self._by_owner, obj.owner.uid, key)
-        else:
-            _remove(self._orphans, obj.namespace, key)
-        for pair in obj.labels.items():
-            _remove(self._by_label, pair, key)
+            change(self._by_label, pair, key)
 
     def _resolve(self, keys: Iterable[ObjectKey]) -> list[Cached]:
         objects = self._objects
