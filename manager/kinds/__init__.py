@@ -11,7 +11,8 @@ discovery, and the coordinator's settings, of which each kind reads what it need
 says what RBAC one of its controller objects needs (``manager.controllers.rbac``).
 
 Kinds import what the coordinator shares with every kind (``manager.controllers.view``,
-``manager.informers.store``, ``manager.settings``) and never each other; no module outside
+``manager.controllers.rbac``, ``manager.informers.store``, ``manager.settings``) and never
+each other; no module outside
 ``manager.kinds`` imports a kind (import-linter, over ``manager.kinds.*``, so a new kind is
 covered without naming it).
 """
@@ -28,12 +29,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from manager.controllers.view import ControllerView
 from manager.informers.store import Cached
 from manager.settings import CoordinatorSettings
+from proto.api.fields import Fields
 from proto.kube.resources import Discovery
 from proto.wire import ControllerKind
 
-if TYPE_CHECKING:  # manager.controllers.rbac finds the kinds here
+if TYPE_CHECKING:  # manager.controllers.rbac imports this module to find the kinds
     from manager.controllers.rbac import Needs, Resolve
-    from proto.api.fields import Fields
 
 
 @dataclass(frozen=True, slots=True)
