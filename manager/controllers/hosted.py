@@ -2,7 +2,8 @@
 
 Contract:
 - Watches the controller objects of every kind in ``manager.kinds`` (CompositeControllers,
-  DecoratorControllers). A kind that cannot be watched is retried every ``retry_interval``;
+  DecoratorControllers). A kind that cannot be watched is retried every ``retry_interval``
+  (``--discovery-interval``, from the coordinator's ``settings`` as everything here);
   the log says why (its CRD missing, the API server unreachable, discovery timing out
   or failing);
   the other kinds run meanwhile.
@@ -69,7 +70,6 @@ from manager.kinds import Context, Kind, registry
 from manager.settings import CoordinatorSettings
 from proto.api import names
 from proto.api.endpoints import object_refs
-from proto.api.selectors import Selector
 from proto.api.unsupported import unsupported
 from proto.kube.errors import KubeError, ResourceNotFound, TransportError
 from proto.kube.events import NORMAL, WARNING, EventRecorder
@@ -120,10 +120,8 @@ class Controllers:
         routes: Routes,
         listeners: Sequence[ControllerListener],
         writer: FinalizerWriter | None = None,
-        selector: Selector = Selector.everything(),  # noqa: B008 (immutable)
         kinds: tuple[Kind, ...] | None = None,
         clock: Clock = SYSTEM_CLOCK,
-        retry_interval: float = 30.0,
         references: HookReferences | None = None,
         settings: CoordinatorSettings = CoordinatorSettings(),  # noqa: B008 (immutable)
     ) -> None:
@@ -134,10 +132,10 @@ class Controllers:
         self._routes = routes
         self._listeners = tuple(listeners)
         self._writer = writer
-        self._selector = selector
+        self._selector = settings.selector
         self._kinds = kinds if kinds is not None else registry()
         self._clock = clock
-        self._retry_interval = retry_interval
+        self._retry_interval = settings.discovery_interval
         self._context = Context(discovery, settings)
         self._failed: dict[ControllerId, str] = {}  # id -> resourceVersion reported
         self._skipped: set[ControllerId] = set()  # not selected by the target label selector

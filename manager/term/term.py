@@ -160,9 +160,7 @@ class Term:
             routes=self.router,
             listeners=(self.related, self.router, self.sessions, self.resync),
             writer=writer,
-            selector=settings.selector,
             clock=clock,
-            retry_interval=settings.discovery_interval,
             references=references,
             settings=settings,
         )

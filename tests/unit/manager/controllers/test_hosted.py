@@ -17,9 +17,9 @@ from manager.controllers.running import ControllerSet
 from manager.controllers.view import ControllerView
 from manager.informers.informer import EventHandler
 from manager.informers.store import Cached, Store
+from manager.settings import CoordinatorSettings
 from proto.api.controllers import HookName
 from proto.api.endpoints import decode_connections
-from proto.api.selectors import parse
 from proto.kube.errors import KubeError, NotFound, ResourceNotFound, ServerError, TransportError
 from proto.kube.resources import Resource
 
@@ -165,7 +165,7 @@ class World:
             routes=self,
             listeners=[self],
             writer=self.writer,
-            selector=parse("shard=a"),
+            settings=CoordinatorSettings(target_label_selector="shard=a"),
             references=self.references,
         )
 
