@@ -33,8 +33,9 @@ from loadtest.dev.crds import install, simple_crd
 from loadtest.dev.processes import Proc, Processes
 from manager.informers.store import Cached, Store
 from manager.kinds.composite import CompositeView
-from manager.term.membership import Timing
-from manager.term.term import Term, TermSettings
+from manager.settings import CoordinatorSettings
+from manager.term.grace import Grace
+from manager.term.term import Term
 from proto.api.controllers import parse_composite_controller
 from proto.api.crds import load_crds
 from proto.kube.client import Client
@@ -104,6 +105,10 @@ class _Informers:
     def get(self, resource: Resource) -> _Informer | None:
         return self._informers.get(resource.name)
 
+    def store(self, resource: Resource) -> Store | None:
+        informer = self._informers.get(resource.name)
+        return informer.store if informer is not None else None
+
 
 async def _worker(ctx: zmq.asyncio.Context, endpoint: str, wid: str) -> DealerLink:
     link = DealerLink(wid, endpoint, context=ctx)
@@ -126,7 +131,8 @@ async def _in_process(parents: int, events: int) -> tuple[float, float]:
     term = Term(
         epoch=1,
         coordinator_id="bench",
-        settings=TermSettings(bind=endpoint, timing=Timing()),
+        settings=CoordinatorSettings(bind=endpoint),
+        grace=Grace(4.0),
         discovery=unused,
         informers=informers,  # type: ignore[arg-type]
         recorder=unused,
@@ -136,7 +142,7 @@ async def _in_process(parents: int, events: int) -> tuple[float, float]:
         parse_composite_controller(CC), orjson.dumps(CC), "1", THINGS, (CONFIGMAPS,)
     )
     term.controllers.views = {view.id: view}
-    term.router.set_controllers([view])
+    term.router.controllers_changed([view], [view])
     term.link.bind(endpoint)
     ctx = zmq.asyncio.Context()
     tasks = [
@@ -180,7 +186,7 @@ async def _in_process(parents: int, events: int) -> tuple[float, float]:
     await asyncio.gather(*drains, return_exceptions=True)
 
     link = links[0]
-    keys = [k for k in term.router.keys_of(term.membership.slots_of("w0"))]
+    keys = [k for k in term.keys.keys_of(term.membership.slots_of("w0"))]
     request_ids = itertools.count()
 
     async def fetch() -> None:
