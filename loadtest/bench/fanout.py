@@ -80,6 +80,7 @@ CRDS = {
     "controllerrevisions.metacontroller.k8s.io",
 }
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+NAMESPACES = f"/api/v1/namespaces?labelSelector={LABEL}%3D1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +189,8 @@ def main(quick: bool, argv: Sequence[str] = ()) -> None:
     opts = parsed
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with _terminate_as_interrupt(), _cluster(opts) as (kubeconfig, pids):
+        target = cluster(kubeconfig=opts.kubeconfig, apiserver_pid=opts.apiserver_pid)
+        with terminate_as_interrupt(), target as (kubeconfig, pids):
             bench = Bench(opts, kubeconfig, pids)
             records, logs = asyncio.run(bench.run()), bench.logs
     except KeyboardInterrupt:
@@ -205,7 +207,7 @@ def main(quick: bool, argv: Sequence[str] = ()) -> None:
 
 
 @contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
+def terminate_as_interrupt() -> Iterator[None]:
     """SIGTERM raises KeyboardInterrupt as Ctrl-C does, so the clean-up runs either way."""
 
     def interrupt(*_: object) -> None:
@@ -219,17 +221,72 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _cluster(opts: Options) -> Iterator[tuple[str, dict[str, int]]]:
+def cluster(
+    *, kubeconfig: str | None, apiserver_pid: int | None
+) -> Iterator[tuple[str, dict[str, int]]]:
     """(kubeconfig, local API-server pids by name): the given cluster or the embedded one."""
-    if opts.kubeconfig:
-        yield opts.kubeconfig, ({"apiserver": opts.apiserver_pid} if opts.apiserver_pid else {})
+    if kubeconfig:
+        yield kubeconfig, ({"apiserver": apiserver_pid} if apiserver_pid else {})
         return
-    cluster = ClusterProcess().start()
+    embedded = ClusterProcess().start()
     try:
-        assert cluster.process is not None
-        yield str(cluster.kubeconfig), {"apiserver": cluster.process.pid}
+        assert embedded.process is not None
+        yield str(embedded.kubeconfig), {"apiserver": embedded.process.pid}
     finally:
-        cluster.stop()
+        embedded.stop()
+
+
+async def names(kube: Any, path: str) -> set[str]:
+    """The names of the objects a LIST of ``path`` returns (the harness's client)."""
+    items = (await kube.get(path)).get("items") or []
+    return {item["metadata"]["name"] for item in items}
+
+
+def start_server(h: Any, argv: list[str], env: dict[str, str], log: Path, port: int) -> Any:
+    """Start a server process (the harness's ``Proc``) and wait until it listens on ``port``."""
+    proc = h.runner.Proc(argv, env, log)
+    deadline = time.monotonic() + 30
+    while not listening(port):
+        if time.monotonic() > deadline or not proc.alive():
+            proc.stop()
+            raise RuntimeError(f"{argv[2:4]} did not start; see {log}")
+        time.sleep(0.05)
+    return proc
+
+
+async def clean_up(
+    h: Any,
+    kube: Any,
+    *,
+    cc_docs: list[dict[str, Any]],
+    crds: set[str],
+    namespaces: set[str],
+    hook: Any,
+) -> None:
+    """Stop ``hook`` (a ``Proc``, or None), delete the controller objects ``cc_docs``, the
+    namespaces labelled ``LABEL`` not in ``namespaces`` and the benchmark's CRDs not in
+    ``crds``. Best effort: each step is tried even if another failed (the cluster may be
+    gone)."""
+    steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = []
+    if cc_docs:
+        steps.append(("CompositeController", lambda: h.runner.delete(kube, cc_docs)))
+
+    async def namespaces_() -> None:
+        now = await names(kube, NAMESPACES)
+        await h.runner.delete_namespaces(kube, sorted(now - namespaces), timeout=120)
+
+    async def crds_() -> None:
+        for name in sorted(CRDS & (await names(kube, CRD_PATH) - crds)):
+            await kube.request("DELETE", f"{CRD_PATH}/{name}", ok=(200, 202, 404))
+
+    steps += [("namespaces", namespaces_), ("CRDs", crds_)]
+    if hook is not None:
+        hook.stop()
+    for what, step in steps:
+        try:
+            await asyncio.wait_for(step(), 180)
+        except (Exception, asyncio.CancelledError) as err:
+            print(f"  clean-up of {what} failed: {err!r}", file=sys.stderr, flush=True)
 
 
 QUIET_WINDOW = 1.0
@@ -266,8 +323,8 @@ class Bench:
             self.kubeconfig, concurrency=opts.concurrency, user_agent="metashard-bench/1.0"
         ) as kube:
             self.kube = kube
-            crds_before = await self._names(CRD_PATH)
-            namespaces_before = await self._names(f"/api/v1/namespaces?labelSelector={LABEL}%3D1")
+            crds_before = await names(kube, CRD_PATH)
+            namespaces_before = await names(kube, NAMESPACES)
             cc_docs: list[dict[str, Any]] = []
             try:
                 await h.runner.install(kube, metacontroller=True)
@@ -281,7 +338,14 @@ class Bench:
                     for step in self._plan(rep):
                         await step()
             finally:
-                await self._clean_up(cc_docs, crds_before, namespaces_before)
+                await clean_up(
+                    self.h,
+                    kube,
+                    cc_docs=cc_docs,
+                    crds=crds_before,
+                    namespaces=namespaces_before,
+                    hook=self.hook,
+                )
         return self.records
 
     def _plan(self, rep: int) -> list[Callable[[], Awaitable[None]]]:
@@ -300,45 +364,11 @@ class Bench:
             steps += [partial(self._cold, rep, w) for w in (None, *workers)]
         return steps
 
-    async def _names(self, path: str) -> set[str]:
-        items = (await self.kube.get(path)).get("items") or []
-        return {item["metadata"]["name"] for item in items}
-
     def _start_hook(self) -> None:
         port = free_port()
         self.hook_url = f"http://127.0.0.1:{port}/sync"
         argv = [sys.executable, "-m", "fanoutbench", "hook", "--port", str(port)]
-        self.hook = self.h.runner.Proc(argv, self.env, self.logs / "hook.log")
-        deadline = time.monotonic() + 30
-        while not _listening(port):
-            if time.monotonic() > deadline or not self.hook.alive():
-                raise RuntimeError(f"the sync hook did not start; see {self.logs / 'hook.log'}")
-            time.sleep(0.05)
-
-    async def _clean_up(
-        self, cc_docs: list[dict[str, Any]], crds: set[str], namespaces: set[str]
-    ) -> None:
-        """Best effort: each step is tried even if another failed (the cluster may be gone)."""
-        steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = []
-        if cc_docs:
-            steps.append(("CompositeController", lambda: self.h.runner.delete(self.kube, cc_docs)))
-
-        async def namespaces_() -> None:
-            now = await self._names(f"/api/v1/namespaces?labelSelector={LABEL}%3D1")
-            await self.h.runner.delete_namespaces(self.kube, sorted(now - namespaces), timeout=120)
-
-        async def crds_() -> None:
-            for name in sorted(CRDS & (await self._names(CRD_PATH) - crds)):
-                await self.kube.request("DELETE", f"{CRD_PATH}/{name}", ok=(200, 202, 404))
-
-        steps += [("namespaces", namespaces_), ("CRDs", crds_)]
-        if self.hook is not None:
-            self.hook.stop()
-        for what, step in steps:
-            try:
-                await asyncio.wait_for(step(), 180)
-            except (Exception, asyncio.CancelledError) as err:
-                print(f"  clean-up of {what} failed: {err!r}", file=sys.stderr, flush=True)
+        self.hook = start_server(self.h, argv, self.env, self.logs / "hook.log", port)
 
     def _record(self, rec: dict[str, Any]) -> None:
         rec.update(
@@ -610,7 +640,7 @@ def _bound(bound: float) -> str:
     return "+Inf" if bound == float("inf") else repr(bound)
 
 
-def _listening(port: int) -> bool:
+def listening(port: int) -> bool:
     try:
         socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
     except OSError:
