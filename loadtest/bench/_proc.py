@@ -7,6 +7,9 @@
 - ``role_of`` names a process of ``metashard run`` from its command line: a process started
   as ``python -m workers ... --id ID`` is ``worker ID``; the root of the tree is
   ``coordinator`` (``metashard run`` hosts the coordinator in its own process).
+- ``memory`` reads a process's resident set now and its peak (``VmRSS``, ``VmHWM`` of
+  ``/proc/<pid>/status``); ``reset_peak`` starts a new peak from the current RSS (writes 5 to
+  ``/proc/<pid>/clear_refs``, Linux 4.0+; False where that is not allowed).
 - ``busy_seconds`` reads the first line of ``/proc/stat``: CPU seconds the whole machine
   spent busy (all but idle and iowait), to tell how much other load ran during a wave.
 - ``RoleCpu`` samples a tree at chosen moments and reports per role the CPU seconds each
@@ -71,6 +74,50 @@ def cpu_seconds(pid: int) -> float | None:
     """``utime + stime`` of one live process in seconds, or None if it is gone."""
     stat = read_stat(pid)
     return None if stat is None else stat.cpu_seconds()
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """Resident memory of one process, bytes: now and the peak (since start or the last
+    ``reset_peak``)."""
+
+    rss: int
+    peak: int
+
+
+def parse_memory(status: str) -> Memory:
+    """``VmRSS`` and ``VmHWM`` of a ``/proc/<pid>/status`` text; ``ValueError`` without them
+    (a zombie has neither)."""
+    fields: dict[str, int] = {}
+    for line in status.splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            number, _, unit = value.strip().partition(" ")
+            if unit != "kB":
+                raise ValueError(f"{name} in {unit!r}, not kB")
+            fields[name] = int(number) * 1024
+    if len(fields) != 2:
+        raise ValueError("no VmRSS and VmHWM in this status")
+    return Memory(rss=fields["VmRSS"], peak=fields["VmHWM"])
+
+
+def memory(pid: int, proc: str = "/proc") -> Memory | None:
+    """The resident memory of ``pid``, or None when it is gone (or not readable)."""
+    try:
+        with open(f"{proc}/{pid}/status", encoding="utf-8", errors="replace") as f:
+            return parse_memory(f.read())
+    except (FileNotFoundError, ProcessLookupError, PermissionError, ValueError):
+        return None
+
+
+def reset_peak(pid: int, proc: str = "/proc") -> bool:
+    """Restart ``pid``'s peak RSS from its RSS now; False if it is gone or not allowed."""
+    try:
+        with open(f"{proc}/{pid}/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
 
 
 def parse_busy(stat_line: str, clk_tck: int = CLK_TCK) -> float:
