@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint unit bench bench-fanout demo docs chaos clean image crds
+.PHONY: test lint unit bench bench-fanout bench-scale demo docs chaos clean image crds
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ bench: $(BENCH_STAMP)
 # The fanout job with its own flags, e.g. FANOUT="--full" or FANOUT="--kubeconfig ~/.kube/config".
 bench-fanout: $(BENCH_STAMP)
 	$(PY) -m loadtest.bench.fanout $(FANOUT)
+
+# The scale benchmark with its own flags, e.g. SCALE="--n 20000 --hook-latency 0,0.05" or
+# SCALE="--kubeconfig ~/.kube/config --controller 'metacontroller=...'" (see --help).
+bench-scale: $(BENCH_STAMP)
+	$(PY) -m loadtest.bench.scale $(SCALE)
 
 # The container image (needs a Docker daemon with BuildKit; nothing in `make test` builds it).
 IMAGE ?= metashard:dev

@@ -119,12 +119,7 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
         default="2",
         help="worker counts also run under server-side apply (default 2; '' for none)",
     )
-    p.add_argument(
-        "--kubeconfig",
-        default=os.environ.get(KUBECONFIG_ENV) or None,
-        help=f"run on this cluster (default ${KUBECONFIG_ENV}; unset: the embedded cluster)",
-    )
-    p.add_argument("--apiserver-pid", type=int, help="pid of the cluster's API server, when local")
+    cluster_flags(p)
     p.add_argument("--out", type=Path, help="append the JSON lines here")
     p.add_argument("--concurrency", type=int, default=128, help="raw client's requests in flight")
     p.add_argument(
@@ -160,6 +155,17 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
         watchers=a.watchers,
         timeout=a.timeout,
     )
+
+
+def cluster_flags(p: argparse.ArgumentParser) -> None:
+    """``--kubeconfig`` (default ``$METASHARD_E2E_KUBECONFIG``, else the embedded cluster)
+    and ``--apiserver-pid``, as ``cluster()`` takes them."""
+    p.add_argument(
+        "--kubeconfig",
+        default=os.environ.get(KUBECONFIG_ENV) or None,
+        help=f"run on this cluster (default ${KUBECONFIG_ENV}; unset: the embedded cluster)",
+    )
+    p.add_argument("--apiserver-pid", type=int, help="pid of the cluster's API server, when local")
 
 
 def _counts(p: argparse.ArgumentParser, flag: str, text: str) -> tuple[int, ...]:
