@@ -22,8 +22,10 @@ configuration has it, see ``_scale_config``):
   until their children hold it (the raw client then writes their children and status).
 - ``failover``: the controller is stopped; copy A starts with leader election and does its
   first pass (N hook calls, then quiet); copy B starts and waits for the Lease; the clock
-  starts, A's process group gets SIGKILL and one parent is edited; the phase's ``seconds``
-  end when that edit's children hold it (B listed everything, took over and reconciled it).
+  starts, A's process group gets SIGKILL and one parent, drawn at random, is edited (the
+  first parent would be the first of the new leader's full pass, a random one is anywhere in
+  it); the phase's ``seconds`` end when that edit's children hold it (B took the Lease,
+  listed everything and reconciled it).
 
 Every phase, after its end, waits until the hook is quiet (``QUIET_WINDOW`` s without a
 call, at most ``QUIET_MAX``): what the phase caused after its end is counted in its cost
@@ -520,7 +522,8 @@ class Phases:
             self._begin(window, sampler)
             os.killpg(leader.p.pid, signal.SIGKILL)
             leading = asyncio.create_task(self._leading(port))
-            at = await self._edit(ctx.h.workload.parent_name(0), "failover")
+            name = ctx.h.workload.parent_name(random.Random(self.label).randrange(opts.n))
+            at = await self._edit(name, "failover")
             ok = await self._until(f"{self.label} failover", edits.wait, standby)
             t1 = edits.last_resolved if ok and edits.last_resolved else time.perf_counter()
             leading.cancel()

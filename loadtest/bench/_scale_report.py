@@ -229,12 +229,13 @@ def report(records: Sequence[Record]) -> list[str]:
     out: list[str] = []
     for phase in PHASES:
         out += table(phase, records)
-    cache = next((r for r in records if r.get("cache_raw_bytes")), None)
-    if cache is not None:
+    cached = {str(r["label"]): r for r in records if r.get("cache_raw_bytes")}
+    if cached:
+        out.append("\n  what a controller of the job caches, listed after its cold start:")
+    for label, r in cached.items():
+        size, objects = float(r["cache_raw_bytes"]), int(r["cache_objects"])
         out.append(
-            f"\n  cached by a controller of this job: {cache['cache_objects']:,} objects,"
-            f" {cache['cache_raw_bytes'] / MB:,.1f} MB of JSON as listed"
-            f" ({cache['cache_raw_bytes'] / cache['cache_objects']:,.0f} bytes each);"
-            f" one paged list of them took {cache['list_seconds']:.2f} s"
+            f"    {label}: {objects:,} objects, {size / MB:,.1f} MB of JSON as listed"
+            f" ({size / objects:,.0f} bytes each), one paged list {r['list_seconds']:.2f} s"
         )
     return out

@@ -327,7 +327,10 @@ def test_the_report_has_a_table_per_phase_with_same_run_ratios() -> None:
     failover = line(lines, "metashard-1p ", "\nfailover").split()
     assert failover[-3:] == ["4.00", "4.90", "3.15"]  # leads, the edit, lease + 1.5 x list
     assert line(lines, "worker h-w0", "\ncoldstart").split()[-3:] == ["RSS", "50.0", "MB"]
-    assert "80 objects, 0.1 MB of JSON as listed (1,000 bytes each)" in lines[-1]
+    assert lines[-1] == (
+        "    mc+hook50ms: 80 objects, 0.1 MB of JSON as listed (1,000 bytes each),"
+        " one paged list 0.10 s"
+    )
 
 
 def test_a_phase_not_finished_is_marked_and_sizes_are_not_mixed() -> None:
