@@ -21,10 +21,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+T = TypeVar("T")
 COORDINATOR = "coordinator"
 
 
@@ -61,13 +63,19 @@ def parse_stat(text: str) -> ProcStat:
     )
 
 
-def read_stat(pid: int, proc: str = "/proc") -> ProcStat | None:
-    """The stat of ``pid``, or None when it is gone (or not readable)."""
+def _read(pid: int, name: str, parse: Callable[[str], T], proc: str) -> T | None:
+    """``parse`` of ``/proc/<pid>/<name>``, or None when the process is gone (or the file is
+    not readable, or not what ``parse`` expects)."""
     try:
-        with open(f"{proc}/{pid}/stat", encoding="utf-8", errors="replace") as f:
-            return parse_stat(f.read())
+        with open(f"{proc}/{pid}/{name}", encoding="utf-8", errors="replace") as f:
+            return parse(f.read())
     except (FileNotFoundError, ProcessLookupError, PermissionError, ValueError):
         return None
+
+
+def read_stat(pid: int, proc: str = "/proc") -> ProcStat | None:
+    """The stat of ``pid``, or None when it is gone (or not readable)."""
+    return _read(pid, "stat", parse_stat, proc)
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -103,11 +111,7 @@ def parse_memory(status: str) -> Memory:
 
 def memory(pid: int, proc: str = "/proc") -> Memory | None:
     """The resident memory of ``pid``, or None when it is gone (or not readable)."""
-    try:
-        with open(f"{proc}/{pid}/status", encoding="utf-8", errors="replace") as f:
-            return parse_memory(f.read())
-    except (FileNotFoundError, ProcessLookupError, PermissionError, ValueError):
-        return None
+    return _read(pid, "status", parse_memory, proc)
 
 
 def reset_peak(pid: int, proc: str = "/proc") -> bool:
