@@ -1,11 +1,24 @@
-"""The worker process: wires the link, membership, runner, API client and ops endpoint.
+"""The worker process, and its composition root: every part is built here, bottom up.
+
+``Worker.run`` builds the parts in this order, each given what it needs at construction (no
+part learns another later):
+
+1. the DEALER link to the coordinator (``workers.link.dealer``) and the worker's
+   ``Standing`` (epoch, slots, contact: ``workers.link.standing``);
+2. ``Snapshots`` (FETCH and its answer, over the link, in the standing's epoch);
+3. the API client and the webhook client, both fenced by the standing (``workers.link.fencing``:
+   no write and no hook call while out of contact), the event recorder (component
+   ``metacontroller``) and, under ``--apply-strategy server-side-apply``, the server-side apply
+   cache; together the ``WorkerContext`` every controller kind builds its reconcilers from
+   (``workers.kinds.plugins``: the built-in kinds, or ``--reconciler``);
+4. the ``Runner``: reconciles keys, gated by the standing, with snapshots from ``Snapshots``;
+5. the ``Membership``: reads the link, keeps the standing, answers FETCHes, feeds the runner.
 
 Reconcilers share one API client, one webhook client (hook metrics on the worker's registry,
-answers capped at ``--hook-max-response-bytes``) and one event recorder (component
-``metacontroller``); pending events are flushed on exit. Cached hook answers (ETag) of keys the
-runner drops (their slot was revoked, or the worker fenced) are dropped with them, and so are
-their server-side apply cache entries (``--apply-strategy server-side-apply``): a slot that
-moves to another worker starts cold there.
+answers capped at ``--hook-max-response-bytes``) and one event recorder; pending events are
+flushed on exit. Cached hook answers (ETag) of keys the runner drops (their slot was revoked,
+or the worker fenced) are dropped with them, and so are their server-side apply cache entries:
+a slot that moves to another worker starts cold there (``WorkerCaches``).
 
 ``Worker(settings).run(stop)`` runs until ``stop`` is set, then leaves gracefully: running
 reconciles finish, the coordinator gets a BYE, sockets and sessions close.
@@ -14,6 +27,7 @@ reconciles finish, the coordinator gets a BYE, sockets and sessions close.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
@@ -33,6 +47,8 @@ from workers.kinds.plugins import FactoryBuilder, WorkerContext, builtin, load
 from workers.link.dealer import DealerLink
 from workers.link.fencing import FencedHookClient, FencedWriter
 from workers.link.membership import Membership
+from workers.link.snapshots import Snapshots
+from workers.link.standing import Standing
 from workers.runner.metrics import PrometheusControllerMetrics
 from workers.runner.runner import KeyFilter, Runner, queue_name
 from workers.settings import WorkerSettings
@@ -59,11 +75,11 @@ class Worker:
         self._builder: FactoryBuilder = (
             load(settings.reconciler) if settings.reconciler else builtin
         )
+        self.standing = Standing(clock=clock)
         self.ops = OpsServer(self.registry, ready=self._ready)
-        self.membership: Membership | None = None
 
     def _ready(self) -> str | None:
-        if self.membership is None or not self.membership.welcomed:
+        if not self.standing.welcomed:
             return "not joined to a coordinator"
         return None
 
@@ -87,19 +103,15 @@ class Worker:
                 dropped=dropped_frames_counter(self.registry),
                 curve=settings.curve,
             )
-            membership = Membership(
-                link,
-                worker_id=settings.worker_id,
-                concurrency=settings.concurrency,
-                clock=self._clock,
-            )
+            standing = self.standing
+            snapshots = Snapshots(link, standing)
             hooks = FencedHookClient(
                 http,
                 metrics=hook_metrics,
                 max_response_bytes=settings.hook_max_response_bytes,
-                in_contact=membership.in_contact,
+                contact=standing,
             )
-            writer = FencedWriter(client, membership.in_contact)
+            writer = FencedWriter(client, standing)
             ssa = (
                 ServerSideApply(
                     writer,
@@ -124,17 +136,23 @@ class Worker:
             )
             runner = Runner(
                 factory=self._builder(context),
-                fetch=membership.fetch,
-                gate=membership.owns,
+                snapshots=snapshots,
+                gate=standing,
                 concurrency=settings.concurrency,
                 clock=self._clock,
                 queue_metrics=PrometheusMetricsProvider(registry=self.registry),
                 metrics=PrometheusControllerMetrics(registry=self.registry),
-                on_stop=lambda d: _forget(hooks, ssa, d),
-                on_discard=lambda keys: _discard(hooks, ssa, keys),
+                caches=WorkerCaches(hooks, ssa),
             )
-            membership.work = runner
-            self.membership = membership
+            membership = Membership(
+                link,
+                standing,
+                snapshots,
+                runner,
+                worker_id=settings.worker_id,
+                concurrency=settings.concurrency,
+                clock=self._clock,
+            )
             log.info(
                 "worker started",
                 coordinator=settings.coordinator,
@@ -164,20 +182,21 @@ class Worker:
             await self._clock.sleep(METRICS_TICK)
 
 
-def _forget(
-    hooks: HookClient,
-    ssa: ServerSideApply | None,
-    gone: ControllerDef,
-) -> None:
-    """A controller went away: drop its hook metric series, ETag caches and TLS contexts, and
-    its apply counts."""
-    hooks.forget(controller_type=gone.kind.value, controller_name=gone.name)
-    if ssa is not None:
-        ssa.forget_controller(queue_name(gone))
+@dataclass(frozen=True, slots=True)
+class WorkerCaches:
+    """What the runner drops beside its own state (its ``Caches``): a controller that went away
+    loses its hook metric series, ETag caches and TLS contexts, and its apply counts; dropped
+    keys lose their cached hook answers and apply cache entries."""
 
+    hooks: HookClient
+    ssa: ServerSideApply | None
 
-def _discard(hooks: HookClient, ssa: ServerSideApply | None, keys: KeyFilter) -> None:
-    """Keys dropped by the runner: their cached hook answers and apply cache entries go."""
-    hooks.drop_cached(keys)
-    if ssa is not None:
-        ssa.discard(keys)
+    def forget_controller(self, definition: ControllerDef) -> None:
+        self.hooks.forget(controller_type=str(definition.kind), controller_name=definition.name)
+        if self.ssa is not None:
+            self.ssa.forget_controller(queue_name(definition))
+
+    def discard(self, keys: KeyFilter) -> None:
+        self.hooks.drop_cached(keys)
+        if self.ssa is not None:
+            self.ssa.discard(keys)

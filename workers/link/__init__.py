@@ -1,2 +1,4 @@
-"""A worker's end of the worker link: the DEALER socket (``dealer``), its standing with the
-coordinator (``membership``) and the writes and hook calls fenced by it (``fencing``)."""
+"""A worker's end of the worker link: the DEALER socket (``dealer``), the worker's standing with
+the coordinator (``standing``: epoch, slots, contact), the snapshots it fetches
+(``snapshots``), the loop that joins, heartbeats and feeds the runner (``membership``), and the
+writes and hook calls fenced by the standing (``fencing``)."""

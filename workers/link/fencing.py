@@ -5,18 +5,17 @@ fence timeout while a reconcile is half done; by the time it runs again the coor
 have given the key's slot to another worker. The membership fences itself when it notices,
 but a reconcile already past its snapshot would go on writing in the meantime.
 
-``FencedWriter`` and ``FencedHookClient`` ask ``in_contact()`` (``workers.link.membership``: joined,
-heard from the coordinator within the fence timeout, its heartbeat loop not stalled; a
-graceful leave still finishes what runs) right before every
-API write and every hook call, and raise ``KeyDropped`` instead of acting when it says no:
-the runner drops the key (the slot's owner reconciles it), and nothing is written, called or
-reported as an error.
+``FencedWriter`` and ``FencedHookClient`` ask their ``Contact`` (``workers.link.standing``:
+joined, heard from the coordinator within the fence timeout, its heartbeat loop not stalled; a
+graceful leave still finishes what runs) right before every API write and every hook call, and
+raise ``KeyDropped`` instead of acting when it says no: the runner drops the key (the slot's
+owner reconciles it), and nothing is written, called or reported as an error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
-from typing import Any
+from collections.abc import Hashable
+from typing import Any, Protocol
 
 from proto.hooks.client import HookClient, HookEndpoint
 from proto.kube.client import Body, PatchType
@@ -24,25 +23,30 @@ from proto.kube.resources import Resource
 from workers.runner.runner import KeyDropped
 from workers.sync.writer import ApplyWriter
 
-InContact = Callable[[], bool]
+
+class Contact(Protocol):
+    """Whether this worker may still act on what it was given
+    (``workers.link.standing.Standing``)."""
+
+    def in_contact(self) -> bool: ...
 
 
-def _check(in_contact: InContact) -> None:
-    if not in_contact():
+def _check(contact: Contact) -> None:
+    if not contact.in_contact():
         raise KeyDropped("out of contact with the coordinator: not acting on a stale claim")
 
 
 class FencedWriter:
     """An ``ApplyWriter`` that refuses to write while the worker is out of contact."""
 
-    def __init__(self, writer: ApplyWriter, in_contact: InContact) -> None:
+    def __init__(self, writer: ApplyWriter, contact: Contact) -> None:
         self._writer = writer
-        self._in_contact = in_contact
+        self._contact = contact
 
     async def create(
         self, resource: Resource, body: Body, *, namespace: str | None = None
     ) -> dict[str, Any]:
-        _check(self._in_contact)
+        _check(self._contact)
         return await self._writer.create(resource, body, namespace=namespace)
 
     async def replace(
@@ -54,7 +58,7 @@ class FencedWriter:
         name: str | None = None,
         subresource: str | None = None,
     ) -> dict[str, Any]:
-        _check(self._in_contact)
+        _check(self._contact)
         return await self._writer.replace(
             resource, body, namespace=namespace, name=name, subresource=subresource
         )
@@ -68,7 +72,7 @@ class FencedWriter:
         namespace: str | None = None,
         patch_type: PatchType = PatchType.MERGE,
     ) -> dict[str, Any]:
-        _check(self._in_contact)
+        _check(self._contact)
         return await self._writer.patch(
             resource, name, patch, namespace=namespace, patch_type=patch_type
         )
@@ -84,7 +88,7 @@ class FencedWriter:
         force: bool = False,
         dry_run: bool = False,
     ) -> dict[str, Any]:
-        _check(self._in_contact)
+        _check(self._contact)
         return await self._writer.apply(
             resource,
             body,
@@ -104,7 +108,7 @@ class FencedWriter:
         propagation_policy: str | None = None,
         uid: str | None = None,
     ) -> dict[str, Any]:
-        _check(self._in_contact)
+        _check(self._contact)
         return await self._writer.delete(
             resource, name, namespace=namespace, propagation_policy=propagation_policy, uid=uid
         )
@@ -113,9 +117,9 @@ class FencedWriter:
 class FencedHookClient(HookClient):
     """A ``HookClient`` whose calls are refused while the worker is out of contact."""
 
-    def __init__(self, *args: Any, in_contact: InContact, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, contact: Contact, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.in_contact = in_contact
+        self._contact = contact
 
     async def call(
         self,
@@ -125,5 +129,5 @@ class FencedHookClient(HookClient):
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
     ) -> bytes:
-        _check(self.in_contact)
+        _check(self._contact)
         return await super().call(endpoint, body, cache_key=cache_key, cache_variant=cache_variant)

@@ -8,20 +8,24 @@ Invariants:
   is never reconciled twice at once (the queue's contract; a key whose reconcile was
   cancelled, its controller removed and added again, starts again only once the cancelled
   one has ended; across workers, the coordinator's slot ownership).
-- A reconcile starts only when ``gate()`` allows it for the key (the worker is joined, not
-  leaving, and owns the key's slot); otherwise the key is dropped: the coordinator hands it
-  to whoever owns it, with all other keys of the slot. Contact with the coordinator is
-  checked later, before each write and hook call (``workers.link.fencing``).
+- A reconcile starts only when the ``Gate`` allows it for the key (``workers.link.standing``:
+  the worker is joined, not leaving, and owns the key's slot); otherwise the key is dropped:
+  the coordinator hands it to whoever owns it, with all other keys of the slot. Contact with
+  the coordinator is checked later, before each write and hook call
+  (``workers.link.fencing``).
+- A reconcile fetches its key's snapshot from the ``SnapshotSource``
+  (``workers.link.snapshots``), then hands it to the controller's ``Reconciler``.
 - After each reconcile: success -> ``forget``; ``Outcome.requeue_after`` -> ``forget`` and
   ``add_after``; ``RequeueAfter`` -> ``add_after`` (not a failure); a refused or failed fetch
   for a reason that is not the key's fault -> dropped; any other error -> ``add_rate_limited``
   and counted.
 - A controller that goes away has its queue shut down, its running reconciles cancelled and its
-  metric series removed (``on_stop`` removes what the runner does not own, e.g. hook metrics).
+  metric series removed (``Caches.forget_controller`` removes what the runner does not own,
+  e.g. hook metrics).
 - ``cancel(predicate)`` stops the running reconciles of matching keys at their next await
   (fencing: the coordinator is gone) and drops their queued keys; ``drain(predicate)`` drops
   queued keys and waits for running ones to finish (a slot is being revoked). Both pass the
-  predicate to ``on_discard`` (per-key state kept outside the runner, e.g. ETag caches). A
+  predicate to ``Caches.discard`` (per-key state kept outside the runner, e.g. ETag caches). A
   cancelled reconcile's key is forgotten by its queue's rate limiter, like a dropped one.
 - Read-your-writes: the resourceVersions a reconcile reports through ``wrote`` become the
   barrier of the key's next fetch; a fetch that returned satisfied it.
@@ -40,8 +44,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
 from proto.runtime.logs import get_logger
@@ -58,9 +63,36 @@ from workers.workqueue import MetricsProvider, NoMetricsProvider, Priority, Shut
 
 log = get_logger("metashard.runner")
 
-Fetcher = Callable[[ParentKey, Mapping[str, str]], Awaitable[Snapshot]]
-Gate = Callable[[ParentKey], bool]
 KeyFilter = Callable[[ParentKey], bool]
+
+
+class SnapshotSource(Protocol):
+    """Where a reconcile's snapshot comes from (``workers.link.snapshots.Snapshots``)."""
+
+    async def fetch(self, key: ParentKey, barrier: Mapping[str, str]) -> Snapshot:
+        """The snapshot of ``key``, once the cache has seen the resourceVersions of
+        ``barrier`` (group-resource -> resourceVersion). Raises ``KeyDropped`` when the key
+        cannot be reconciled here; anything else is retried with backoff."""
+        ...
+
+
+class Gate(Protocol):
+    """Whether a reconcile may start (``workers.link.standing.Standing``)."""
+
+    def owns(self, key: ParentKey) -> bool: ...
+
+
+class Caches(Protocol):
+    """State other parts keep per controller and per key, dropped with them (the worker's
+    hook client and server-side apply cache: ``workers.worker``)."""
+
+    def forget_controller(self, definition: ControllerDef) -> None:
+        """The controller went away."""
+        ...
+
+    def discard(self, keys: KeyFilter) -> None:
+        """The runner dropped the keys ``keys`` accepts."""
+        ...
 
 
 class KeyDropped(Exception):
@@ -87,27 +119,25 @@ class Runner:
         self,
         *,
         factory: ReconcilerFactory,
-        fetch: Fetcher,
+        snapshots: SnapshotSource,
         gate: Gate,
         concurrency: int,
         clock: Clock = SYSTEM_CLOCK,
         queue_metrics: MetricsProvider | None = None,
         metrics: ControllerMetrics | None = None,
-        on_stop: Callable[[ControllerDef], None] | None = None,
-        on_discard: Callable[[KeyFilter], None] | None = None,
+        caches: Caches | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._factory = factory
-        self._fetch = fetch
+        self._snapshots = snapshots
         self._gate = gate
         self._concurrency = concurrency
         self._limit = asyncio.Semaphore(concurrency)
         self._clock = clock
         self._queue_metrics = queue_metrics or NoMetricsProvider()
         self._metrics = metrics or NoControllerMetrics()
-        self._on_stop = on_stop
-        self._on_discard = on_discard
+        self._caches = caches
         self._controllers: dict[str, _Controller] = {}
         self._running: dict[ParentKey, asyncio.Task[tuple[Outcome, ReconcileRequest]]] = {}
         self._barriers: dict[ParentKey, dict[str, int]] = {}
@@ -164,8 +194,8 @@ class Runner:
                 running.cancel()
         self._metrics.forget_controller(name)
         self._queue_metrics.forget_controller(name)
-        if self._on_stop is not None:
-            self._on_stop(definition)
+        if self._caches is not None:
+            self._caches.forget_controller(definition)
         log.info("controller stopped", controller=name)
 
     async def close(self) -> None:
@@ -217,8 +247,8 @@ class Runner:
             controller.queue.discard(predicate)
         for key in [k for k in self._barriers if predicate(k)]:
             del self._barriers[key]
-        if self._on_discard is not None:
-            self._on_discard(predicate)
+        if self._caches is not None:
+            self._caches.discard(predicate)
 
     @property
     def in_flight(self) -> int:
@@ -253,7 +283,7 @@ class Runner:
         cancelled = self._running.get(key)
         if cancelled is not None:  # of the controller's previous queue, still ending
             await asyncio.wait((cancelled,))
-        if not self._gate(key):
+        if not self._gate.owns(key):
             queue.forget(key)
             return
         task = asyncio.create_task(self._reconcile(controller.reconciler, key))
@@ -320,7 +350,7 @@ class Runner:
         """Fetch the snapshot and run the reconciler: its outcome and what it recorded."""
         barrier = self._barriers.pop(key, {})
         try:
-            snapshot = await self._fetch(key, {r: str(v) for r, v in barrier.items()})
+            snapshot = await self._snapshots.fetch(key, {r: str(v) for r, v in barrier.items()})
         except BaseException:
             if barrier:  # not satisfied: keep it for the next attempt
                 self._barriers[key] = barrier

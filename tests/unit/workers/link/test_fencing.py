@@ -32,17 +32,25 @@ class Recorder:
         return {}
 
 
+class Contact:
+    def __init__(self) -> None:
+        self.on = True
+
+    def in_contact(self) -> bool:
+        return self.on
+
+
 @pytest.mark.asyncio
 async def test_writes_go_through_only_while_in_contact() -> None:
     inner = Recorder()
-    contact = [True]
-    writer = FencedWriter(inner, lambda: contact[0])  # type: ignore[arg-type]
+    contact = Contact()
+    writer = FencedWriter(inner, contact)  # type: ignore[arg-type]
     await writer.create(CONFIGMAPS, {}, namespace="ns")
     await writer.replace(CONFIGMAPS, {}, namespace="ns", name="a")
     await writer.patch(CONFIGMAPS, "a", {}, namespace="ns")
     await writer.delete(CONFIGMAPS, "a", namespace="ns")
     assert inner.calls == ["create", "replace", "patch", "delete"]
-    contact[0] = False
+    contact.on = False
     for write in (
         writer.create(CONFIGMAPS, {}, namespace="ns"),
         writer.replace(CONFIGMAPS, {}, namespace="ns", name="a"),

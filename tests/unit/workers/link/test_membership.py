@@ -33,7 +33,9 @@ from proto.wire import (
 from tests.unit.workers.runner.test_runner import Script, definition
 from tests.unit.zmq_sockets import within
 from workers.link.dealer import DealerLink
-from workers.link.membership import FetchFailed, Membership
+from workers.link.membership import Membership
+from workers.link.snapshots import FetchFailed, Snapshots
+from workers.link.standing import Standing
 from workers.runner.runner import Runner
 
 INTERVAL = 0.1
@@ -78,7 +80,7 @@ class Coordinator:
         return hello
 
 
-World = tuple[Coordinator, Membership, Script]
+World = tuple[Coordinator, Standing, Script, Snapshots, Membership]
 
 
 @pytest_asyncio.fixture
@@ -87,16 +89,15 @@ async def world() -> AsyncIterator[World]:
     router = RouterLink(context=ctx)
     endpoint = router.bind("tcp://127.0.0.1:0")
     link = DealerLink("w-1", endpoint, context=ctx, reconnect_ivl=0.05)
-    membership = Membership(
-        link, worker_id="w-1", concurrency=2, hello_interval=0.05, fetch_timeout=FETCH_TIMEOUT
-    )
+    standing = Standing()
+    snapshots = Snapshots(link, standing, timeout=FETCH_TIMEOUT)
     script = Script()
-    runner = Runner(
-        factory=lambda _: script, fetch=membership.fetch, gate=membership.owns, concurrency=2
+    runner = Runner(factory=lambda _: script, snapshots=snapshots, gate=standing, concurrency=2)
+    membership = Membership(
+        link, standing, snapshots, runner, worker_id="w-1", concurrency=2, hello_interval=0.05
     )
-    membership.work = runner
     task = asyncio.create_task(membership.run())
-    yield Coordinator(router), membership, script
+    yield Coordinator(router), standing, script, snapshots, membership
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     await runner.close()
@@ -114,10 +115,10 @@ async def serve_fetch(coordinator: Coordinator, epoch: int = 5) -> Fetch:
 
 @pytest.mark.asyncio
 async def test_join_then_reconcile_assigned_and_pushed_keys(world: World) -> None:
-    coordinator, membership, script = world
+    coordinator, standing, script, _, _ = world
     hello = await coordinator.welcome()
     assert hello.worker_id == "w-1" and hello.concurrency == 2
-    await within(membership.joined.wait())
+    await within(standing.joined.wait())
     slot = slot_of(KEY)
     await coordinator.send(Assign(5, (slot,), (KEY,)))
     fetch = await serve_fetch(coordinator)
@@ -135,61 +136,61 @@ async def test_join_then_reconcile_assigned_and_pushed_keys(world: World) -> Non
 
 @pytest.mark.asyncio
 async def test_messages_of_another_epoch_are_ignored(world: World) -> None:
-    coordinator, membership, script = world
+    coordinator, standing, script, _, _ = world
     await coordinator.welcome(epoch=5)
-    await within(membership.joined.wait())
+    await within(standing.joined.wait())
     await coordinator.send(Assign(4, (slot_of(KEY),), (KEY,)))
     await asyncio.sleep(0.2)
-    assert not membership.owns(KEY) and script.reconciled == []
+    assert not standing.owns(KEY) and script.reconciled == []
 
 
 @pytest.mark.asyncio
 async def test_silence_fences_the_worker_and_it_joins_again(world: World) -> None:
-    coordinator, membership, script = world
+    coordinator, standing, script, _, _ = world
     script.release.clear()
     first = await coordinator.welcome()
-    await within(membership.joined.wait())
+    await within(standing.joined.wait())
     await coordinator.send(Assign(5, (slot_of(KEY),), (KEY,)))
     await serve_fetch(coordinator)
     await asyncio.sleep(0.05)
-    assert script.running == 1 and membership.in_contact()
+    assert script.running == 1 and standing.in_contact()
     # No heartbeat from the coordinator: within the fence timeout the reconcile is cancelled.
     started = asyncio.get_running_loop().time()
     _, again = await coordinator.expect(Hello, seconds=3.0)
     assert isinstance(again, Hello) and again.incarnation == first.incarnation
     assert asyncio.get_running_loop().time() - started < 1.5
-    assert script.running == 0 and not membership.welcomed and not membership.owns(KEY)
-    assert not membership.in_contact()
+    assert script.running == 0 and not standing.welcomed and not standing.owns(KEY)
+    assert not standing.in_contact()
 
 
 @pytest.mark.asyncio
 async def test_bye_and_unknown_worker_nack_make_it_join_again(world: World) -> None:
-    coordinator, membership, _ = world
+    coordinator, standing, _, _, _ = world
     await coordinator.welcome()
-    await within(membership.joined.wait())
+    await within(standing.joined.wait())
     await coordinator.send(Bye("term ended"))
     await coordinator.welcome(epoch=6)
-    await within(membership.joined.wait())
-    assert membership.epoch == 6
+    await within(standing.joined.wait())
+    assert standing.epoch == 6
     await coordinator.send(Nack(6, 0, NackReason.STALE_EPOCH, "unknown worker"))
     await coordinator.welcome(epoch=7)
-    await within(membership.joined.wait())
-    assert membership.epoch == 7
+    await within(standing.joined.wait())
+    assert standing.epoch == 7
 
 
 @pytest.mark.asyncio
 async def test_revoke_releases_only_after_the_running_reconcile(world: World) -> None:
-    coordinator, membership, script = world
+    coordinator, standing, script, _, _ = world
     script.release.clear()
     await coordinator.welcome()
-    await within(membership.joined.wait())
+    await within(standing.joined.wait())
     slot = slot_of(KEY)
     await coordinator.send(Assign(5, (slot,), (KEY,)))
     await serve_fetch(coordinator)
     await asyncio.sleep(0.05)
     await coordinator.send(Revoke(5, (slot,)))
     await asyncio.sleep(0.2)
-    assert not membership.owns(KEY) and script.running == 1
+    assert not standing.owns(KEY) and script.running == 1
     script.release.set()
     _, released = await coordinator.expect(Released)
     assert isinstance(released, Released) and released.slots == (slot,)
@@ -198,9 +199,9 @@ async def test_revoke_releases_only_after_the_running_reconcile(world: World) ->
 
 @pytest.mark.asyncio
 async def test_fetch_nack_drops_the_key_and_leave_says_bye(world: World) -> None:
-    coordinator, membership, script = world
+    coordinator, standing, script, _, membership = world
     await coordinator.welcome()
-    await within(membership.joined.wait())
+    await within(standing.joined.wait())
     await coordinator.send(Assign(5, (slot_of(KEY),), (KEY,)))
     _, fetch = await coordinator.expect(Fetch)
     assert isinstance(fetch, Fetch)
@@ -216,9 +217,9 @@ async def test_fetch_nack_drops_the_key_and_leave_says_bye(world: World) -> None
 async def test_keys_sent_before_the_snapshot_of_a_running_fetch_cause_no_rerun(
     world: World,
 ) -> None:
-    coordinator, membership, script = world
+    coordinator, standing, script, _, _ = world
     await coordinator.welcome()
-    await within(membership.joined.wait())
+    await within(standing.joined.wait())
     await coordinator.send(Assign(5, (slot_of(KEY),), (KEY,)))
     _, fetch = await coordinator.expect(Fetch)
     assert isinstance(fetch, Fetch)
@@ -236,9 +237,9 @@ async def test_keys_sent_before_the_snapshot_of_a_running_fetch_cause_no_rerun(
 async def test_an_unanswered_fetch_fails_at_the_timeout_and_its_late_snapshot_is_dropped(
     world: World,
 ) -> None:
-    coordinator, membership, _ = world
+    coordinator, standing, _, snapshots, _ = world
     await coordinator.welcome()
-    await within(membership.joined.wait())
+    await within(standing.joined.wait())
 
     async def heartbeats() -> None:  # keep the worker from fencing meanwhile
         while True:
@@ -249,7 +250,7 @@ async def test_an_unanswered_fetch_fails_at_the_timeout_and_its_late_snapshot_is
     try:
         loop = asyncio.get_running_loop()
         started = loop.time()
-        fetching = asyncio.create_task(membership.fetch(KEY, {}))
+        fetching = asyncio.create_task(snapshots.fetch(KEY, {}))
         _, first = await coordinator.expect(Fetch)
         assert isinstance(first, Fetch)
         with pytest.raises(FetchFailed, match=f"no snapshot within {FETCH_TIMEOUT:g}s"):
@@ -258,7 +259,7 @@ async def test_an_unanswered_fetch_fails_at_the_timeout_and_its_late_snapshot_is
 
         # the answer that comes too late is dropped; the next fetch gets its own answer
         await coordinator.send(Snapshot(5, first.request_id, KEY, b'{"late":1}', {}, (), {}))
-        again = asyncio.create_task(membership.fetch(KEY, {}))
+        again = asyncio.create_task(snapshots.fetch(KEY, {}))
         _, second = await coordinator.expect(Fetch)
         assert isinstance(second, Fetch) and second.request_id != first.request_id
         await coordinator.send(Snapshot(5, second.request_id, KEY, b"{}", {}, (), {}))
@@ -276,16 +277,16 @@ async def test_a_stalled_worker_fences_though_the_coordinator_spoke_during_the_s
     coordinator's timeout, which has then given its slots to another worker. The heartbeats
     that wait in the socket meanwhile were sent before that: read after the stall, they must
     not keep the worker in contact."""
-    coordinator, membership, script = world
+    coordinator, standing, script, _, _ = world
     script.release.clear()
     await coordinator.welcome()
-    await within(membership.joined.wait())
+    await within(standing.joined.wait())
     await coordinator.send(Assign(5, (slot_of(KEY),), (KEY,)))
     await serve_fetch(coordinator)
     await asyncio.sleep(0.05)
-    assert script.running == 1 and membership.in_contact()
+    assert script.running == 1 and standing.in_contact()
     await coordinator.send(Heartbeat(5))
     time.sleep(2 * TIMEOUT)  # noqa: ASYNC251 - the stall: nothing on this event loop runs
     await asyncio.sleep(0.02)
-    assert not membership.in_contact()
-    assert script.running == 0 and not membership.welcomed
+    assert not standing.in_contact()
+    assert script.running == 0 and not standing.welcomed

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import pytest
 import structlog
@@ -61,11 +61,34 @@ class Script:
             self.running -= 1
 
 
+class Gate:
+    def __init__(self, open: bool = True) -> None:
+        self.open = open
+
+    def owns(self, key: ParentKey) -> bool:
+        return self.open
+
+
+class Caches:
+    """Records what the runner reports as gone: controllers, and the keys of each discard."""
+
+    def __init__(self, names: Sequence[str] = ()) -> None:
+        self.names = names
+        self.stopped: list[str] = []
+        self.discarded: list[list[str]] = []
+
+    def forget_controller(self, definition: ControllerDef) -> None:
+        self.stopped.append(definition.name)
+
+    def discard(self, keys: Callable[[ParentKey], bool]) -> None:
+        self.discarded.append([n for n in self.names if keys(key(n))])
+
+
 def runner(script: Script, *, gate: bool = True, concurrency: int = 2, **kw: object) -> Runner:
     return Runner(
         factory=lambda _: script,
-        fetch=script.fetch,
-        gate=lambda _: gate,
+        snapshots=script,
+        gate=Gate(gate),
         concurrency=concurrency,
         **kw,  # type: ignore[arg-type]
     )
@@ -297,7 +320,7 @@ async def test_controllers_come_and_go_and_a_bad_one_is_isolated() -> None:
             raise ValueError("no reconciler for this")
         return script
 
-    r = Runner(factory=factory, fetch=script.fetch, gate=lambda _: True, concurrency=1)
+    r = Runner(factory=factory, snapshots=script, gate=Gate(), concurrency=1)
     r.set_controllers((definition("a"), definition("broken")))
     assert r.enqueue(key("x", controller="a"), Priority.LIVE)
     assert not r.enqueue(key("x", controller="broken"), Priority.LIVE)
@@ -311,32 +334,24 @@ async def test_controllers_come_and_go_and_a_bad_one_is_isolated() -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_removed_controller_is_reported_to_on_stop() -> None:
-    script = Script()
-    stopped: list[str] = []
-    r = Runner(
-        factory=lambda _: script,
-        fetch=script.fetch,
-        gate=lambda _: True,
-        concurrency=1,
-        on_stop=lambda d: stopped.append(d.name),
-    )
+async def test_a_removed_controller_is_reported_to_the_caches() -> None:
+    caches = Caches()
+    r = runner(Script(), concurrency=1, caches=caches)
     r.set_controllers((definition("a"), definition("b")))
     r.set_controllers((definition("b"),))
-    assert stopped == ["a"]
+    assert caches.stopped == ["a"]
     await r.close()
-    assert stopped == ["a", "b"]
+    assert caches.stopped == ["a", "b"]
 
 
 @pytest.mark.asyncio
-async def test_discarded_keys_are_reported_to_on_discard() -> None:
-    seen: list[list[str]] = []
-    names = ["a", "b", "c"]
-    r = runner(Script(), on_discard=lambda pred: seen.append([n for n in names if pred(key(n))]))
+async def test_discarded_keys_are_reported_to_the_caches() -> None:
+    caches = Caches(["a", "b", "c"])
+    r = runner(Script(), caches=caches)
     r.set_controllers((definition(),))
     r.cancel(lambda k: k.name == "a")  # fenced
     await r.drain(lambda k: k.name in "bc")  # a slot revoked
-    assert seen == [["a"], ["b", "c"]]
+    assert caches.discarded == [["a"], ["b", "c"]]
     await r.close()
 
 

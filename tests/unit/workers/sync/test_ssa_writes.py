@@ -20,7 +20,7 @@ from workers.sync.ssa_writes import (
     apply_force,
     conflict_message,
 )
-from workers.worker import _discard
+from workers.worker import WorkerCaches
 
 A = ParentKey("CompositeController", "c", "things.x", "ns", "a")
 B = ParentKey("CompositeController", "c", "things.x", "ns", "b")
@@ -88,11 +88,11 @@ def test_keys_the_runner_drops_leave_the_apply_cache_too() -> None:
         ssa.cache.record(key, "child", V, "h")
     hooks = _Hooks()
     revoked: Callable[[ParentKey], bool] = lambda key: key.name == "a"  # noqa: E731
-    _discard(hooks, ssa, revoked)  # type: ignore[arg-type]
+    WorkerCaches(hooks, ssa).discard(revoked)  # type: ignore[arg-type]
     assert hooks.dropped == [revoked]
     assert not ssa.cache.fresh(A, "child", V, "h")
     assert ssa.cache.fresh(B, "child", V, "h")
-    _discard(hooks, None, revoked)  # type: ignore[arg-type]  # dynamic apply: hooks only
+    WorkerCaches(hooks, None).discard(revoked)  # type: ignore[arg-type]  # dynamic apply
     assert len(hooks.dropped) == 2
 
 
