@@ -2,8 +2,8 @@
 
 The workload is the fanout job of ``../shared/bench``: a ``Fanout`` parent with 3 ConfigMap
 children (InPlace, ``generateSelector``), objects shaped as kube-apiserver returns them
-(managedFields included). ``workers.kinds.composite.reconciler.CompositeReconciler`` runs
-against a writer that answers at once and a hook that returns the fanout hook's answer, so
+(managedFields included). The CompositeController reconciler (``workers.kinds.composite``)
+runs against a writer that answers at once and a hook that returns the fanout hook's answer, so
 what is measured is the reconcile's own CPU (``time.process_time``), in two states:
 
 - steady: the parent's children and status already match: no write;
@@ -37,10 +37,11 @@ from proto.kube.resources import Resource
 from proto.runtime.logs import configure
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo, Snapshot
 from workers.apply import apply_update
-from workers.kinds.composite.reconciler import CompositeReconciler
-from workers.reconcile import ReconcileRequest
-from workers.sync.hookrequest import encode, object_map
+from workers.kinds.composite.reconciler import CompositeSteps
+from workers.reconcile import Reconciler, ReconcileRequest
+from workers.sync.hookrequest import HookRequest, encode, object_map
 from workers.sync.observed import Observed
+from workers.sync.template import SyncTemplate
 
 K = 3
 DATA = "create-" + "x" * 93
@@ -124,7 +125,7 @@ ANSWER = orjson.dumps({"status": {"children": K}, "children": _hook_children()})
 
 async def _observed_children(cluster: _Writer) -> tuple[bytes, ...]:
     """The children as our create path writes them, plus what the API server adds."""
-    reconciler = CompositeReconciler(DEFINITION, writer=cluster, hooks=_Hook(), events=_Events())
+    reconciler = _reconciler(cluster, _Hook())
     await reconciler.reconcile(ReconcileRequest(KEY, _snapshot(False, ())))
     created = []
     for i, body in enumerate(cluster.created):
@@ -203,7 +204,7 @@ async def _run(quick: bool) -> None:
     children = await _observed_children(writer)
     steady_snapshot = _snapshot(True, children)
     create_snapshot = _snapshot(False, ())
-    reconciler = CompositeReconciler(DEFINITION, writer=writer, hooks=_Hook(), events=_Events())
+    reconciler = _reconciler(writer, _Hook())
 
     async def steady() -> None:
         await reconciler.reconcile(ReconcileRequest(KEY, steady_snapshot))
@@ -234,16 +235,11 @@ async def _run(quick: bool) -> None:
 
     async def request_body() -> None:
         observed = [Observed.decode(raw) for raw in children]
+        children_map = object_map(
+            SPEC.hooks.sync.version, parent_namespace=NAMESPACE, groups={"ConfigMap.v1": observed}
+        )
         encode(
-            controller=DEFINITION.object,
-            parent=steady_snapshot.parent or b"",
-            children=object_map(
-                SPEC.hooks.sync.version,
-                parent_namespace=NAMESPACE,
-                groups={"ConfigMap.v1": observed},
-            ),
-            related={},
-            finalizing=False,
+            HookRequest(DEFINITION.object, steady_snapshot.parent or b"", children_map, {}, False)
         )
 
     async def apply_k() -> None:
@@ -293,3 +289,10 @@ async def _run(quick: bool) -> None:
 def main(quick: bool) -> None:
     configure(fmt="console", level="warning")
     asyncio.run(_run(quick))
+
+
+def _reconciler(writer: Any, hooks: Any) -> Reconciler:
+    """The CompositeController reconciler of ``DEFINITION``: the sync template with its steps."""
+    events = _Events()
+    steps = CompositeSteps(DEFINITION, writer=writer, events=events)
+    return SyncTemplate(DEFINITION, steps, writer=writer, hooks=hooks, events=events)

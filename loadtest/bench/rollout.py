@@ -1,6 +1,6 @@
 """A rolling update of N parents x K children, in-process: time and API writes per child moved.
 
-``workers.kinds.composite.reconciler.CompositeReconciler`` runs against the in-memory cluster
+The CompositeController reconciler (``workers.kinds.composite``) runs against the in-memory cluster
 (``loadtest.apiserver.inprocess``) with a StatefulSet-like hook: K ConfigMap children
 ``<parent>-<i>``, highest ordinal first, ``RollingRecreate``, no status checks (a recreated child
 counts as ready at once). Every parent is synced until its children match, then every parent's spec
@@ -27,8 +27,9 @@ from loadtest.bench._report import header, row
 from proto.kube.resources import Resource
 from proto.runtime.logs import configure
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
-from workers.kinds.composite.reconciler import CompositeReconciler
-from workers.reconcile import ReconcileRequest
+from workers.kinds.composite.reconciler import CompositeSteps
+from workers.reconcile import Reconciler, ReconcileRequest
+from workers.sync.template import SyncTemplate
 
 THINGS = Resource("bench.metashard.io", "v1", "sets", "Set", True, subresources=("status",))
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
@@ -85,9 +86,7 @@ class _Events:
         pass
 
 
-async def _sync_all(
-    cluster: MemoryCluster, reconciler: CompositeReconciler, names: list[str]
-) -> None:
+async def _sync_all(cluster: MemoryCluster, reconciler: Reconciler, names: list[str]) -> None:
     for name in names:
         key = ParentKey("CompositeController", "rollout-bench", "sets.bench.metashard.io", NS, name)
         await reconciler.reconcile(
@@ -107,7 +106,7 @@ def _done(cluster: MemoryCluster, names: list[str], image: str) -> bool:
 async def _run(parents: int, children: int) -> None:
     cluster = MemoryCluster()
     hooks = ScriptedHooks(_answer, keep=False)
-    reconciler = CompositeReconciler(DEFINITION, writer=cluster, hooks=hooks, events=_Events())
+    reconciler = _reconciler(cluster, hooks)
     names = [f"set-{i}" for i in range(parents)]
     for name in names:
         await cluster.create(
@@ -170,3 +169,10 @@ def run(quick: bool = False) -> None:
 def main(quick: bool = False) -> None:
     configure(fmt="console", level="warning")  # the reconcilers' info lines are not results
     run(quick)
+
+
+def _reconciler(writer: Any, hooks: Any) -> Reconciler:
+    """The CompositeController reconciler of ``DEFINITION``: the sync template with its steps."""
+    events = _Events()
+    steps = CompositeSteps(DEFINITION, writer=writer, events=events)
+    return SyncTemplate(DEFINITION, steps, writer=writer, hooks=hooks, events=events)

@@ -73,12 +73,15 @@ class World:
             client, field_manager="metacontroller", events=self.events, metrics=self.metrics
         )
         annotations = {} if force else {"metashard.io/apply-force": "false"}
-        self.applier: ChildApplier = self.ssa.for_controller(
-            controller={"metadata": {"name": "c", "annotations": annotations}},
-            queue="CompositeController-c",
-            targets=TARGETS,
-        )
+        self.controller = {"metadata": {"name": "c", "annotations": annotations}}
         self.writes: list[str] = []
+
+    def applier(self, type_key: TypeKey, method: UpdateMethod) -> ChildApplier:
+        """The controller's applier, with ``method`` for ``type_key`` (the cache is shared)."""
+        types = children.ChildTypes(TARGETS, {type_key: method}, ())
+        return self.ssa.for_controller(
+            controller=self.controller, queue="CompositeController-c", types=types
+        )
 
     def wrote(self, group_resource: str, obj: Mapping[str, Any], *, action: str = "") -> None:
         self.writes.append(action)
@@ -114,15 +117,9 @@ class World:
             )
             for o in objects
         ]
-        return await self.applier.run(
-            key=KEY,
-            parent=self.parent,
-            observed=await self.observed(type_key, *names),
-            desired=desired,
-            methods={type_key: method},
-            owner=self.owner,
-            wrote=self.wrote,
-        )
+        observed = await self.observed(type_key, *names)
+        wanted = children.Wanted(KEY, self.parent, self.owner, observed, desired)
+        return await self.applier(type_key, method).run(wanted, self.wrote)
 
 
 async def _world(kube: Kube, namespace: str, *, force: bool = True) -> World:

@@ -1,7 +1,8 @@
 """Which reconciler runs each kind of controller, and how to replace them.
 
-``builtin(context)`` maps controller kinds to metashard's own reconcilers, one package per
-kind under ``workers.kinds`` (``workers.kinds.registry``); a kind no package implements raises
+``builtin(context)`` maps controller kinds to metashard's own reconcilers: the sync template
+(``workers.sync.template.SyncTemplate``) with the steps of the kind's package under
+``workers.kinds`` (``workers.kinds.registry``); a kind no package implements raises
 ``UnsupportedController``.
 ``load(spec)`` imports a ``MODULE:CALLABLE`` given with ``--reconciler``; the callable receives
 the same ``WorkerContext`` and returns a ``ReconcilerFactory`` (the test suite uses this to
@@ -17,6 +18,7 @@ from proto.wire import ControllerDef
 from workers.kinds import registry
 from workers.reconcile import Reconciler, ReconcilerFactory
 from workers.sync.context import WorkerContext
+from workers.sync.template import SyncTemplate
 
 __all__ = ["FactoryBuilder", "UnsupportedController", "WorkerContext", "builtin", "load"]
 
@@ -32,10 +34,17 @@ def builtin(context: WorkerContext) -> ReconcilerFactory:
     kinds = registry()
 
     def factory(definition: ControllerDef) -> Reconciler:
-        build = kinds.get(definition.kind)
-        if build is None:
+        steps = kinds.get(definition.kind)
+        if steps is None:
             raise UnsupportedController(f"no built-in reconciler for {definition.kind.value}")
-        return build(definition, context)
+        return SyncTemplate(
+            definition,
+            steps(definition, context),
+            writer=context.writer,
+            hooks=context.hooks,
+            events=context.events,
+            ssa=context.ssa,
+        )
 
     return factory
 

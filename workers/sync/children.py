@@ -31,6 +31,11 @@ the others. As in Metacontroller, a create that finds the name taken (AlreadyExi
 that finds nothing (NotFound), and an update that finds the child gone or changed (NotFound,
 Conflict: the next sync sees the new state) are not errors. Each successful write is reported
 to ``wrote(group_resource, answer)``.
+
+An ``Applier`` makes one controller's children match: ``DynamicApplier`` is ``plan`` then
+``ChildWriter.run``; under server-side apply, ``workers.sync.ssa_writes.ChildApplier``.
+``ChildTypes.of(...)`` gathers what a controller declares of its child types: where each is
+written (``Target``), how it is updated, and what its hook may ask for.
 """
 
 from __future__ import annotations
@@ -42,11 +47,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from proto.api.controllers import UpdateMethod
-from proto.api.hooks import DesiredChild
+from proto.api.hooks import ChildType, DesiredChild
 from proto.api.objectmap import TypeKey
 from proto.kube import errors
-from proto.kube.resources import Resource
+from proto.kube.resources import Resource, split_api_version
 from proto.runtime.logs import get_logger
+from proto.wire import ParentKey, ResourceInfo
 from workers.apply import ApplyError, ControllerRef, apply_update, create_body, put_body
 from workers.sync.observed import Observed
 from workers.sync.writer import Writer
@@ -183,10 +189,46 @@ class Wrote(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """Where the children of one type are written."""
+    """Where the objects of one type (a parent's, or one child type's) are written."""
 
     resource: Resource
     group_resource: str
+
+    @classmethod
+    def of(cls, info: ResourceInfo) -> Target:
+        """The target a wire ``ResourceInfo`` names."""
+        group, version = split_api_version(info.api_version)
+        resource = Resource(
+            group,
+            version,
+            info.resource,
+            info.kind,
+            info.namespaced,
+            subresources=info.subresources,
+        )
+        return cls(resource, info.group_resource)
+
+
+@dataclass(frozen=True, slots=True)
+class ChildTypes:
+    """A controller's child types, in declaration order: where each is written, its update
+    method, and what the hook may return (``proto.api.hooks.desired_children``)."""
+
+    targets: Mapping[TypeKey, Target]
+    methods: Mapping[TypeKey, UpdateMethod]
+    types: tuple[ChildType, ...]
+
+    @classmethod
+    def of(cls, infos: Sequence[ResourceInfo], methods: Sequence[UpdateMethod]) -> ChildTypes:
+        """The types ``infos`` resolve to, each updated by its entry of ``methods``."""
+        targets: dict[TypeKey, Target] = {}
+        by_type: dict[TypeKey, UpdateMethod] = {}
+        for info, method in zip(infos, methods, strict=True):
+            type_key = TypeKey(info.api_version, info.kind)
+            targets[type_key] = Target.of(info)
+            by_type[type_key] = method
+        types = tuple(ChildType(i.api_version, i.kind, i.namespaced) for i in infos)
+        return cls(targets, by_type, types)
 
 
 class ChildWriter:
@@ -247,3 +289,45 @@ class ChildWriter:
         log.debug("child written", child=write.describe(), action=action.value)
         wrote(target.group_resource, answer, action=action.value)
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class Wanted:
+    """What one sync asks of a parent's children: ``desired`` (the hook's, checked) against
+    ``observed`` (the claimed ones), for the parent ``key`` (as last written: ``parent``),
+    which ``owner`` names in their ownerReferences."""
+
+    key: ParentKey
+    parent: Mapping[str, Any]
+    owner: ControllerRef
+    observed: Mapping[TypeKey, Iterable[Observed]]
+    desired: Sequence[DesiredChild]
+
+
+class Applier(Protocol):
+    """Makes one controller's children match its hook (the worker's apply strategy)."""
+
+    async def run(self, wanted: Wanted, wrote: Wrote) -> list[str]:
+        """Delete, create and update; one message per child that failed."""
+        ...
+
+
+class DynamicApplier:
+    """Dynamic apply: ``plan``, then ``ChildWriter.run``."""
+
+    def __init__(
+        self, writer: Writer, types: ChildTypes, *, in_place_labels: frozenset[str] = frozenset()
+    ) -> None:
+        self._writer = ChildWriter(writer, types.targets)
+        self._methods = types.methods
+        self._in_place_labels = in_place_labels
+
+    async def run(self, wanted: Wanted, wrote: Wrote) -> list[str]:
+        found = plan(
+            observed=wanted.observed,
+            desired=wanted.desired,
+            methods=self._methods,
+            owner=wanted.owner,
+            in_place_labels=self._in_place_labels,
+        )
+        return [*found.errors, *await self._writer.run(found.writes, wrote)]

@@ -4,14 +4,14 @@
   (``proto.hooks.client.HookClient`` and ``proto.kube.events.EventRecorder`` conform).
 - ``HookCaller.call(name, body, request=..., decode=..., failed=..., cache_key=...)`` POSTs
   ``body`` to the controller's hook ``name`` and decodes the answer with ``decode(answer,
-  mode)``; the time the hook took is added to ``request.hook_seconds``. The hook's TLS
-  material and credentials come resolved in the definition (``ControllerDef.connections``,
-  given as ``connections``); ``cache_key`` (the parent's key) lets the hook's ETag cache serve
-  a 304, with an entry per ``cache_variant`` (the revision a rollout calls the hook for).
-  A hook answering 429
-  raises ``RequeueAfter`` with its ``Retry-After`` delay (not a failure); any other hook
-  error (transport, timeout, status) or a malformed answer raises ``SyncFailure`` with the
-  message ``<failed>: <error>``.
+  mode=...)`` (a ``Decoder``: ``proto.api``'s decoder of the kind's answer); the time the hook
+  took is added to ``request.hook_seconds``. The hook's TLS material and credentials come
+  resolved in the definition (``ControllerDef.connections``, given as ``connections``);
+  ``cache_key`` (the parent's key) lets the hook's ETag cache serve a 304, with an entry per
+  ``cache_variant`` (the revision a rollout calls the hook for). A hook answering 429 raises
+  ``RequeueAfter`` with its ``Retry-After`` delay (not a failure); any other hook error
+  (transport, timeout, status) or a malformed answer raises ``SyncFailure`` with the message
+  ``<failed>: <error>``.
 - In ``loose`` mode the decoder returns its problems (unknown or duplicate fields) as
   ``warnings``: each distinct one is logged once per controller (``LooseWarnings``), not on
   every sync.
@@ -20,7 +20,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from proto.api.controllers import Hook, HookName, ResponseMode
@@ -29,9 +29,7 @@ from proto.api.endpoints import Connection, decode_connections
 from proto.api.errors import HookResponseError
 from proto.hooks.client import HookEndpoint
 from proto.hooks.errors import HookError, HookRetryAfter
-from proto.kube.resources import Resource, split_api_version
 from proto.runtime.logs import get_logger
-from proto.wire import ResourceInfo
 from workers.reconcile import ReconcileRequest, RequeueAfter
 from workers.sync.errors import SyncFailure
 
@@ -66,14 +64,14 @@ class Decoded(Protocol):
 
 
 D = TypeVar("D", bound=Decoded)
+D_co = TypeVar("D_co", bound=Decoded, covariant=True)
 
 
-def resource_of(info: ResourceInfo) -> Resource:
-    """The ``Resource`` a wire ``ResourceInfo`` names."""
-    group, version = split_api_version(info.api_version)
-    return Resource(
-        group, version, info.resource, info.kind, info.namespaced, subresources=info.subresources
-    )
+class Decoder(Protocol[D_co]):
+    """Decodes a hook's answer (``proto.api.hooks.decode_sync_response`` conforms); raises
+    ``proto.api.errors.HookResponseError``."""
+
+    def __call__(self, body: bytes, *, mode: ResponseMode) -> D_co: ...
 
 
 class HookCaller:
@@ -115,7 +113,7 @@ class HookCaller:
         body: bytes,
         *,
         request: ReconcileRequest,
-        decode: Callable[[bytes, ResponseMode], D],
+        decode: Decoder[D],
         failed: str,
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
@@ -129,7 +127,7 @@ class HookCaller:
                 )
             finally:
                 request.hook_seconds += time.perf_counter() - started
-            response = decode(answer, hook.response_mode)
+            response = decode(answer, mode=hook.response_mode)
         except HookRetryAfter as err:
             raise RequeueAfter(err.delay, str(err)) from None
         except (HookError, HookResponseError) as err:

@@ -1,10 +1,12 @@
 """The body of a sync or finalize hook request, built from the snapshot's raw JSON.
 
-``encode(...)`` returns the bytes to POST: ``{controller, parent, children, related,
-finalizing}`` (``proto.api.hooks.sync_request``). Objects are embedded as the API server sent
-them (``orjson.Fragment``): the controller, the parent and every child are never re-encoded,
-which is most of the request's cost. An object the reconcile rewrote (the parent after a
-finalizer change) is passed as its new raw JSON.
+A ``HookRequest`` is what one sync or finalize call sends: the controller and the parent as
+raw JSON, the object maps of the children and related objects, and ``finalizing``.
+``encode(request)`` returns the bytes to POST for a CompositeController: ``{controller,
+parent, children, related, finalizing}`` (``proto.api.hooks.sync_request``). Objects are
+embedded as the API server sent them (``orjson.Fragment``): the controller, the parent and
+every child are never re-encoded, which is most of the request's cost. An object the reconcile
+rewrote (the parent after a finalizer change) is passed as its new raw JSON.
 
 ``object_map(version, parent_namespace=..., groups=...)`` keys each group's objects as hooks
 of that version expect (``proto.api.objectmap.object_key``): v2 ``namespace/name``; v1
@@ -19,6 +21,7 @@ request has other field names: ``proto.api.decorator.sync_request``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 import orjson
@@ -67,19 +70,23 @@ def fragment(raw: bytes) -> Mapping[str, Any]:
     return cast(Mapping[str, Any], orjson.Fragment(raw))
 
 
-def encode(
-    *,
-    controller: bytes,
-    parent: bytes,
-    children: ObjectMap,
-    related: ObjectMap,
-    finalizing: bool,
-) -> bytes:
+@dataclass(frozen=True, slots=True)
+class HookRequest:
+    """One sync (``finalizing=False``) or finalize request, before it is encoded."""
+
+    controller: bytes
+    parent: bytes
+    children: ObjectMap
+    related: ObjectMap
+    finalizing: bool
+
+
+def encode(request: HookRequest) -> bytes:
     body = sync_request(
-        controller=fragment(controller),
-        parent=fragment(parent),
-        children=children,
-        related=related,
-        finalizing=finalizing,
+        controller=fragment(request.controller),
+        parent=fragment(request.parent),
+        children=request.children,
+        related=request.related,
+        finalizing=request.finalizing,
     )
     return orjson.dumps(body)

@@ -12,7 +12,8 @@ fresh as the coordinator's cache, no GET is made first):
   finalizer).
 - ``guarded_patch(...)`` writes an adoption or release patch of a child. NotFound is let go
   (``None``), a Conflict raises ``StaleSnapshot``, any other API error is appended to
-  ``problems`` (the caller fails the sync once every child was tried).
+  ``problems`` (the caller fails the sync once every child was tried). ``adopt(...)`` is the
+  adoption (``workers.sync.claims.adoption_patch``) and returns the child as written.
 
 Each successful write is reported to ``request.wrote`` (the read-your-writes barrier).
 """
@@ -29,6 +30,7 @@ from proto.runtime.logs import get_logger
 from workers.reconcile import ReconcileRequest
 from workers.sync import finalizer
 from workers.sync.children import Target
+from workers.sync.claims import adoption_patch
 from workers.sync.errors import StaleSnapshot, SyncFailure
 from workers.sync.observed import Observed
 from workers.sync.writer import Writer
@@ -138,3 +140,29 @@ async def guarded_patch(
     log.info(what, controller=controller)
     request.wrote(target.group_resource, answer, action="patch")
     return answer
+
+
+async def adopt(
+    writer: Writer,
+    target: Target,
+    orphan: Observed,
+    owner_reference: dict[str, Any],
+    *,
+    what: str,
+    request: ReconcileRequest,
+    problems: list[str],
+    controller: str,
+) -> Observed | None:
+    """Make ``owner_reference`` the controller of ``orphan``; the child as written (its
+    resourceVersion is current), ``None`` if it was not."""
+    adopted = await guarded_patch(
+        writer,
+        target,
+        orphan,
+        adoption_patch(orphan, owner_reference),
+        what=what,
+        request=request,
+        problems=problems,
+        controller=controller,
+    )
+    return None if adopted is None else Observed.of(orjson.dumps(adopted), adopted)

@@ -3,9 +3,9 @@
 ``ServerSideApply`` is one per worker process (``--apply-strategy server-side-apply``): the
 field manager, the apply cache (``workers.apply.cache``, entries grouped by parent key and
 dropped with the parent's slot: ``discard``), the counts (``workers.sync.apply_metrics``) and the
-event recorder. ``for_controller(...)`` gives one controller's ``ChildApplier``, whose
-``run(...)`` replaces ``children.plan`` + ``ChildWriter.run`` of dynamic apply (reconcilers
-call ``write_children(...)``, which takes the one the worker's strategy says):
+event recorder. ``for_controller(...)`` gives one controller's ``ChildApplier``, the
+``children.Applier`` that replaces ``children.DynamicApplier`` (``applier_of(...)`` gives the
+one the worker's strategy says):
 
 1. Observed children that are not desired are deleted as under dynamic apply (background
    propagation, uid precondition; ``children.ChildWriter``).
@@ -38,7 +38,7 @@ is not an error.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,16 +52,26 @@ from proto.kube import errors
 from proto.kube.client import PatchType
 from proto.runtime.logs import get_logger
 from proto.wire import ControllerDef, ParentKey
-from workers.apply import ApplyError, ControllerRef
+from workers.apply import ApplyError
 from workers.apply.cache import AppliedCache, Version
 from workers.apply.ssa import Step, apply_body, body_hash, plan_update
 from workers.apply.upgrade import upgrade_patch
 from workers.sync.apply_metrics import ApplyMetrics, ApplyResult, NoApplyMetrics
-from workers.sync.children import Action, ChildWriter, Target, Write, Wrote, describe, pair
-from workers.sync.children import plan as children_plan
+from workers.sync.children import (
+    Action,
+    Applier,
+    ChildTypes,
+    ChildWriter,
+    DynamicApplier,
+    Wanted,
+    Write,
+    Wrote,
+    describe,
+    pair,
+)
 from workers.sync.hookcall import Events
 from workers.sync.observed import Observed
-from workers.sync.writer import ApplyWriter
+from workers.sync.writer import ApplyWriter, Writer
 
 log = get_logger("metashard.ssa")
 
@@ -130,18 +140,32 @@ class ServerSideApply:
         *,
         controller: Mapping[str, Any],
         queue: str,
-        targets: Mapping[TypeKey, Target],
+        types: ChildTypes,
+        in_place_labels: frozenset[str] = frozenset(),
     ) -> ChildApplier:
         """The applier of one controller: ``controller`` is its object (for the force
-        annotation), ``queue`` its work queue's name (the metrics label)."""
-        return ChildApplier(self, force=apply_force(controller), queue=queue, targets=targets)
+        annotation), ``queue`` its work queue's name (the metrics label), ``types`` its child
+        types; a change of only ``in_place_labels`` is applied in place."""
+        return ChildApplier(
+            self,
+            force=apply_force(controller),
+            queue=queue,
+            types=types,
+            in_place_labels=in_place_labels,
+        )
 
 
 def applier_of(
-    ssa: ServerSideApply | None, definition: ControllerDef, targets: Mapping[TypeKey, Target]
-) -> ChildApplier | None:
-    """The applier of a controller definition's children, or None under dynamic apply (a
-    controller that sets ``metashard.io/apply-force`` then gets a warning: it has no effect)."""
+    ssa: ServerSideApply | None,
+    definition: ControllerDef,
+    types: ChildTypes,
+    *,
+    writer: Writer,
+    in_place_labels: frozenset[str] = frozenset(),
+) -> Applier:
+    """The applier of a controller definition's children: through ``ssa``, or dynamic apply
+    through ``writer`` when it is None (a controller that sets ``metashard.io/apply-force``
+    then gets a warning: it has no effect)."""
     controller = orjson.loads(definition.object)
     if ssa is None:
         annotations = (controller.get("metadata") or {}).get("annotations") or {}
@@ -151,49 +175,13 @@ def applier_of(
                 annotation=FORCE_ANNOTATION,
                 controller=definition.name,
             )
-        return None
+        return DynamicApplier(writer, types, in_place_labels=in_place_labels)
     return ssa.for_controller(
         controller=controller,
         queue=f"{definition.kind.value}-{definition.name}",
-        targets=targets,
-    )
-
-
-async def write_children(
-    applier: ChildApplier | None,
-    writer: ChildWriter,
-    *,
-    key: ParentKey,
-    parent: Mapping[str, Any],
-    observed: Mapping[TypeKey, Iterable[Observed]],
-    desired: Sequence[DesiredChild],
-    methods: Mapping[TypeKey, UpdateMethod],
-    owner: ControllerRef,
-    wrote: Wrote,
-    in_place_labels: frozenset[str] = frozenset(),
-) -> list[str]:
-    """Make the children match under the worker's apply strategy: ``applier`` (server-side
-    apply, ``applier_of``) or, when None, ``children.plan`` and ``writer`` (dynamic apply).
-    One message per child that failed."""
-    if applier is not None:
-        return await applier.run(
-            key=key,
-            parent=parent,
-            observed=observed,
-            desired=desired,
-            methods=methods,
-            owner=owner,
-            wrote=wrote,
-            in_place_labels=in_place_labels,
-        )
-    plan = children_plan(
-        observed=observed,
-        desired=desired,
-        methods=methods,
-        owner=owner,
+        types=types,
         in_place_labels=in_place_labels,
     )
-    return [*plan.errors, *await writer.run(plan.writes, wrote)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,56 +208,44 @@ class ChildApplier:
         *,
         force: bool,
         queue: str,
-        targets: Mapping[TypeKey, Target],
+        types: ChildTypes,
+        in_place_labels: frozenset[str] = frozenset(),
     ) -> None:
         self._ssa = ssa
         self.force = force
         self._queue = queue
-        self._targets = targets
-        self._deleter = ChildWriter(ssa.writer, targets)
+        self._targets = types.targets
+        self._methods = types.methods
+        self._in_place_labels = in_place_labels
+        self._deleter = ChildWriter(ssa.writer, types.targets)
 
-    async def run(
-        self,
-        *,
-        key: ParentKey,
-        parent: Mapping[str, Any],
-        observed: Mapping[TypeKey, Iterable[Observed]],
-        desired: Sequence[DesiredChild],
-        methods: Mapping[TypeKey, UpdateMethod],
-        owner: ControllerRef,
-        wrote: Wrote,
-        in_place_labels: frozenset[str] = frozenset(),
-    ) -> list[str]:
+    async def run(self, wanted: Wanted, wrote: Wrote) -> list[str]:
         """Delete, create and update; one message per child that failed."""
-        pairs, deletes = pair(observed, desired)
+        key, parent = wanted.key, wanted.parent
+        pairs, deletes = pair(wanted.observed, wanted.desired)
         for gone in deletes:
             self._ssa.cache.forget(key, (gone.type, gone.namespace, gone.name))
         problems = await self._deleter.run(deletes, wrote)
         children: list[_Child] = []
         for child, current in pairs:
             try:
-                body = apply_body(child.object, owner)
+                body = apply_body(child.object, wanted.owner)
             except ApplyError as err:
                 what = describe(child.type, child.namespace, child.name)
                 problems.append(f"can't apply {what}: {err}")
                 continue
-            method = methods.get(child.type, UpdateMethod.ON_DELETE)
+            method = self._methods.get(child.type, UpdateMethod.ON_DELETE)
             children.append(_Child(child, current, body, method))
 
         async def one(child: _Child) -> str | None:
-            return await self._child(key, parent, child, wrote, in_place_labels)
+            return await self._child(key, parent, child, wrote)
 
         outcomes = await asyncio.gather(*(one(c) for c in children))
         problems += [o for o in outcomes if o]
         return problems
 
     async def _child(
-        self,
-        key: ParentKey,
-        parent: Mapping[str, Any],
-        child: _Child,
-        wrote: Wrote,
-        in_place_labels: frozenset[str],
+        self, key: ParentKey, parent: Mapping[str, Any], child: _Child, wrote: Wrote
     ) -> str | None:
         cache, digest = self._ssa.cache, body_hash(child.body)
         current = child.current
@@ -302,7 +278,10 @@ class ChildApplier:
             except errors.KubeError as err:
                 return f"can't dry-run apply {child.describe()}: {err}"
             step = plan_update(
-                child.method, observed=obj, dry_run=result, in_place_labels=in_place_labels
+                child.method,
+                observed=obj,
+                dry_run=result,
+                in_place_labels=self._in_place_labels,
             )
             if step is Step.STALE:
                 log.debug("child changed since the snapshot", child=child.describe())

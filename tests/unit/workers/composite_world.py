@@ -18,8 +18,9 @@ from loadtest.apiserver.inprocess import MemoryCluster, ScriptedHooks
 from proto.hooks.client import HookEndpoint
 from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
-from workers.kinds.composite.reconciler import CompositeReconciler
-from workers.reconcile import Outcome, ReconcileRequest
+from workers.kinds.composite.reconciler import CompositeSteps
+from workers.reconcile import Outcome, Reconciler, ReconcileRequest
+from workers.sync.template import SyncTemplate
 
 THINGS = Resource("e2e.metashard.io", "v1", "things", "Thing", True, subresources=("status",))
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
@@ -113,10 +114,16 @@ class World:
         self.events = Events()
         self.answer: Callable[[dict[str, Any]], Any] = fanout
         self.hooks = ScriptedHooks(self._respond)
-        self.reconciler = CompositeReconciler(
-            definition(self.cc), writer=self.cluster, hooks=self.hooks, events=self.events
-        )
+        self.reconciler = self.built(definition(self.cc))
         self.last_request: ReconcileRequest | None = None
+
+    def built(self, definition: ControllerDef, **options: Any) -> Reconciler:
+        """A CompositeController reconciler of ``definition`` on this world's cluster, hook and
+        events; ``options`` go to ``CompositeSteps``."""
+        steps = CompositeSteps(definition, writer=self.cluster, events=self.events, **options)
+        return SyncTemplate(
+            definition, steps, writer=self.cluster, hooks=self.hooks, events=self.events
+        )
 
     def _respond(self, request: dict[str, Any]) -> bytes:
         answer = self.answer(request)

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -75,11 +75,12 @@ from workers.kinds.composite.revisions import (
 )
 from workers.reconcile import ReconcileRequest
 from workers.sync import children
-from workers.sync.claims import Claimant, adoption_patch, claim
+from workers.sync.claims import Claimant, claim
 from workers.sync.errors import StaleSnapshot, SyncFailure
 from workers.sync.hookcall import Events
 from workers.sync.observed import Observed
-from workers.sync.patches import describe, guarded_patch
+from workers.sync.patches import adopt, describe
+from workers.sync.template import Answer, Related
 from workers.sync.writer import Writer
 
 log = get_logger("metashard.rollout")
@@ -91,22 +92,12 @@ REVISIONS = Resource(
 )
 REVISIONS_TARGET = children.Target(REVISIONS, f"{names.CONTROLLER_REVISIONS}.{names.GROUP}")
 
-Answer = tuple[SyncResponse, tuple[DesiredChild, ...]]
-Related = Mapping[str, tuple[bytes, ...]]
-CallHook = Callable[[dict[str, Any], bytes, Related, str | None], Awaitable[Answer]]
+Checked = tuple[SyncResponse, tuple[DesiredChild, ...]]
+"""A hook's decoded answer and its checked desired children."""
+CallHook = Callable[[dict[str, Any], bytes, Related, str | None], Awaitable[Checked]]
 """Calls the sync (or finalize) hook with one parent version (object, raw JSON), its related
 objects and the name of the revision it was materialized from (``None``: the live parent, the
 latest revision), and returns the decoded answer with its checked desired children."""
-
-
-@dataclass(frozen=True, slots=True)
-class Synced:
-    """What a rolling sync asks the reconciler to do next."""
-
-    desired: tuple[DesiredChild, ...]
-    status: dict[str, Any]
-    resync_after_seconds: float | None
-    finalized: bool
 
 
 def history_limit(controller: Mapping[str, Any], default: int = DEFAULT_HISTORY_LIMIT) -> int:
@@ -182,7 +173,8 @@ class Rollouts:
         claimant: Claimant,
         observed: Mapping[TypeKey, Sequence[Observed]],
         call: CallHook,
-    ) -> Synced:
+    ) -> Answer[dict[str, Any] | None]:
+        """The answer of the rollout: the children to apply and the parent's status."""
         what = describe(self._parent.kind, parent)
         owner = ControllerRef(
             self._parent.api_version, self._parent.kind, parent["metadata"]["name"], claimant.uid
@@ -257,11 +249,11 @@ class Rollouts:
             for r, _ in answers
             if r.resync_after_seconds is not None and r.resync_after_seconds > 0
         ]
-        return Synced(
+        return Answer(
             desired=tuple(result),
-            status=status,
             resync_after_seconds=min(resync) if resync else None,
             finalized=all(r.finalized for r, _ in answers),
+            update=status,
         )
 
     # --- steps --------------------------------------------------------------------------
@@ -295,18 +287,18 @@ class Rollouts:
         found = [*decision.owned, *decision.release]
         problems: list[str] = []
         for orphan in decision.adopt:
-            adopted = await guarded_patch(
+            adopted = await adopt(
                 self._writer,
                 REVISIONS_TARGET,
                 orphan,
-                adoption_patch(orphan, owner.as_owner_reference()),
+                owner.as_owner_reference(),
                 what=f"adopt ControllerRevision {orphan.name}",
                 request=request,
                 problems=problems,
                 controller=self._spec.name,
             )
             if adopted is not None:
-                found.append(Observed.of(orjson.dumps(adopted), adopted))
+                found.append(adopted)
         if problems:
             raise SyncFailure(f"can't claim ControllerRevisions of {what}: " + "; ".join(problems))
         try:
@@ -322,7 +314,7 @@ class Rollouts:
         revision: Revision,
         latest: Revision,
         call: CallHook,
-    ) -> Answer:
+    ) -> Checked:
         snapshot = request.snapshot
         if revision is latest:
             return await call(parent, raw, snapshot.related, None)

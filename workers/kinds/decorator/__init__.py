@@ -1,20 +1,14 @@
-"""The DecoratorController kind on the workers: its reconciler."""
+"""The DecoratorController kind on the workers: its steps of the sync template (``steps``),
+its attachments and the labels and annotations it merges onto its targets."""
 
 from __future__ import annotations
 
 from proto.wire import ControllerDef, ControllerKind
-from workers.kinds.decorator.reconciler import DecoratorReconciler
-from workers.reconcile import Reconciler
+from workers.kinds.decorator.reconciler import DecoratorSteps
 from workers.sync.context import WorkerContext
 
 KIND = ControllerKind.DECORATOR
 
 
-def build(definition: ControllerDef, context: WorkerContext) -> Reconciler:
-    return DecoratorReconciler(
-        definition,
-        writer=context.writer,
-        hooks=context.hooks,
-        events=context.events,
-        ssa=context.ssa,
-    )
+def steps(definition: ControllerDef, context: WorkerContext) -> DecoratorSteps:
+    return DecoratorSteps(definition, writer=context.writer)

@@ -16,9 +16,10 @@ from proto.wire import ControllerDef, ControllerKind, ResourceInfo
 from tests.unit.workers.composite_world import controller, definition
 from tests.unit.workers.kinds.decorator.test_reconciler import decorator as decorator_object
 from workers.kinds import registry
-from workers.kinds.composite.reconciler import CompositeReconciler
-from workers.kinds.decorator.reconciler import DecoratorReconciler
+from workers.kinds.composite.reconciler import CompositeSteps
+from workers.kinds.decorator.reconciler import DecoratorSteps
 from workers.kinds.plugins import WorkerContext, builtin
+from workers.sync.template import SyncTemplate
 
 
 @pytest.mark.asyncio
@@ -37,7 +38,8 @@ async def test_builtin_runs_every_kind_in_workers_kinds() -> None:
         )
         factory = builtin(context)
         composite = factory(definition(controller()))
-        assert isinstance(composite, CompositeReconciler) and composite._writer is writer
+        assert isinstance(composite, SyncTemplate) and composite._writer is writer
+        assert isinstance(composite._steps, CompositeSteps) and composite._steps._writer is writer
         decorator = ControllerDef(
             ControllerKind.DECORATOR,
             "dc",
@@ -50,5 +52,6 @@ async def test_builtin_runs_every_kind_in_workers_kinds() -> None:
             ),
         )
         built = factory(decorator)
-        assert isinstance(built, DecoratorReconciler) and built._writer is writer
+        assert isinstance(built, SyncTemplate) and built._writer is writer
+        assert isinstance(built._steps, DecoratorSteps) and built._steps._writer is writer
         assert set(registry()) == set(ControllerKind)

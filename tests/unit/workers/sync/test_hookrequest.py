@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from proto.api.controllers import HookVersion
 from proto.api.objectmap import TypeKey
 from tests.unit.proto.objectmaps import build_object_map
-from workers.sync.hookrequest import encode, object_map
+from workers.sync.hookrequest import HookRequest, encode, object_map
 from workers.sync.observed import Observed
 
 
@@ -81,9 +81,7 @@ def test_encode_embeds_the_raw_json_as_sent() -> None:
     children = object_map(
         HookVersion.V1, parent_namespace="a", groups={"ConfigMap.v1": [Observed.decode(child)]}
     )
-    body = encode(
-        controller=controller, parent=parent, children=children, related={}, finalizing=True
-    )
+    body = encode(HookRequest(controller, parent, children, related={}, finalizing=True))
     assert parent in body and child in body and controller in body
     assert orjson.loads(body) == {
         "controller": orjson.loads(controller),

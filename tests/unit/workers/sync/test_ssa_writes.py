@@ -13,6 +13,7 @@ from structlog.testing import capture_logs
 from proto.kube.errors import Conflict
 from proto.wire import ControllerDef, ControllerKind, ParentKey
 from workers.apply.cache import Version
+from workers.sync.children import ChildTypes, DynamicApplier
 from workers.sync.ssa_writes import (
     FORCE_ANNOTATION,
     ServerSideApply,
@@ -107,7 +108,9 @@ def test_the_force_annotation_under_dynamic_apply_is_a_warning() -> None:
         resources=(),
     )
     with capture_logs() as logs:
-        assert applier_of(None, definition, {}) is None
+        types = ChildTypes({}, {}, ())
+        applier = applier_of(None, definition, types, writer=None)  # type: ignore[arg-type]
+        assert isinstance(applier, DynamicApplier)
     assert [(e["log_level"], e["event"]) for e in logs] == [
         ("warning", "the apply-force annotation has no effect under dynamic-apply")
     ]

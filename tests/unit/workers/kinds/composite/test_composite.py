@@ -1,8 +1,9 @@
 """workers.kinds.composite.reconciler: whole syncs of a parent against an in-memory cluster
 and a scripted hook.
 
-Each test drives ``CompositeReconciler`` through ``composite_world.World`` and checks the
-writes it made (verb, resource, object), the hook requests, events and outcomes.
+Each test drives the CompositeController reconciler (``workers.kinds.composite``) through
+``composite_world.World`` and checks the writes it made (verb, resource, object), the hook
+requests, events and outcomes.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from tests.unit.workers.composite_world import (
     owner,
 )
 from workers.apply import LAST_APPLIED_ANNOTATION
-from workers.kinds.composite.reconciler import CompositeReconciler
 from workers.kinds.composite.rollouts import REVISIONS
 from workers.reconcile import Outcome, RequeueAfter
 from workers.sync.errors import StaleSnapshot, SyncFailure
@@ -535,9 +535,7 @@ async def test_finalized_from_sync_is_ignored() -> None:
 async def test_the_finalizer_goes_when_the_finalize_hook_does() -> None:
     world = World(finalize=True)
     await world.parent(spec={"children": 0}, finalizers=["a", FINALIZER])
-    world.reconciler = CompositeReconciler(
-        definition(controller()), writer=world.cluster, hooks=world.hooks, events=world.events
-    )
+    world.reconciler = world.built(definition(controller()))
     await world.sync()
     assert verbs(world)[0] == ("PATCH", "things", "p")
     assert world.cluster.get(THINGS, NS, "p")["metadata"]["finalizers"] == ["a"]  # type: ignore[index]
@@ -570,12 +568,7 @@ async def test_a_finalizer_conflict_is_a_stale_snapshot() -> None:
 async def test_a_parent_without_status_subresource_cannot_run() -> None:
     world = World()
     with pytest.raises(ValueError, match="no status subresource"):
-        CompositeReconciler(
-            definition(controller(), parent_subresources=()),
-            writer=world.cluster,
-            hooks=world.hooks,
-            events=world.events,
-        )
+        world.built(definition(controller(), parent_subresources=()))
 
 
 async def test_an_invalid_controller_cannot_run() -> None:
@@ -584,7 +577,7 @@ async def test_an_invalid_controller_cannot_run() -> None:
         ControllerKind.COMPOSITE, "cc", "u", "1", b'{"kind": "CompositeController"}', ()
     )
     with pytest.raises(InvalidControllerError):
-        CompositeReconciler(broken, writer=world.cluster, hooks=world.hooks, events=world.events)
+        world.built(broken)
 
 
 async def test_resources_must_match_the_child_types() -> None:
@@ -592,7 +585,7 @@ async def test_resources_must_match_the_child_types() -> None:
     full = definition(controller(secrets=True))
     short = ControllerDef(full.kind, full.name, full.uid, "1", full.object, full.resources[:2])
     with pytest.raises(ValueError, match="2 resources for 1 parent and 2 child types"):
-        CompositeReconciler(short, writer=world.cluster, hooks=world.hooks, events=world.events)
+        world.built(short)
 
 
 async def test_secrets_group_is_a_declared_type() -> None:

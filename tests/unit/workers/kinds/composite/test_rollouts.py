@@ -17,10 +17,9 @@ from proto.api.revisions import REVISION_HASH_LABEL, make_patch, revision_hash
 from proto.kube import errors
 from proto.wire import ParentKey
 from tests.unit.workers.composite_world import CONFIGMAPS, NS, THINGS, World, definition
-from workers.kinds.composite.reconciler import CompositeReconciler
 from workers.kinds.composite.revisions import revision_name
 from workers.kinds.composite.rollouts import REVISIONS
-from workers.reconcile import ReconcileRequest
+from workers.reconcile import Reconciler, ReconcileRequest
 from workers.sync.errors import SyncFailure
 
 pytestmark = pytest.mark.asyncio
@@ -55,13 +54,7 @@ def rolling_world(
         strategy["statusChecks"] = {"conditions": [{"type": "Ready", "status": "True"}]}
     if history is not None:
         world.cc["metadata"]["annotations"] = {"metashard.io/revision-history-limit": history}
-    world.reconciler = CompositeReconciler(
-        definition(world.cc),
-        writer=world.cluster,
-        hooks=world.hooks,
-        events=world.events,
-        revision_history_limit=default_history,
-    )
+    world.reconciler = world.built(definition(world.cc), revision_history_limit=default_history)
     world.answer = answer
     return world
 
@@ -403,15 +396,12 @@ async def test_a_failed_revision_write_touches_no_child() -> None:
 CLUSTER_THINGS = dataclasses.replace(THINGS, namespaced=False)
 
 
-def cluster_reconciler(world: World, namespace: str) -> CompositeReconciler:
+def cluster_reconciler(world: World, namespace: str) -> Reconciler:
     """``world``'s controller over a cluster-scoped Thing, revisions in ``namespace``."""
     info = definition(world.cc)
     parent_info = dataclasses.replace(info.resources[0], namespaced=False)
-    return CompositeReconciler(
+    return world.built(
         dataclasses.replace(info, resources=(parent_info, *info.resources[1:])),
-        writer=world.cluster,
-        hooks=world.hooks,
-        events=world.events,
         cluster_revision_namespace=namespace,
     )
 
@@ -480,7 +470,7 @@ async def test_a_cluster_scoped_parent_keeps_its_revisions_in_the_cluster_revisi
 async def test_a_worker_that_disagrees_on_the_revision_namespace_fails_loudly() -> None:
     world = rolling_world(checks=False)
 
-    def reconciler(namespace: str) -> CompositeReconciler:
+    def reconciler(namespace: str) -> Reconciler:
         return cluster_reconciler(world, namespace)
 
     world.answer = lambda request: {"children": []}

@@ -15,9 +15,10 @@ from proto.hooks.client import HookEndpoint
 from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
 from tests.unit.workers.composite_world import Events
-from workers.kinds.decorator.reconciler import DecoratorReconciler
+from workers.kinds.decorator.reconciler import DecoratorSteps
 from workers.reconcile import Outcome, ReconcileRequest
 from workers.sync.errors import SyncFailure
+from workers.sync.template import SyncTemplate
 
 PODS = Resource("", "v1", "pods", "Pod", True, subresources=("status",))
 SERVICES = Resource("", "v1", "services", "Service", True)
@@ -121,8 +122,9 @@ class World:
             ),
             connections,
         )
-        self.reconciler = DecoratorReconciler(
-            definition, writer=self.cluster, hooks=self.keyed, events=self.events
+        steps = DecoratorSteps(definition, writer=self.cluster)
+        self.reconciler = SyncTemplate(
+            definition, steps, writer=self.cluster, hooks=self.keyed, events=self.events
         )
 
     async def pod(self, name: str = "p", **meta: Any) -> dict[str, Any]:
