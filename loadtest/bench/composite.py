@@ -37,7 +37,7 @@ from proto.kube.resources import Resource
 from proto.runtime.logs import configure
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo, Snapshot
 from workers.apply import apply_update
-from workers.kinds.composite.reconciler import CompositeSteps
+from workers.kinds.composite.steps import CompositeSteps
 from workers.reconcile import Reconciler, ReconcileRequest
 from workers.sync.hookrequest import HookRequest, encode, object_map
 from workers.sync.observed import Observed

@@ -27,7 +27,7 @@ from loadtest.bench._report import header, row
 from proto.kube.resources import Resource
 from proto.runtime.logs import configure
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
-from workers.kinds.composite.reconciler import CompositeSteps
+from workers.kinds.composite.steps import CompositeSteps
 from workers.reconcile import Reconciler, ReconcileRequest
 from workers.sync.template import SyncTemplate
 

@@ -18,7 +18,7 @@ from loadtest.apiserver.inprocess import MemoryCluster, ScriptedHooks
 from proto.hooks.client import HookEndpoint
 from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
-from workers.kinds.composite.reconciler import CompositeSteps
+from workers.kinds.composite.steps import CompositeSteps
 from workers.reconcile import Outcome, Reconciler, ReconcileRequest
 from workers.sync.template import SyncTemplate
 

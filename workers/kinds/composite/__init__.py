@@ -4,7 +4,7 @@ rolling updates (planner and I/O) and the ControllerRevisions it writes."""
 from __future__ import annotations
 
 from proto.wire import ControllerDef, ControllerKind
-from workers.kinds.composite.reconciler import CompositeSteps
+from workers.kinds.composite.steps import CompositeSteps
 from workers.sync.context import WorkerContext
 
 KIND = ControllerKind.COMPOSITE

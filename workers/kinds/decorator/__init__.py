@@ -4,7 +4,7 @@ its attachments and the labels and annotations it merges onto its targets."""
 from __future__ import annotations
 
 from proto.wire import ControllerDef, ControllerKind
-from workers.kinds.decorator.reconciler import DecoratorSteps
+from workers.kinds.decorator.steps import DecoratorSteps
 from workers.sync.context import WorkerContext
 
 KIND = ControllerKind.DECORATOR

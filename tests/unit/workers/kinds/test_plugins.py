@@ -14,10 +14,10 @@ from proto.kube.events import EventRecorder
 from proto.runtime.http1 import HttpClient
 from proto.wire import ControllerDef, ControllerKind, ResourceInfo
 from tests.unit.workers.composite_world import controller, definition
-from tests.unit.workers.kinds.decorator.test_reconciler import decorator as decorator_object
+from tests.unit.workers.kinds.decorator.test_steps import decorator as decorator_object
 from workers.kinds import registry
-from workers.kinds.composite.reconciler import CompositeSteps
-from workers.kinds.decorator.reconciler import DecoratorSteps
+from workers.kinds.composite.steps import CompositeSteps
+from workers.kinds.decorator.steps import DecoratorSteps
 from workers.kinds.plugins import WorkerContext, builtin
 from workers.sync.template import SyncTemplate
 

@@ -1,4 +1,4 @@
-"""workers.kinds.composite.reconciler: whole syncs of a parent against an in-memory cluster
+"""workers.kinds.composite.steps: whole syncs of a parent against an in-memory cluster
 and a scripted hook.
 
 Each test drives the CompositeController reconciler (``workers.kinds.composite``) through

@@ -1,4 +1,4 @@
-"""workers.kinds.decorator.reconciler: whole syncs of a target against an in-memory cluster."""
+"""workers.kinds.decorator.steps: whole syncs of a target against an in-memory cluster."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from proto.hooks.client import HookEndpoint
 from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
 from tests.unit.workers.composite_world import Events
-from workers.kinds.decorator.reconciler import DecoratorSteps
+from workers.kinds.decorator.steps import DecoratorSteps
 from workers.reconcile import Outcome, ReconcileRequest
 from workers.sync.errors import SyncFailure
 from workers.sync.template import SyncTemplate
