@@ -13,7 +13,9 @@
   the request also keeps a readable line per write (``written``) and the time spent in hooks
   (``hook_seconds``), which the runner logs once per reconcile that wrote something.
 - A ``ReconcilerFactory`` builds one reconciler per controller definition; the runtime calls
-  it again whenever that definition changes.
+  it again whenever that definition changes. Where factories come from is the other half of
+  this seam, ``workers.kinds.plugins``: metashard's kinds (the sync template with each kind's
+  steps), or a ``--reconciler`` of one's own.
 """
 
 from __future__ import annotations

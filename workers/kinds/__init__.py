@@ -1,12 +1,21 @@
-"""The controller kinds the workers run, one package each, found by looking.
+"""The controller kinds the workers run: plug-ins, one package each.
 
-Every sub-package of ``workers.kinds`` is a kind: it exposes ``KIND`` (a
-``proto.wire.ControllerKind``) and ``steps(definition, context)``, which returns what one
-controller definition supplies to the sync template (``workers.sync.template.KindSteps``).
-``registry()`` imports them all once and maps each kind to its ``steps``; adding a kind is
-adding its package, nothing else.
+A kind package exposes two names, and nothing else is asked of it:
 
-Kinds import ``workers.sync`` (what they share) and never each other (import-linter).
+- ``KIND``: the kind it implements, as ``ControllerDef.kind`` names it (a
+  ``proto.wire.ControllerKind``: ``CompositeController``, ``DecoratorController``);
+- ``steps(definition, context)``: what one controller definition of that kind supplies to the
+  sync template (``workers.sync.template.KindSteps``), built from the worker's
+  ``WorkerContext``.
+
+``registry(*packages)`` maps each kind's name to its ``steps``: every sub-package of
+``workers.kinds``, found by looking and imported once, then the ``packages`` given (kinds
+defined elsewhere: a test's). Two packages of one kind are refused. Adding a kind to the
+workers is adding its package here, nothing else; ``workers.kinds.plugins`` turns a registry
+into reconcilers.
+
+Kinds import ``workers.sync`` (what they share) and never each other (import-linter, over every
+module of ``workers.kinds``).
 """
 
 from __future__ import annotations
@@ -15,25 +24,36 @@ import functools
 import importlib
 import pkgutil
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
 
-from proto.wire import ControllerDef, ControllerKind
+from proto.wire import ControllerDef
 from workers.sync.context import WorkerContext
 from workers.sync.template import KindSteps
 
 Steps = Callable[[ControllerDef, WorkerContext], KindSteps[Any, Any]]
+"""A kind package's ``steps``."""
+
+
+def registry(*packages: ModuleType) -> Mapping[str, Steps]:
+    """Kind -> its steps: the packages of ``workers.kinds``, then ``packages``."""
+    found = dict(_found())
+    for package in packages:
+        _add(found, package)
+    return found
 
 
 @functools.cache
-def registry() -> Mapping[ControllerKind, Steps]:
-    """Kind -> its steps, from every sub-package of ``workers.kinds``."""
-    found: dict[ControllerKind, Steps] = {}
+def _found() -> Mapping[str, Steps]:
+    found: dict[str, Steps] = {}
     for module in pkgutil.iter_modules(__path__, f"{__name__}."):
-        if not module.ispkg:
-            continue
-        package = importlib.import_module(module.name)
-        kind = package.KIND
-        if kind in found:
-            raise RuntimeError(f"two packages implement {kind.value}: {module.name}")
-        found[kind] = package.steps
+        if module.ispkg:
+            _add(found, importlib.import_module(module.name))
     return found
+
+
+def _add(found: dict[str, Steps], package: ModuleType) -> None:
+    kind = str(package.KIND)
+    if kind in found:
+        raise RuntimeError(f"two packages implement {kind}: {package.__name__}")
+    found[kind] = package.steps

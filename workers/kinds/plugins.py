@@ -1,26 +1,42 @@
-"""Which reconciler runs each kind of controller, and how to replace them.
+"""Where each controller's reconciler comes from: the seam between the worker runtime and the
+controller kinds.
 
-``builtin(context)`` maps controller kinds to metashard's own reconcilers: the sync template
-(``workers.sync.template.SyncTemplate``) with the steps of the kind's package under
-``workers.kinds`` (``workers.kinds.registry``); a kind no package implements raises
-``UnsupportedController``.
-``load(spec)`` imports a ``MODULE:CALLABLE`` given with ``--reconciler``; the callable receives
-the same ``WorkerContext`` and returns a ``ReconcilerFactory`` (the test suite uses this to
-record reconciles; it is also the way to run a custom reconciler under metashard's runtime).
+The runner asks its ``ReconcilerFactory`` for the reconciler of every controller definition
+the coordinator sends, and again when a definition changes (``workers.reconcile``: the
+contract a reconciler keeps). A ``FactoryBuilder`` makes that factory once per process, from
+the ``WorkerContext`` the composition root builds (``workers.worker``):
+
+- ``builtin``: metashard's own kinds. The reconciler of a definition is the sync template
+  (``workers.sync.template.SyncTemplate``) with the steps of its kind's package
+  (``workers.kinds.registry``); a kind no package implements raises ``UnsupportedController``
+  (the runner logs it and runs that controller nowhere).
+- ``Reconcilers(context, kinds)``: the same over any registry, such as
+  ``registry(package)``: the built-in kinds and a kind package of one's own (a test's).
+- ``load(spec)``: the builder a ``--reconciler MODULE:CALLABLE`` names, given the same
+  ``WorkerContext``. The test suite records reconciles this way; it is also how to run a
+  custom reconciler, or a kind of one's own, under metashard's runtime.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from proto.wire import ControllerDef
-from workers.kinds import registry
+from workers.kinds import Steps, registry
 from workers.reconcile import Reconciler, ReconcilerFactory
 from workers.sync.context import WorkerContext
 from workers.sync.template import SyncTemplate
 
-__all__ = ["FactoryBuilder", "UnsupportedController", "WorkerContext", "builtin", "load"]
+__all__ = [
+    "FactoryBuilder",
+    "Reconcilers",
+    "UnsupportedController",
+    "WorkerContext",
+    "builtin",
+    "load",
+]
 
 
 FactoryBuilder = Callable[[WorkerContext], ReconcilerFactory]
@@ -30,13 +46,19 @@ class UnsupportedController(Exception):
     """No reconciler is available for this kind of controller."""
 
 
-def builtin(context: WorkerContext) -> ReconcilerFactory:
-    kinds = registry()
+@dataclass(frozen=True, slots=True)
+class Reconcilers:
+    """The ``ReconcilerFactory`` of the kinds in ``kinds``: the sync template with the steps
+    of a definition's kind, on the context's writer, hook client, events and apply strategy."""
 
-    def factory(definition: ControllerDef) -> Reconciler:
-        steps = kinds.get(definition.kind)
+    context: WorkerContext
+    kinds: Mapping[str, Steps]
+
+    def __call__(self, definition: ControllerDef) -> Reconciler:
+        steps = self.kinds.get(definition.kind)
         if steps is None:
-            raise UnsupportedController(f"no built-in reconciler for {definition.kind.value}")
+            raise UnsupportedController(f"no built-in reconciler for {definition.kind}")
+        context = self.context
         return SyncTemplate(
             definition,
             steps(definition, context),
@@ -46,7 +68,10 @@ def builtin(context: WorkerContext) -> ReconcilerFactory:
             ssa=context.ssa,
         )
 
-    return factory
+
+def builtin(context: WorkerContext) -> ReconcilerFactory:
+    """The reconcilers of the kinds under ``workers.kinds``."""
+    return Reconcilers(context, registry())
 
 
 def load(spec: str) -> FactoryBuilder:

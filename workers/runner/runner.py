@@ -100,7 +100,7 @@ class KeyDropped(Exception):
 
 
 def queue_name(definition: ControllerDef) -> str:
-    return f"{definition.kind.value}-{definition.name}"
+    return f"{definition.kind}-{definition.name}"
 
 
 @dataclass(slots=True)

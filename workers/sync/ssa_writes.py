@@ -178,7 +178,7 @@ def applier_of(
         return DynamicApplier(writer, types, in_place_labels=in_place_labels)
     return ssa.for_controller(
         controller=controller,
-        queue=f"{definition.kind.value}-{definition.name}",
+        queue=f"{definition.kind}-{definition.name}",
         types=types,
         in_place_labels=in_place_labels,
     )
