@@ -61,23 +61,20 @@ from proto.wire import (
     Nack,
     NackReason,
     ParentKey,
+    Priority,
     Released,
     Revoke,
     Snapshot,
     Welcome,
     slot_of,
 )
-from proto.wire import Priority as WirePriority
 from workers.link.dealer import DealerLink
 from workers.link.snapshots import Snapshots
 from workers.link.standing import Standing
-from workers.workqueue import Priority
 
 log = get_logger("metashard.membership")
 
 ACK_FLUSH = 0.5  # seconds a BYE acknowledgement gets to leave before the socket is dropped
-
-_PRIORITY = {WirePriority.LIVE: Priority.LIVE, WirePriority.LOW: Priority.LOW}
 
 
 class WorkSink(Protocol):
@@ -210,13 +207,12 @@ class Membership:
         standing.heard()
         work = self._work
         if isinstance(msg, Keys):
-            priority = _PRIORITY[msg.priority]
             for key in msg.keys:
                 # A key whose snapshot is on its way needs no new run: the coordinator pushed
                 # it after the change reached its cache, so the snapshot (sent after this
                 # message, on the same ordered pipe) already reflects the change.
                 if not self._snapshots.pending(key) and standing.owns(key):
-                    work.enqueue(key, priority)
+                    work.enqueue(key, msg.priority)
         elif isinstance(msg, Snapshot):
             self._snapshots.answer(msg)
         elif isinstance(msg, Nack):

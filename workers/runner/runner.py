@@ -50,7 +50,7 @@ from typing import Protocol
 
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
 from proto.runtime.logs import get_logger
-from proto.wire import ControllerDef, ParentKey, Snapshot
+from proto.wire import ControllerDef, ParentKey, Priority, Snapshot
 from workers.reconcile import (
     Outcome,
     Reconciler,
@@ -59,7 +59,7 @@ from workers.reconcile import (
     RequeueAfter,
 )
 from workers.runner.metrics import ControllerMetrics, NoControllerMetrics, ReconcileResult
-from workers.workqueue import MetricsProvider, NoMetricsProvider, Priority, ShutDown, WorkQueue
+from workers.workqueue import MetricsProvider, NoMetricsProvider, ShutDown, WorkQueue
 
 log = get_logger("metashard.runner")
 

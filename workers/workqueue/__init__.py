@@ -8,7 +8,9 @@ with ``await queue.get()``, reconcile them, and call ``queue.done(key)``.
 - **One consumer per item**: an item is never handed out while it is being processed; one
   added meanwhile is processed again after ``done``.
 - **Live before low**: ``Priority.LIVE`` work goes ahead of ``Priority.LOW`` (initial list,
-  resync); a queued low item that gets a live add is promoted.
+  resync); a queued low item that gets a live add is promoted. The priorities are those of the
+  wire (``proto.wire.Priority``), so a KEYS message's priority is the one its keys are queued
+  at.
 - **Delays and rate limits**: ``add_after`` (the earlier ready time wins),
   ``add_rate_limited`` / ``forget`` / ``num_requeues`` over a ``workers.workqueue.ratelimiters``
   limiter.
@@ -35,7 +37,6 @@ from workers.workqueue.metrics import (
     PrometheusMetricsProvider,
     QueueMetrics,
 )
-from workers.workqueue.queue import Priority
 from workers.workqueue.ratelimiting import WorkQueue
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
     "MetricsProvider",
     "NoMetricsProvider",
     "NotProcessing",
-    "Priority",
     "PrometheusMetricsProvider",
     "QueueMetrics",
     "ShutDown",

@@ -6,7 +6,7 @@ Invariants:
   item in a *waiting* heap keyed by ready time; when the clock reaches that time the item is
   added with the priority it was parked with.
 - An item waits at most once: parking it again keeps the **earlier** ready time and the
-  higher priority of the two. Waiting does not make an item dirty: a plain ``add`` meanwhile
+  more urgent priority of the two. Waiting does not make an item dirty: a plain ``add`` meanwhile
   queues it at once, and the later release is then deduplicated as usual.
 - Every ``add_after`` call counts one retry in the metrics, whatever its delay (client-go).
 - One background task per queue releases due items. It sleeps on the injected clock until
@@ -27,9 +27,10 @@ from collections.abc import Callable, Hashable
 from typing import TypeVar
 
 from proto.runtime.clock import Clock
+from proto.wire import Priority
 from workers.workqueue.errors import InvalidDelay
 from workers.workqueue.metrics import MetricsProvider
-from workers.workqueue.queue import Priority, Queue
+from workers.workqueue.queue import Queue
 
 T = TypeVar("T", bound=Hashable)
 
@@ -77,10 +78,10 @@ class DelayingQueue(Queue[T]):
         if parked is not None:
             parked_at, parked_seq, parked_priority = parked
             if parked_at <= ready_at:
-                if priority > parked_priority:
+                if priority < parked_priority:
                     self._parked[item] = (parked_at, parked_seq, priority)
                 return
-            priority = max(priority, parked_priority)
+            priority = min(priority, parked_priority)
         seq = next(self._seq)
         self._parked[item] = (ready_at, seq, priority)
         heapq.heappush(self._waiting, (ready_at, seq, item))

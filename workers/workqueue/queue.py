@@ -1,4 +1,5 @@
-"""The work queue core: client-go's queue (``util/workqueue/queue.go``) with two priorities.
+"""The work queue core: client-go's queue (``util/workqueue/queue.go``) with two priorities
+(``proto.wire.Priority``, the priority KEYS messages carry: lower goes first).
 
 Invariants:
 
@@ -12,9 +13,9 @@ Invariants:
   queued (``done`` re-queues at the back).
 - **Live before low.** ``Priority.LIVE`` items (changes seen on a watch) are handed out before
   any ``Priority.LOW`` item (initial list, resync), so a resync flood cannot starve real
-  changes (Metacontroller issue #78). A dirty item's priority is the highest it was added with
-  since it was last taken; a LOW item that gets a LIVE add is *promoted*: it moves to the back
-  of the LIVE line.
+  changes (Metacontroller issue #78). A dirty item's priority is the most urgent it was added
+  with since it was last taken; a LOW item that gets a LIVE add is *promoted*: it moves to the
+  back of the LIVE line.
 - **Shutdown stops intake, not output** (as client-go's): after ``shut_down()`` adds are
   ignored, ``get()`` keeps handing out what is already queued and raises ``ShutDown`` once
   nothing is; ``done`` still re-queues items that were dirty. ``shut_down_with_drain()``
@@ -32,22 +33,15 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import enum
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
+from proto.wire import Priority
 from workers.workqueue.errors import InvalidPriority, NotProcessing, ShutDown
 from workers.workqueue.metrics import MetricsProvider, NoMetricsProvider
 
 T = TypeVar("T", bound=Hashable)
-
-
-class Priority(enum.IntEnum):
-    """How urgent an item is; higher goes first (controller-runtime's ``LowPriority`` = -100)."""
-
-    LOW = -100
-    LIVE = 0
 
 
 class Queue(Generic[T]):
@@ -81,7 +75,7 @@ class Queue(Generic[T]):
         self._lines: dict[Priority, collections.OrderedDict[T, None]] = {
             priority: collections.OrderedDict() for priority in Priority
         }
-        self._order = tuple(self._lines[p] for p in sorted(Priority, reverse=True))
+        self._order = tuple(self._lines[p] for p in sorted(Priority))  # most urgent first
         self._getters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._idle_waiters: list[asyncio.Future[None]] = []
         self._shutting_down = False
@@ -111,7 +105,7 @@ class Queue(Generic[T]):
                 line[item] = None
                 if self._getters:
                     self._wake_getter()
-        elif priority > queued_as:
+        elif priority < queued_as:  # more urgent: promoted
             self._dirty[item] = priority
             if item not in self._processing:
                 del self._lines[queued_as][item]

@@ -16,9 +16,9 @@ from collections.abc import Callable, Hashable
 from typing import TypeVar
 
 from proto.runtime.clock import Clock
+from proto.wire import Priority
 from workers.workqueue.delaying import DelayingQueue
 from workers.workqueue.metrics import MetricsProvider
-from workers.workqueue.queue import Priority
 from workers.workqueue.ratelimiters import RateLimiter, default_controller_rate_limiter
 
 T = TypeVar("T", bound=Hashable)

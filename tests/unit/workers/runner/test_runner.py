@@ -7,11 +7,10 @@ import pytest
 import structlog
 from prometheus_client import CollectorRegistry
 
-from proto.wire import ControllerDef, ControllerKind, ParentKey, Snapshot
+from proto.wire import ControllerDef, ControllerKind, ParentKey, Priority, Snapshot
 from workers.reconcile import Outcome, ReconcileRequest, RequeueAfter
 from workers.runner.metrics import PrometheusControllerMetrics
 from workers.runner.runner import KeyDropped, Runner
-from workers.workqueue import Priority
 
 
 def definition(name: str = "cc", version: str = "1") -> ControllerDef:

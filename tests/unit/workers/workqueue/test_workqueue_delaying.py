@@ -9,8 +9,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from proto.runtime.clock import FakeClock
+from proto.wire import Priority
 from tests.unit.workers.workqueue.conftest import Settle
-from workers.workqueue import InvalidDelay, Priority, WorkQueue
+from workers.workqueue import InvalidDelay, WorkQueue
 
 
 def retries(registry: CollectorRegistry) -> float | None:
@@ -102,7 +103,7 @@ async def test_the_releaser_never_polls(
 
 
 @pytest.mark.asyncio
-async def test_a_parked_item_keeps_the_higher_priority(
+async def test_a_parked_item_keeps_the_more_urgent_priority(
     queue: WorkQueue[str], clock: FakeClock, settle: Settle
 ) -> None:
     queue.add_after("resync", 1.0, priority=Priority.LOW)

@@ -25,7 +25,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from prometheus_client import CollectorRegistry
 
 from proto.runtime.clock import FakeClock
-from workers.workqueue import Priority, PrometheusMetricsProvider, ShutDown, WorkQueue
+from proto.wire import Priority
+from workers.workqueue import PrometheusMetricsProvider, ShutDown, WorkQueue
 from workers.workqueue.ratelimiters import ItemExponentialFailureRateLimiter
 
 ITEMS = st.sampled_from(["a", "b", "c", "d"])
@@ -80,7 +81,7 @@ class WorkQueueMachine(RuleBasedStateMachine):
             self.adds += 1
             if item not in self.processing:
                 self.lines[priority].append(item)
-        elif priority > current:
+        elif priority < current:  # more urgent (lower first)
             self.dirty[item] = priority
             if item not in self.processing:
                 self.lines[current].remove(item)
@@ -98,9 +99,9 @@ class WorkQueueMachine(RuleBasedStateMachine):
         if parked is not None:
             parked_at, parked_seq, parked_priority = parked
             if parked_at <= ready_at:
-                self.parked[item] = (parked_at, parked_seq, max(priority, parked_priority))
+                self.parked[item] = (parked_at, parked_seq, min(priority, parked_priority))
                 return
-            priority = max(priority, parked_priority)
+            priority = min(priority, parked_priority)
         self.parked_seq += 1
         self.parked[item] = (ready_at, self.parked_seq, priority)
 

@@ -7,14 +7,9 @@ import asyncio
 import pytest
 from prometheus_client import CollectorRegistry
 
+from proto.wire import Priority
 from tests.unit.workers.workqueue.conftest import Settle
-from workers.workqueue import (
-    InvalidPriority,
-    NotProcessing,
-    Priority,
-    ShutDown,
-    WorkQueue,
-)
+from workers.workqueue import InvalidPriority, NotProcessing, ShutDown, WorkQueue
 
 
 def depth(registry: CollectorRegistry) -> float | None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from proto.runtime.clock import FakeClock
+from proto.wire import Priority
 from tests.unit.workers.workqueue.conftest import Settle
-from workers.workqueue import Priority, WorkQueue
+from workers.workqueue import WorkQueue
 from workers.workqueue.ratelimiters import ItemExponentialFailureRateLimiter
 
 
