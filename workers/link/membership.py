@@ -43,7 +43,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
@@ -68,13 +68,21 @@ from proto.wire import (
     Welcome,
     slot_of,
 )
-from workers.link.dealer import DealerLink
 from workers.link.snapshots import Snapshots
 from workers.link.standing import Standing
 
 log = get_logger("metashard.membership")
 
 ACK_FLUSH = 0.5  # seconds a BYE acknowledgement gets to leave before the socket is dropped
+
+
+class Link(Protocol):
+    """The worker's end of the wire (``workers.link.dealer.DealerLink``)."""
+
+    async def send(self, msg: Message, *, wait: float = 0.0) -> bool: ...
+    def send_now(self, msg: Message) -> bool: ...
+    def reconnect(self, *, flush: float = 0.0) -> None: ...
+    def __aiter__(self) -> AsyncIterator[Message]: ...
 
 
 class WorkSink(Protocol):
@@ -98,7 +106,7 @@ class Membership:
 
     def __init__(
         self,
-        link: DealerLink,
+        link: Link,
         standing: Standing,
         snapshots: Snapshots,
         work: WorkSink,

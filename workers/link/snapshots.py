@@ -19,9 +19,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Mapping
+from typing import Protocol
 
-from proto.wire import Fetch, Nack, NackReason, ParentKey, Snapshot
-from workers.link.dealer import DealerLink
+from proto.wire import Fetch, Message, Nack, NackReason, ParentKey, Snapshot
 from workers.link.standing import Standing
 from workers.runner.runner import KeyDropped
 
@@ -35,6 +35,12 @@ _DROP = frozenset(
 )
 
 
+class Sender(Protocol):
+    """Sends to the coordinator (``workers.link.dealer.DealerLink``)."""
+
+    async def send(self, msg: Message, *, wait: float = 0.0) -> bool: ...
+
+
 class FetchFailed(Exception):
     """The snapshot could not be had this time (timeout, too large); retry with backoff."""
 
@@ -42,7 +48,7 @@ class FetchFailed(Exception):
 class Snapshots:
     """FETCH requests and their answers (module docstring)."""
 
-    def __init__(self, link: DealerLink, standing: Standing, *, timeout: float = 30.0) -> None:
+    def __init__(self, link: Sender, standing: Standing, *, timeout: float = 30.0) -> None:
         self._link = link
         self._standing = standing
         self._timeout = timeout

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from prometheus_client import CollectorRegistry
+from prometheus_client import REGISTRY, CollectorRegistry
 
 from tests.unit.workers.registry_samples import label_values
 from workers.runner.metrics import (
@@ -97,7 +97,12 @@ def test_reconcile_time_buckets_are_controller_runtime_s() -> None:
 
 def test_the_default_records_nothing() -> None:
     metrics = NoControllerMetrics()
-    metrics.observe("c", ReconcileResult.SUCCESS, 0.1)
-    metrics.set_active("c", 1)
-    metrics.set_max_concurrency("c", 1)
-    metrics.forget_controller("c")
+    metrics.observe("unmetered", ReconcileResult.SUCCESS, 0.1)
+    metrics.set_active("unmetered", 1)
+    metrics.set_max_concurrency("unmetered", 1)
+    # nothing reaches the process-wide registry, and nothing is kept
+    assert "unmetered" not in label_values(
+        REGISTRY, prefix="controller_runtime_", label="controller"
+    )
+    assert NoControllerMetrics.__slots__ == () and not hasattr(metrics, "__dict__")
+    metrics.forget_controller("unmetered")
