@@ -87,7 +87,6 @@ class DealerLink:
             raise ValueError(
                 f"worker id {worker_id!r}: must be 1 to 255 bytes and not start with NUL"
             )
-        self.worker_id = worker_id
         self._context = context if context is not None else zmq.asyncio.Context.instance()
         self._max_frame_size = max_frame_size
         self._options = {
@@ -117,15 +116,6 @@ class DealerLink:
         self._closed = False
         self._endpoint = endpoint
         self._socket = self._connected(endpoint)
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def endpoint(self) -> str:
-        """The coordinator endpoint this link is connected to."""
-        return self._endpoint
 
     def _connected(self, endpoint: str) -> LoopSocket:
         io = LoopSocket(self._context, zmq.DEALER)

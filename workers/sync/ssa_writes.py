@@ -120,13 +120,12 @@ class ServerSideApply:
         field_manager: str,
         events: Events,
         metrics: ApplyMetrics | None = None,
-        cache: AppliedCache[ParentKey] | None = None,
     ) -> None:
         self.writer = writer
         self.field_manager = field_manager
         self.events = events
         self.metrics = metrics or NoApplyMetrics()
-        self.cache: AppliedCache[ParentKey] = cache if cache is not None else AppliedCache()
+        self.cache: AppliedCache[ParentKey] = AppliedCache()
 
     def discard(self, predicate: Callable[[ParentKey], bool]) -> None:
         """Drop the cache entries of the parents ``predicate`` accepts (a revoked slot)."""

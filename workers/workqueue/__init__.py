@@ -15,7 +15,7 @@ with ``await queue.get()``, reconcile them, and call ``queue.done(key)``.
   ``add_rate_limited`` / ``forget`` / ``num_requeues`` over a ``workers.workqueue.ratelimiters``
   limiter.
 - **Shutdown**: ``shut_down()`` stops intake; ``get()`` raises ``ShutDown`` once the queue is
-  empty; ``await shut_down_with_drain()`` also waits for items being processed.
+  empty.
 - **Revocation**: ``discard(predicate)`` drops queued and delayed items, not in-flight ones.
 
 Layers, one module each: ``queue`` (dirty/processing/priorities), ``delaying``

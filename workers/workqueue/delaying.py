@@ -13,7 +13,7 @@ Invariants:
   the earliest ready time, wakes early when an earlier item arrives, and waits without a
   timeout when nothing is parked: it never polls. It starts with the first positive delay,
   so a queue that never delays needs no running event loop for its synchronous methods.
-- Shutting down (either way) stops the task and drops every parked item. ``discard`` drops
+- Shutting down stops the task and drops every parked item. ``discard`` drops
   matching parked items too.
 """
 

@@ -18,9 +18,8 @@ Invariants:
   back of the LIVE line.
 - **Shutdown stops intake, not output** (as client-go's): after ``shut_down()`` adds are
   ignored, ``get()`` keeps handing out what is already queued and raises ``ShutDown`` once
-  nothing is; ``done`` still re-queues items that were dirty. ``shut_down_with_drain()``
-  also waits until no item is processing (or until ``shut_down()`` is called). To abandon
-  queued work instead, ``discard`` it first.
+  nothing is; ``done`` still re-queues items that were dirty. To abandon queued work instead,
+  ``discard`` it first.
 - ``discard(predicate)`` drops dirty items (queued or waiting for a re-run) without handing
   them out; items being processed finish normally and are not re-run.
 - ``len(queue)`` counts items ready to be handed out (not those processing, nor their
@@ -50,9 +49,7 @@ class Queue(Generic[T]):
     __slots__ = (
         "_clock",
         "_dirty",
-        "_drain",
         "_getters",
-        "_idle_waiters",
         "_lines",
         "_metrics",
         "_name",
@@ -77,17 +74,11 @@ class Queue(Generic[T]):
         }
         self._order = tuple(self._lines[p] for p in sorted(Priority))  # most urgent first
         self._getters: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._idle_waiters: list[asyncio.Future[None]] = []
         self._shutting_down = False
-        self._drain = False
 
     @property
     def name(self) -> str:
         return self._name
-
-    @property
-    def shutting_down(self) -> bool:
-        return self._shutting_down
 
     def __len__(self) -> int:
         return sum(len(line) for line in self._order)
@@ -155,8 +146,6 @@ class Queue(Generic[T]):
             self._lines[priority][item] = None
             if self._getters:
                 self._wake_getter()
-        if not self._processing and self._idle_waiters:
-            self._wake_idle()
 
     def discard(self, predicate: Callable[[T], bool]) -> int:
         """Drop every dirty item matching ``predicate``; how many were dropped.
@@ -167,27 +156,8 @@ class Queue(Generic[T]):
         return len(self._discard(predicate))
 
     def shut_down(self) -> None:
-        """Ignore further adds; ``get()`` raises ``ShutDown`` once nothing is queued.
-
-        Also ends a ``shut_down_with_drain()`` that is waiting.
-        """
-        self._drain = False
+        """Ignore further adds; ``get()`` raises ``ShutDown`` once nothing is queued."""
         self._stop_intake()
-        self._wake_idle()
-
-    async def shut_down_with_drain(self) -> None:
-        """Like ``shut_down()``, then wait until no item is processing."""
-        self._drain = True
-        self._stop_intake()
-        loop = asyncio.get_running_loop()
-        while self._drain and self._processing:
-            waiter = loop.create_future()
-            self._idle_waiters.append(waiter)
-            try:
-                await waiter
-            finally:
-                if waiter in self._idle_waiters:
-                    self._idle_waiters.remove(waiter)
 
     def update_unfinished_work(self) -> None:
         """Refresh the gauges about items in progress; the owner calls it periodically."""
@@ -223,9 +193,3 @@ class Queue(Generic[T]):
             if not waiter.done():
                 waiter.set_result(None)
                 return
-
-    def _wake_idle(self) -> None:
-        waiters, self._idle_waiters = self._idle_waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)

@@ -57,7 +57,7 @@ async def _recv(router: zmq.asyncio.Socket) -> tuple[bytes, Message]:
 
 async def _joined(link: DealerLink, router: zmq.asyncio.Socket) -> bytes:
     """Wait until ``router`` has heard from ``link``; the routing id to address it by."""
-    hello = Hello(link.worker_id, "inc", 1, os.getpid())
+    hello = Hello("w", "inc", 1, os.getpid())
     assert await within(link.send(hello, wait=5))
     route, msg = await _recv(router)
     assert msg == hello
@@ -70,7 +70,6 @@ async def test_round_trip_on_a_routing_id_the_router_chose(
 ) -> None:
     router = _router(ctx, f"ipc://{tmp_path}/c.sock")
     link = DealerLink("w-7", _endpoint(router), context=ctx)
-    assert link.endpoint == f"ipc://{tmp_path}/c.sock"
     route = await _joined(link, router)
     assert route != b"w-7" and route.startswith(b"\0")  # the worker sets no routing id
     assert await link.send(Fetch(2, 11, KEY, {"pods": "3"}))
@@ -149,7 +148,6 @@ async def test_reconnect_drops_stale_queued_messages(ctx: zmq.asyncio.Context) -
 
     new = _router(ctx)
     link.reconnect(_endpoint(new))
-    assert link.endpoint == _endpoint(new)
     fresh = Heartbeat(2)
     assert await within(link.send(fresh, wait=5))
     assert (await _recv(new))[1] == fresh

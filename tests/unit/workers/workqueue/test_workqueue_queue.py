@@ -195,7 +195,6 @@ async def test_shut_down_ignores_adds_and_hands_out_what_is_queued(
     queue.add("a")
     queue.add("b")
     queue.shut_down()
-    assert queue.shutting_down
     queue.add("c")
     assert len(queue) == 2
     assert await take(queue, 2) == ["a", "b"]
@@ -223,44 +222,6 @@ async def test_done_after_shut_down_still_requeues_a_dirty_item(queue: WorkQueue
     queue.done("a")
     with pytest.raises(ShutDown):
         await queue.get()
-
-
-@pytest.mark.asyncio
-async def test_drain_waits_for_items_in_flight(queue: WorkQueue[str], settle: Settle) -> None:
-    queue.add("a")
-    queue.add("b")
-    a = await queue.get()
-    b = await queue.get()
-    drain = asyncio.create_task(queue.shut_down_with_drain())
-    await settle()
-    assert not drain.done()
-    queue.add("c")  # ignored: draining
-    queue.done(a)
-    await settle()
-    assert not drain.done()
-    queue.done(b)
-    await settle()
-    assert drain.done()
-    with pytest.raises(ShutDown):
-        await queue.get()
-
-
-@pytest.mark.asyncio
-async def test_drain_with_nothing_in_flight_returns_at_once(queue: WorkQueue[str]) -> None:
-    await asyncio.wait_for(queue.shut_down_with_drain(), timeout=5)
-    assert queue.shutting_down
-
-
-@pytest.mark.asyncio
-async def test_shut_down_ends_a_waiting_drain(queue: WorkQueue[str], settle: Settle) -> None:
-    queue.add("a")
-    await queue.get()
-    drain = asyncio.create_task(queue.shut_down_with_drain())
-    await settle()
-    assert not drain.done()
-    queue.shut_down()
-    await settle()
-    assert drain.done()
 
 
 @pytest.mark.asyncio
