@@ -1,10 +1,11 @@
 """The worker process, and its composition root: every part is built here, bottom up.
 
-``Worker.run`` builds the parts in this order, each given what it needs at construction (no
-part learns another later):
+``Worker.run`` builds the parts (``Worker._compose``) in this order, each given what it needs
+at construction (no part learns another later):
 
-1. the DEALER link to the coordinator (``workers.link.dealer``) and the worker's
-   ``Standing`` (epoch, slots, contact: ``workers.link.standing``);
+1. the worker's ``Standing`` (epoch, slots, contact: ``workers.link.standing``; built with the
+   ``Worker``, whose readiness reads it) and the DEALER link to the coordinator
+   (``workers.link.dealer``);
 2. ``Snapshots`` (FETCH and its answer, over the link, in the standing's epoch);
 3. the API client and the webhook client, both fenced by the standing (``workers.link.fencing``:
    no write and no hook call while out of contact), the event recorder (component
@@ -97,62 +98,7 @@ class Worker:
             events = EventRecorder(
                 client, component=names.EVENT_COMPONENT, instance=settings.worker_id
             )
-            link = DealerLink(
-                settings.worker_id,
-                settings.coordinator,
-                dropped=dropped_frames_counter(self.registry),
-                curve=settings.curve,
-            )
-            standing = self.standing
-            snapshots = Snapshots(link, standing)
-            hooks = FencedHookClient(
-                http,
-                metrics=hook_metrics,
-                max_response_bytes=settings.hook_max_response_bytes,
-                contact=standing,
-            )
-            writer = FencedWriter(client, standing)
-            ssa = (
-                ServerSideApply(
-                    writer,
-                    field_manager=settings.apply.field_manager,
-                    events=events,
-                    metrics=PrometheusApplyMetrics(registry=self.registry),
-                )
-                if settings.apply.server_side
-                else None
-            )
-            context = WorkerContext(
-                worker_id=settings.worker_id,
-                client=client,
-                writer=writer,
-                http=http,
-                registry=self.registry,
-                hooks=hooks,
-                events=events,
-                cluster_revision_namespace=settings.cluster_revision_namespace,
-                revision_history_limit=settings.revision_history_limit,
-                ssa=ssa,
-            )
-            runner = Runner(
-                factory=self._builder(context),
-                snapshots=snapshots,
-                gate=standing,
-                concurrency=settings.concurrency,
-                clock=self._clock,
-                queue_metrics=PrometheusMetricsProvider(registry=self.registry),
-                metrics=PrometheusControllerMetrics(registry=self.registry),
-                caches=WorkerCaches(hooks, ssa),
-            )
-            membership = Membership(
-                link,
-                standing,
-                snapshots,
-                runner,
-                worker_id=settings.worker_id,
-                concurrency=settings.concurrency,
-                clock=self._clock,
-            )
+            parts = self._compose(client, http, events, hook_metrics)
             log.info(
                 "worker started",
                 coordinator=settings.coordinator,
@@ -160,26 +106,103 @@ class Worker:
                 apply_strategy=settings.apply.strategy,
             )
             tasks = [
-                asyncio.create_task(membership.run(), name="membership"),
-                asyncio.create_task(self._tick_metrics(runner), name="metrics"),
+                asyncio.create_task(parts.membership.run(), name="membership"),
+                asyncio.create_task(self._tick_metrics(parts.runner), name="metrics"),
             ]
             try:
                 await stop.wait()
                 log.info("worker stopping: finishing running reconciles")
-                await membership.leave()
+                await parts.membership.leave()
             finally:
                 for task in tasks:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
-                await runner.close()
+                await parts.runner.close()
                 await events.flush()
-                link.close()
+                parts.link.close()
         log.info("worker stopped")
+
+    def _compose(
+        self,
+        client: Client,
+        http: HttpClient,
+        events: EventRecorder,
+        hook_metrics: PrometheusHookMetrics,
+    ) -> Parts:
+        """The parts that run, built bottom up (module docstring) on the API session's client,
+        the HTTP client, the event recorder and the hook metrics."""
+        settings, registry = self.settings, self.registry
+        link = DealerLink(
+            settings.worker_id,
+            settings.coordinator,
+            dropped=dropped_frames_counter(registry),
+            curve=settings.curve,
+        )
+        standing = self.standing
+        snapshots = Snapshots(link, standing)
+        hooks = FencedHookClient(
+            http,
+            metrics=hook_metrics,
+            max_response_bytes=settings.hook_max_response_bytes,
+            contact=standing,
+        )
+        writer = FencedWriter(client, standing)
+        ssa = (
+            ServerSideApply(
+                writer,
+                field_manager=settings.apply.field_manager,
+                events=events,
+                metrics=PrometheusApplyMetrics(registry=registry),
+            )
+            if settings.apply.server_side
+            else None
+        )
+        context = WorkerContext(
+            worker_id=settings.worker_id,
+            client=client,
+            writer=writer,
+            http=http,
+            registry=registry,
+            hooks=hooks,
+            events=events,
+            cluster_revision_namespace=settings.cluster_revision_namespace,
+            revision_history_limit=settings.revision_history_limit,
+            ssa=ssa,
+        )
+        runner = Runner(
+            factory=self._builder(context),
+            snapshots=snapshots,
+            gate=standing,
+            concurrency=settings.concurrency,
+            clock=self._clock,
+            queue_metrics=PrometheusMetricsProvider(registry=registry),
+            metrics=PrometheusControllerMetrics(registry=registry),
+            caches=WorkerCaches(hooks, ssa),
+        )
+        membership = Membership(
+            link,
+            standing,
+            snapshots,
+            runner,
+            worker_id=settings.worker_id,
+            concurrency=settings.concurrency,
+            clock=self._clock,
+        )
+        return Parts(link, runner, membership)
 
     async def _tick_metrics(self, runner: Runner) -> None:
         while True:
             runner.update_metrics()
             await self._clock.sleep(METRICS_TICK)
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """What ``Worker.run`` runs and closes of the parts it composed."""
+
+    link: DealerLink
+    runner: Runner
+    membership: Membership
 
 
 @dataclass(frozen=True, slots=True)
