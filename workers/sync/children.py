@@ -291,11 +291,12 @@ class ChildWriter:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Wanted:
     """What one sync asks of a parent's children: ``desired`` (the hook's, checked) against
     ``observed`` (the claimed ones), for the parent ``key`` (as last written: ``parent``),
-    which ``owner`` names in their ownerReferences."""
+    which ``owner`` names in their ownerReferences. A value of one sync, read-only by
+    convention (not frozen: cheaper to build)."""
 
     key: ParentKey
     parent: Mapping[str, Any]

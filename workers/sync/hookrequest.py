@@ -70,9 +70,10 @@ def fragment(raw: bytes) -> Mapping[str, Any]:
     return cast(Mapping[str, Any], orjson.Fragment(raw))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HookRequest:
-    """One sync (``finalizing=False``) or finalize request, before it is encoded."""
+    """One sync (``finalizing=False``) or finalize request, before it is encoded (a value,
+    read-only by convention: one is built per hook call, not frozen to build it cheaply)."""
 
     controller: bytes
     parent: bytes

@@ -6,7 +6,7 @@ fresh as the coordinator's cache, no GET is made first):
 - ``set_finalizers(...)`` sets a parent's finalizer list. It returns the patched parent, or
   ``None`` when the parent is gone (NotFound); a Conflict raises ``StaleSnapshot`` (the
   change is on its way, a retry sees it); any other API error raises ``SyncFailure``.
-- ``sync_finalizer(...)`` is the first step of every sync: the parent as
+- ``sync_finalizer(...)`` is the first step of every sync: the ``Parent`` as
   ``finalizer.change`` wants it (our finalizer added or removed), or ``None`` when there is
   nothing to sync (the parent is gone, or it is not selected and does not carry our
   finalizer).
@@ -73,14 +73,25 @@ async def set_finalizers(
     return answer
 
 
-@dataclass(frozen=True, slots=True)
-class Current:
-    """The parent a sync works on, after ``sync_finalizer``."""
+@dataclass(slots=True)
+class Parent:
+    """The parent a sync works on, once its finalizer is as wanted (``sync_finalizer``).
 
+    A value, read-only by convention: built once per sync, where a frozen dataclass would cost
+    five times as much to build."""
+
+    target: Target
     obj: dict[str, Any]
     raw: bytes
     finalizers: list[str]
     deleting: bool
+    uid: str
+    namespace: str
+    """``""`` for a cluster-scoped parent: its children may be in any namespace."""
+
+    def describe(self, obj: dict[str, Any] | None = None) -> str:
+        """``Kind namespace/name`` of the parent (as ``obj``, a version of it), for messages."""
+        return describe(self.target.resource.kind, self.obj if obj is None else obj)
 
 
 async def sync_finalizer(
@@ -93,7 +104,7 @@ async def sync_finalizer(
     wanted: bool,
     selected: bool,
     request: ReconcileRequest,
-) -> Current | None:
+) -> Parent | None:
     """Add or remove finalizer ``name`` (``wanted``: the controller has a finalize hook)."""
     metadata = obj["metadata"]
     deleting = metadata.get("deletionTimestamp") is not None
@@ -111,7 +122,9 @@ async def sync_finalizer(
         finalizers = finalizer.finalizers_of(obj["metadata"])
         if not selected and name not in finalizers:
             return None
-    return Current(obj, raw, finalizers, deleting)
+    metadata = obj["metadata"]
+    namespace = (metadata.get("namespace") or "") if target.resource.namespaced else ""
+    return Parent(target, obj, raw, finalizers, deleting, metadata.get("uid") or "", namespace)
 
 
 async def guarded_patch(

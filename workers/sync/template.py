@@ -66,6 +66,7 @@ from workers.sync.errors import SyncFailure
 from workers.sync.hookcall import Decoded, Decoder, Events, HookCaller, Hooks
 from workers.sync.hookrequest import HookRequest
 from workers.sync.observed import Observed
+from workers.sync.patches import Parent as Parent
 from workers.sync.ssa_writes import ServerSideApply, applier_of
 from workers.sync.writer import Writer
 
@@ -108,35 +109,19 @@ class KindSpec(Generic[R]):
     """A change of only these labels is written in place (``workers.sync.children.plan``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Parent:
-    """The parent a sync works on, once its finalizer is as wanted."""
-
-    target: Target
-    obj: dict[str, Any]
-    raw: bytes
-    finalizers: list[str]
-    deleting: bool
-    uid: str
-    namespace: str
-    """``""`` for a cluster-scoped parent: its children may be in any namespace."""
-
-    def describe(self, obj: dict[str, Any] | None = None) -> str:
-        """``Kind namespace/name`` of the parent (as ``obj``, a version of it), for messages."""
-        return patches.describe(self.target.resource.kind, self.obj if obj is None else obj)
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Children:
     """A parent's children as its hook sees them, claimed by ``selector`` (each type's in
-    snapshot order), and the orphans the parent adopts if the hook wants them."""
+    snapshot order), and the orphans the parent adopts if the hook wants them. Like the other
+    values of one sync (``Answer``, ``HookCall``), read-only by convention and not frozen: a
+    frozen dataclass costs five times as much to build."""
 
     owned: dict[TypeKey, list[Observed]]
     adoptable: Mapping[TypeKey, Mapping[tuple[str, str], Observed]] = field(default_factory=dict)
     selector: Selector = field(default_factory=Selector.everything)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Answer(Generic[U]):
     """What the hook asked for: the desired children (checked), when to sync again, whether
     the finalize hook is done, and what to write to the parent itself."""
@@ -204,7 +189,7 @@ def desired_children(
         raise SyncFailure(str(err)) from None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HookCall(Generic[R]):
     """The sync or finalize hook of one sync, to call with one version of the parent."""
 
@@ -298,7 +283,7 @@ class SyncTemplate(Generic[R, U]):
     ) -> Outcome:
         spec, steps = self._spec, self._steps
         selected = steps.selected(target, obj)
-        current = await patches.sync_finalizer(
+        parent = await patches.sync_finalizer(
             self._writer,
             target,
             obj,
@@ -308,18 +293,8 @@ class SyncTemplate(Generic[R, U]):
             selected=selected,
             request=request,
         )
-        if current is None:
+        if parent is None:
             return Outcome()
-        metadata = current.obj["metadata"]
-        parent = Parent(
-            target,
-            current.obj,
-            current.raw,
-            current.finalizers,
-            current.deleting,
-            uid=metadata.get("uid") or "",
-            namespace=(metadata.get("namespace") or "") if target.resource.namespaced else "",
-        )
         children = await steps.observe(request, parent)
         finalizing = finalizer.finalizing(
             has_finalize_hook=self._has_finalize, deleting=parent.deleting, selected=selected
