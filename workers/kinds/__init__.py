@@ -2,8 +2,10 @@
 
 A kind package exposes two names, and nothing else is asked of it:
 
-- ``KIND``: the kind it implements, as ``ControllerDef.kind`` names it (a
-  ``proto.wire.ControllerKind``: ``CompositeController``, ``DecoratorController``);
+- ``KIND``: the name of the kind it implements, as ``ControllerDef.kind`` carries it (for the
+  kinds the coordinator sends, a ``proto.wire.ControllerKind``: ``CompositeController``,
+  ``DecoratorController``; the registry is keyed by the name, so a kind the wire does not
+  list yet can be plugged in and tested);
 - ``steps(definition, context)``: what one controller definition of that kind supplies to the
   sync template (``workers.sync.template.KindSteps``), built from the worker's
   ``WorkerContext``.
