@@ -3,9 +3,10 @@ exist, ``proto.runtime.flags``) and environment, then passed down.
 
 ``from_args`` parses ``metashard coordinator``'s flags; ``add_arguments``/``from_namespace``
 let ``metashard run`` add its own. ``from_namespace`` raises ``ValueError`` for flags that
-cannot work together (timings, an open worker socket, unusable CURVE keys); the commands turn
-it into a one-line usage error (exit 2) before anything starts. ``notices`` are the warnings
-about flags given that have no effect here; the entry point logs them.
+cannot work together (timings, a tcp:// worker socket without keys, unusable CURVE keys);
+the commands turn it into a one-line usage error (exit 2) before anything starts.
+``notices`` are the warnings about flags given that have no effect here; the entry point
+logs them.
 
 ``--target-label-selector`` (Metacontroller's flag and syntax) restricts the controllers this
 installation runs to those whose labels match. Two installations with disjoint selectors must
@@ -110,12 +111,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--curve-keys",
         metavar="DIR",
         help="authenticate workers with CURVE, keys from DIR (see the README); required to "
-        "bind anything but ipc:// or loopback unless --insecure-worker-link",
+        "bind a tcp:// address, loopback included, unless --insecure-worker-link",
     )
     p.add_argument(
         "--insecure-worker-link",
         action="store_true",
-        help="allow an unauthenticated worker socket on a non-loopback address",
+        help="allow a tcp:// worker socket without --curve-keys: whoever reaches it can join",
     )
     p.add_argument(
         "--heartbeat-interval",
@@ -131,29 +132,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _local(endpoint: str) -> bool:
-    """ipc://, inproc:// or a loopback tcp:// endpoint: unreachable from other hosts."""
-    scheme, _, rest = endpoint.partition("://")
-    if scheme in ("ipc", "inproc"):
-        return True
-    host = rest.rpartition(":")[0].strip("[]")
+def _loopback(endpoint: str) -> bool:
+    """A loopback tcp:// endpoint: reachable from this host only, by every account on it."""
+    host = endpoint.partition("://")[2].rpartition(":")[0].strip("[]")
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def link_security(args: argparse.Namespace) -> ServerCurve | None:
-    """The CURVE keys of ``--curve-keys``; ``ValueError`` when they are unusable or when an
-    open socket would be reachable from other hosts without ``--insecure-worker-link``."""
+    """The CURVE keys of ``--curve-keys``; ``ValueError`` when they are unusable, or when a
+    tcp:// socket would be open without ``--insecure-worker-link``.
+
+    Without keys only an ``ipc://`` socket is accepted: it is created 0600
+    (``manager.link.router``), so only processes of this uid (and root) can connect. A
+    loopback port is no boundary: every account on the host, and every pod in the host's
+    network namespace, reaches it."""
     if args.curve_keys:
         try:
             return server_keys(args.curve_keys)
         except CurveKeyError as e:
             raise ValueError(f"--curve-keys: {e}") from None
-    if not _local(args.bind) and not args.insecure_worker_link:
+    if args.bind.startswith("ipc://") or args.insecure_worker_link:
+        return None
+    if _loopback(args.bind):
         raise ValueError(
-            f"--bind {args.bind} is reachable from other hosts: give --curve-keys DIR so "
-            "that only workers holding the key can join (or --insecure-worker-link)"
+            f"--bind {args.bind} without --curve-keys would let every account on this host "
+            "join the worker link: give --curve-keys DIR (metashard curve-keys DIR writes a "
+            "set), bind ipc://PATH, or pass --insecure-worker-link"
         )
-    return None
+    raise ValueError(
+        f"--bind {args.bind} is reachable from other hosts: give --curve-keys DIR so "
+        "that only workers holding the key can join (or --insecure-worker-link)"
+    )
 
 
 def _or(value: float | None, default: float) -> float:

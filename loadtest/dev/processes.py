@@ -127,7 +127,9 @@ class Processes:
         leader_election: bool = False,
         extra: list[str] | None = None,
     ) -> Proc:
-        argv = ["manager.cli", "coordinator", "--bind", self.endpoint]
+        # A loopback port without keys: every account on this host could join. Fine for
+        # tests and benchmarks on a machine of one's own, hence the explicit opt-out.
+        argv = ["manager.cli", "coordinator", "--bind", self.endpoint, "--insecure-worker-link"]
         if self.fast:
             argv += ["--heartbeat-interval", f"{HEARTBEAT}s", "--worker-timeout"]
             argv += [f"{WORKER_TIMEOUT}s", "--discovery-interval", "1s"]

@@ -57,15 +57,32 @@ def test_bad_values_are_refused(argv: list[str]) -> None:
         from_args(argv)
 
 
-def test_an_open_worker_socket_needs_keys_or_an_explicit_opt_out(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit):
-        from_args([])  # tcp://0.0.0.0:7070 without --curve-keys
-    with pytest.raises(SystemExit):
-        from_args(["--curve-keys", str(tmp_path / "missing")])
-    assert from_args(["--bind", "tcp://127.0.0.1:7070"]).curve is None
-    assert from_args(["--bind", "ipc:///tmp/x.sock"]).curve is None
+@pytest.mark.parametrize(
+    ("bind", "says"),
+    [
+        ("tcp://0.0.0.0:7070", "is reachable from other hosts"),
+        ("tcp://10.1.2.3:7070", "is reachable from other hosts"),
+        ("tcp://127.0.0.1:7070", "would let every account on this host join the worker link"),
+        ("tcp://localhost:7070", "would let every account on this host join the worker link"),
+        ("tcp://[::1]:7070", "would let every account on this host join the worker link"),
+    ],
+)
+def test_a_tcp_worker_socket_needs_keys_or_an_explicit_opt_out(
+    bind: str, says: str, tmp_path: Path
+) -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    with pytest.raises(ValueError, match=says):
+        from_namespace(parser.parse_args(["--bind", bind]))
+    assert from_args(["--bind", bind, "--insecure-worker-link"]).curve is None
     keys = generate(tmp_path / "keys")
-    assert from_args(["--curve-keys", str(keys)]).curve == server_keys(keys)
+    assert from_args(["--bind", bind, "--curve-keys", str(keys)]).curve == server_keys(keys)
+
+
+def test_an_ipc_socket_needs_no_keys_and_unusable_keys_are_refused(tmp_path: Path) -> None:
+    assert from_args(["--bind", "ipc:///tmp/x.sock"]).curve is None
+    with pytest.raises(SystemExit):
+        from_args(["--bind", "ipc:///tmp/x.sock", "--curve-keys", str(tmp_path / "missing")])
 
 
 @pytest.mark.parametrize(

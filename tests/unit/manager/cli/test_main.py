@@ -103,6 +103,7 @@ def test_a_coordinator_refuses_a_worker_socket_in_use(
             "0",
             "--metrics-address",
             "0",
+            "--insecure-worker-link",
             "--bind",
             f"tcp://127.0.0.1:{busy_port}",
         ]
@@ -160,6 +161,13 @@ def test_run_checks_the_timings_too() -> None:
 def test_an_open_worker_socket_is_refused_before_anything_starts(tmp_path: Path) -> None:
     line = _refused(["coordinator", "--kubeconfig", str(tmp_path / "missing")])
     assert "--bind tcp://0.0.0.0:7070 is reachable from other hosts" in line
+    line = _refused(["coordinator", "--bind", "tcp://127.0.0.1:7070"])
+    assert line == (
+        "metashard coordinator: error: --bind tcp://127.0.0.1:7070 without --curve-keys would "
+        "let every account on this host join the worker link: give --curve-keys DIR "
+        "(metashard curve-keys DIR writes a set), bind ipc://PATH, or pass "
+        "--insecure-worker-link (see --help)"
+    )
     line = _refused(["coordinator", "--curve-keys", str(tmp_path / "none")])
     assert "--curve-keys" in line
 
