@@ -3,7 +3,9 @@
 Contract:
 - ``RouterLink(...)`` creates and configures the socket; ``bind(endpoint)`` binds it
   (``tcp://`` or ``ipc://``) and returns the endpoint actually bound, so ``tcp://127.0.0.1:0``
-  or ``tcp://*:*`` tell which port the system chose.
+  or ``tcp://*:*`` tell which port the system chose. An ``ipc://`` socket file is created
+  with mode 0600 whatever the umask (the umask is narrowed for the duration of the bind
+  call, which creates the file): only processes of this uid, and root, can connect to it.
 - Socket options: ``ROUTER_MANDATORY=1`` (a send to an unknown or departed peer fails with
   EHOSTUNREACH instead of vanishing), no ``ROUTER_HANDOVER`` (workers set no routing id, so
   the ROUTER gives every connection its own; a peer that sets one anyway and collides with a
@@ -16,7 +18,8 @@ Contract:
 - Authentication: given a ``ServerCurve`` (``proto.runtime.curve``), the socket is a CURVE server
   that admits only the configured worker public keys (``manager.link.auth``); refused
   handshakes are counted in ``metashard_wire_peers_refused_total{reason}``. Without one,
-  anybody who reaches the endpoint can join: use it only on ipc or loopback.
+  anybody who reaches the endpoint can join: on ipc, that is processes of this uid
+  (``manager.settings`` refuses a tcp:// bind without keys unless ``--insecure-worker-link``).
 - ``send(routing_id, msg)`` never waits and never raises for a peer problem; it returns a
   ``SendResult``. Every send is non-blocking and completes (or fails) at once: a worker that
   stops reading fills its own pipe and gets ``FULL`` results without stalling the sends to
@@ -39,7 +42,9 @@ Contract:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+import os
+from collections.abc import AsyncIterator, Iterator
 from enum import Enum
 from typing import Final
 
@@ -68,6 +73,20 @@ class SendResult(Enum):
     UNREACHABLE = "unreachable"  # no such peer (never connected, or gone): treat it as gone
     FULL = "full"  # the worker's pipe is at its high-water mark: it is not reading
     TOO_LARGE = "too_large"  # the frame would exceed the frame size limit; nothing was sent
+
+
+@contextlib.contextmanager
+def _owner_only(endpoint: str) -> Iterator[None]:
+    """Files created meanwhile get mode 0600 (for an ipc:// endpoint; else nothing changes).
+    libzmq creates an ipc socket file in the thread that calls bind."""
+    if not endpoint.startswith("ipc://"):
+        yield
+        return
+    saved = os.umask(0o177)
+    try:
+        yield
+    finally:
+        os.umask(saved)
 
 
 def _peer(routing_id: bytes) -> str:
@@ -113,7 +132,8 @@ class RouterLink:
 
     def bind(self, endpoint: str) -> str:
         """Bind ``endpoint``; return the endpoint bound (with the port chosen, if any)."""
-        self._socket.bind(endpoint)
+        with _owner_only(endpoint):
+            self._socket.bind(endpoint)
         if self._gatekeeper is not None:
             self._gatekeeper.watch(self._socket)
         bound: str = self._socket.getsockopt_string(zmq.LAST_ENDPOINT)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 from dataclasses import replace
 from pathlib import Path
 
@@ -62,6 +63,23 @@ async def test_bind_reports_the_port_chosen(ctx: zmq.asyncio.Context, tmp_path: 
     assert endpoint.startswith("tcp://127.0.0.1:") and not endpoint.endswith(":0")
     path = tmp_path / "coord.sock"
     assert link.bind(f"ipc://{path}") == f"ipc://{path}"
+    link.close()
+
+
+@pytest.mark.asyncio
+async def test_an_ipc_socket_is_created_for_its_owner_only_whatever_the_umask(
+    ctx: zmq.asyncio.Context, tmp_path: Path
+) -> None:
+    path = tmp_path / "link.sock"
+    saved = os.umask(0)  # left alone, libzmq would create the file 0777
+    try:
+        link = RouterLink(context=ctx)
+        link.bind(f"ipc://{path}")
+        assert os.umask(0) == 0  # restored after the bind
+    finally:
+        os.umask(saved)
+    assert stat.S_ISSOCK(path.stat().st_mode)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
     link.close()
 
 
