@@ -1,2 +1,3 @@
-"""The coordinator's end of the worker link: the ROUTER socket (``router``) and CURVE
-authentication of its peers (``auth``)."""
+"""The coordinator's end of the worker link: the ROUTER socket (``router``), CURVE
+authentication of its peers (``auth``), and the accounting of the peers refused
+(``refusals``)."""

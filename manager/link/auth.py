@@ -1,14 +1,17 @@
-"""CURVE authentication of the coordinator's worker socket, and counting of refused peers.
+"""CURVE authentication of the coordinator's worker socket, and accounting of refused peers.
 
 - ``Gatekeeper(context, curve, refused=counter)`` runs ZeroMQ's ZAP handler on ``context``
   for the domain ``metashard``: a CURVE client whose public key is one of ``curve.admitted``
-  is let in, any other is refused (logged once per key: the public key, never a secret).
+  is let in, any other is refused.
 - ``secure(socket)`` makes a ROUTER socket a CURVE server with the coordinator's key pair.
-- ``watch(socket)`` counts, from the socket's monitor, every handshake that failed: a peer
-  without CURVE or speaking garbage (``protocol``), a refused key (``auth``), a peer that
-  hung up mid-handshake (``other``), in ``metashard_wire_peers_refused_total{reason}``.
-  A plain ZeroMQ client sees the mechanism mismatch too; when it notices first and hangs up,
-  the coordinator counts it as ``other``: which side notices first is a race.
+- ``watch(socket)`` follows the bound socket's monitor (``manager.link.refusals``): every
+  handshake that failed is counted in ``metashard_wire_peers_refused_total{reason}``: a peer
+  without CURVE or with the wrong coordinator key or a secret key that does not match its
+  public key (``protocol``), a key not admitted (``auth``), a peer that hung up
+  mid-handshake (``other``); and logged with the peer's address and the likely cause, at
+  most once per peer and cause a minute. No key is logged. A plain ZeroMQ client sees the
+  mechanism mismatch too; when it notices first and hangs up, the coordinator counts it as
+  ``other``: which side notices first is a race.
 - ``stop()`` ends both. One gatekeeper per context at a time (ZAP is per context).
 """
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from typing import Any, cast
 
 import zmq
@@ -24,17 +28,12 @@ from prometheus_client import CollectorRegistry, Counter
 from zmq.auth.asyncio import AsyncioAuthenticator
 from zmq.utils.monitor import parse_monitor_message
 
+from manager.link.refusals import EVENTS, Refusals, peer_address
 from proto.runtime.curve import ServerCurve
 from proto.runtime.logs import get_logger
 
 DOMAIN = "metashard"
 REFUSED_METRIC = "metashard_wire_peers_refused_total"
-
-_EVENTS: dict[int, str] = {
-    zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL: "protocol",
-    zmq.EVENT_HANDSHAKE_FAILED_AUTH: "auth",
-    zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL: "other",
-}
 
 log = get_logger("metashard.wire", side="coordinator")
 
@@ -53,15 +52,9 @@ class _Admitted:
 
     def __init__(self, admitted: frozenset[bytes]) -> None:
         self._admitted = admitted
-        self._logged: set[bytes] = set()
 
     def callback(self, domain: str, key: bytes) -> bool:
-        if key in self._admitted:
-            return True
-        if key not in self._logged and len(self._logged) < 1000:
-            self._logged.add(key)
-            log.warning("refused a peer with an unknown CURVE key", public_key=key.decode())
-        return False
+        return key in self._admitted
 
 
 class Gatekeeper:
@@ -86,21 +79,20 @@ class Gatekeeper:
         sock.setsockopt_string(zmq.ZAP_DOMAIN, DOMAIN)
 
     def watch(self, sock: zmq.Socket[Any]) -> None:
-        events = 0
-        for event in _EVENTS:
-            events |= event
+        """Follow the refused handshakes of ``sock``, once it is bound."""
+        bound: str = sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        refusals = Refusals(
+            peer=functools.partial(peer_address, local=bound), log=log, counter=self._refused
+        )
         # The monitor socket comes from the socket's context, an asyncio one.
-        monitor = cast(zmq.asyncio.Socket, sock.get_monitor_socket(events))
-        self._monitor = asyncio.ensure_future(self._count(monitor))
+        monitor = cast(zmq.asyncio.Socket, sock.get_monitor_socket(EVENTS))
+        self._monitor = asyncio.ensure_future(self._follow(monitor, refusals))
 
-    async def _count(self, monitor: zmq.asyncio.Socket) -> None:
+    async def _follow(self, monitor: zmq.asyncio.Socket, refusals: Refusals) -> None:
         try:
             while True:
-                frames = await monitor.recv_multipart()
-                event = int(parse_monitor_message(frames)["event"])
-                reason = _EVENTS.get(event)
-                if reason is not None and self._refused is not None:
-                    self._refused.labels(reason=reason).inc()
+                event = parse_monitor_message(await monitor.recv_multipart())
+                refusals.observe(int(event["event"]), int(event["value"]))
         finally:
             monitor.close(linger=0)
 
