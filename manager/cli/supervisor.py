@@ -12,17 +12,24 @@
 - ``started`` is set once every worker process has been started (its start-up may go on).
 - Stopping sends SIGTERM to every worker (they finish running reconciles and say BYE), waits
   up to ``stop_timeout`` and kills what is left.
+- A worker outlives no ``metashard run``, however it ends (SIGKILL, the OOM killer): on
+  Linux each worker is started with ``PR_SET_PDEATHSIG`` set to SIGTERM between fork and
+  exec, so the kernel sends it SIGTERM when the thread that started it (the event loop's)
+  is gone, and it stops as on any SIGTERM. One whose parent died before the setting took
+  effect exits at once. Elsewhere, workers of a killed run keep running.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import os
 import signal
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from proto.runtime.logs import get_logger
@@ -57,10 +64,30 @@ def worker_spec(
     return WorkerSpec(wid, (*argv, *ops, *extra))
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _stop_with_this_process() -> Callable[[], None] | None:
+    """What a worker runs between fork and exec so that it gets SIGTERM when this process
+    dies (Linux); None where there is no such thing."""
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # loaded now: not in the forked child
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # it died before: nobody would send the signal
+            os._exit(1)
+
+    return arm
+
+
 class Supervisor:
     def __init__(self, specs: Sequence[WorkerSpec], *, stop_timeout: float = 15.0) -> None:
         self._specs = list(specs)
         self._stop_timeout = stop_timeout
+        self._preexec = _stop_with_this_process()
         self._procs: dict[str, asyncio.subprocess.Process] = {}
         self._stopping = False
         self.started = asyncio.Event()  # every worker process was started once
@@ -78,7 +105,7 @@ class Supervisor:
         backoff = 1.0
         while True:
             started = time.monotonic()
-            proc = await asyncio.create_subprocess_exec(*spec.argv)
+            proc = await asyncio.create_subprocess_exec(*spec.argv, preexec_fn=self._preexec)
             self._procs[spec.worker_id] = proc
             log.info("worker process started", worker=spec.worker_id, pid=proc.pid)
             if len(self._procs) == len(self._specs):

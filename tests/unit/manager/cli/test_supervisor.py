@@ -1,12 +1,18 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from manager.cli.supervisor import Supervisor, WorkerSpec, WorkerStartupError, worker_spec
+
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def _spec(code: str) -> WorkerSpec:
@@ -59,3 +65,55 @@ def test_worker_command_line_serves_metrics_on_a_unix_socket_only() -> None:
     assert argv.endswith("--concurrency 4")
     off = worker_spec(index=0, endpoint="ipc:///d/l", metrics_socket=None, extra=[])
     assert "--metrics-address 0" in " ".join(off.argv)
+
+
+_PARENT = """
+import sys, uvloop
+from manager.cli.supervisor import Supervisor, WorkerSpec
+code = '''
+import os, signal, sys, time
+def stop(*_):
+    open(sys.argv[1], "a").write("SIGTERM")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+open(sys.argv[1], "w").write(f"{os.getpid()} ")
+time.sleep(60)
+'''
+uvloop.run(Supervisor([WorkerSpec("w0", (sys.executable, "-c", code, sys.argv[1]))]).run())
+"""
+
+
+def _gone(pid: int) -> bool:
+    """Exited: no such process, or a zombie nobody reaped yet."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_worker_is_stopped_when_its_supervisor_is_killed(tmp_path: Path) -> None:
+    """SIGKILL leaves the supervisor no moment to stop its workers: the kernel sends them
+    SIGTERM instead."""
+    said = tmp_path / "worker"
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT, str(said)], cwd=ROOT)
+    pid = 0
+    try:
+        deadline = time.monotonic() + 30
+        while not said.exists() or not said.read_text().endswith(" "):
+            assert time.monotonic() < deadline and parent.poll() is None
+            time.sleep(0.05)
+        pid = int(said.read_text())
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 5
+        while not _gone(pid):
+            assert time.monotonic() < deadline, "the worker outlived its supervisor"
+            time.sleep(0.05)
+        assert said.read_text() == f"{pid} SIGTERM"
+    finally:
+        parent.kill()
+        parent.wait()
+        if pid and not _gone(pid):
+            os.kill(pid, signal.SIGKILL)
