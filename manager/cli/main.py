@@ -6,7 +6,9 @@
   coordinator in this process and N workers as child processes (``manager.cli.supervisor``), over
   an ipc socket unless ``--bind`` says otherwise; one metrics endpoint for all. The link's
   socket, the workers' metrics sockets and, for a ``tcp://`` bind without ``--curve-keys``,
-  ephemeral CURVE keys live in one private (0700) directory, removed at exit.
+  ephemeral CURVE keys live in one private (0700) directory, removed at exit; at start, the
+  directories of runs that were killed (SIGKILL) are removed (``manager.cli.rundir``).
+  Workers stop when the run dies, however it dies (``manager.cli.supervisor``).
 - ``metashard curve-keys DIR``: write a new set of CURVE keys for the worker link.
 - ``metashard cluster [flags]``: the embedded cluster, a Kubernetes API-server emulator, with
   the Metacontroller CRDs installed (``--no-metacontroller-crds`` to leave them out).
@@ -38,10 +40,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shutil
 import signal
 import sys
-import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -50,6 +50,7 @@ from typing import NoReturn, TypeVar
 import uvloop
 
 from manager import preflight
+from manager.cli import rundir
 from manager.cli.supervisor import Supervisor, WorkerSpec, worker_id, worker_spec
 from manager.settings import CoordinatorSettings, add_arguments, from_args, from_namespace
 from proto.runtime import curve, gctune, logs
@@ -117,19 +118,17 @@ def _run(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     # One private directory (mode 0700: only this user reaches it), removed on every exit:
     # the worker link's ipc socket, the workers' metrics sockets, ephemeral CURVE keys.
-    private = tempfile.mkdtemp(prefix=f"metashard-{os.getpid()}-")
+    private = rundir.RunDirectory.create()
     try:
         # Only this process's workers can reach a private ipc socket or hold ephemeral keys.
         private_link = args.bind is None or not args.curve_keys
         if args.bind is None:
-            args.bind = f"ipc://{private}/link.sock"
-        elif not args.curve_keys and not args.bind.startswith(("ipc://", "inproc://")):
-            args.curve_keys = str(curve.generate(Path(private) / "curve"))
+            args.bind = f"ipc://{private.path / rundir.LINK}"
+        elif not args.curve_keys and args.bind.startswith("tcp://"):
+            args.curve_keys = str(curve.generate(private.path / rundir.CURVE))
         elif not args.curve_keys:
-            private_link = False  # an ipc or inproc endpoint the user chose: maybe shared
-        peers = [
-            Peer(worker_id(i), os.path.join(private, f"w{i}.sock")) for i in range(args.processes)
-        ]
+            private_link = False  # an ipc endpoint the user chose: maybe shared
+        peers = [Peer(worker_id(i), private.metrics_socket(i)) for i in range(args.processes)]
         metrics = parse_address(args.metrics_address) is not None
         try:
             settings = from_namespace(
@@ -142,6 +141,7 @@ def _run(argv: list[str]) -> int:
             parser.error(str(e))
         logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
         log_notices(settings.notices)
+        rundir.remove_stale()
         specs = [
             worker_spec(
                 index=i,
@@ -162,7 +162,7 @@ def _run(argv: list[str]) -> int:
 
         return guard("metashard run", start, debug=settings.log_level == "debug")
     finally:
-        shutil.rmtree(private, ignore_errors=True)
+        private.remove()
 
 
 def _local(bind: str) -> str:
