@@ -4,7 +4,8 @@ Used by the end-to-end tests, the benchmarks and the demo. ``Processes`` starts 
 with the same command line ``metashard coordinator`` / ``metashard worker`` / ``metashard
 run`` runs (as ``python -m``), a free port each for metrics and probes, logs in a work
 directory, and stops (SIGTERM) or kills (SIGKILL) them; ``Proc.metric`` reads one sample
-of a process's ``/metrics``.
+of a process's ``/metrics``; ``children`` and ``exited`` follow a process tree in
+``/proc`` (Linux).
 ``HEARTBEAT``/``WORKER_TIMEOUT`` are short timings for tests; ``Processes(fast=False)``
 keeps the production defaults.
 """
@@ -33,6 +34,29 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def exited(pid: int) -> bool:
+    """Process ``pid`` has exited: it is gone, or a zombie nobody reaped yet (Linux)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rpartition(")")[2].split()[0] == "Z"
+
+
+def children(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid`` (Linux)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if fields[1] == str(pid) and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
 
 
 @dataclass

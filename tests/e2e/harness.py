@@ -2,6 +2,7 @@
 
 - ``Recording`` reads what ``tests.e2e.recorder`` wrote: reconcile intervals per key.
 - ``eventually`` polls an async condition until it holds.
+- ``with_own_tmpdir``: processes with a ``TMPDIR`` of their own.
 Processes come from ``loadtest.dev.processes``. The cluster is the embedded one (a subprocess)
 or, given ``METASHARD_E2E_KUBECONFIG``, a real one: nothing here depends on which.
 """
@@ -19,7 +20,7 @@ import orjson
 
 from loadtest.dev.processes import Proc, Processes
 
-__all__ = ["Interval", "Proc", "Processes", "Recording", "eventually"]
+__all__ = ["Interval", "Proc", "Processes", "Recording", "eventually", "with_own_tmpdir"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,14 @@ class Recording:
             if iv.end is not None and iv.rv is not None:
                 best[iv.key] = max(best.get(iv.key, 0), int(iv.rv))
         return best
+
+
+def with_own_tmpdir(kubeconfig: str, workdir: Path) -> tuple[Processes, Path]:
+    """Processes whose ``TMPDIR`` is a directory of their own, empty at first: where
+    ``metashard run`` puts its private directory."""
+    tmp = workdir / "tmp"
+    tmp.mkdir()
+    return Processes(kubeconfig=kubeconfig, workdir=workdir, env={"TMPDIR": str(tmp)}), tmp
 
 
 async def eventually(

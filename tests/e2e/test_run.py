@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 
 from loadtest.dev.processes import REPO, Processes
-from tests.e2e.harness import eventually
+from tests.e2e.harness import eventually, with_own_tmpdir
 
 pytestmark = pytest.mark.e2e
 
@@ -75,9 +75,7 @@ def test_run_stops_on_a_bad_configuration_with_one_line(
 
 
 def test_a_clean_exit_leaves_no_socket_file(cluster: str, tmp_path: Path) -> None:
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    procs = Processes(kubeconfig=cluster, workdir=tmp_path, env={"TMPDIR": str(tmp)})
+    procs, tmp = with_own_tmpdir(cluster, tmp_path)
     try:
         run = procs.run(2)
         asyncio.run(eventually(run.ready, within=30))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from loadtest.dev.processes import exited
 from manager.cli.supervisor import Supervisor, WorkerSpec, WorkerStartupError, worker_spec
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -69,6 +70,7 @@ def test_worker_command_line_serves_metrics_on_a_unix_socket_only() -> None:
 
 _PARENT = """
 import sys, uvloop
+from loadtest.dev.processes import exited
 from manager.cli.supervisor import Supervisor, WorkerSpec
 code = '''
 import os, signal, sys, time
@@ -81,15 +83,6 @@ time.sleep(60)
 '''
 uvloop.run(Supervisor([WorkerSpec("w0", (sys.executable, "-c", code, sys.argv[1]))]).run())
 """
-
-
-def _gone(pid: int) -> bool:
-    """Exited: no such process, or a zombie nobody reaped yet."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
@@ -108,12 +101,12 @@ def test_a_worker_is_stopped_when_its_supervisor_is_killed(tmp_path: Path) -> No
         parent.kill()
         parent.wait()
         deadline = time.monotonic() + 5
-        while not _gone(pid):
+        while not exited(pid):
             assert time.monotonic() < deadline, "the worker outlived its supervisor"
             time.sleep(0.05)
         assert said.read_text() == f"{pid} SIGTERM"
     finally:
         parent.kill()
         parent.wait()
-        if pid and not _gone(pid):
+        if pid and not exited(pid):
             os.kill(pid, signal.SIGKILL)
