@@ -73,7 +73,7 @@ def remove_stale(*, parent: str | None = None) -> list[Path]:
         return removed
     for entry in entries:
         found = _NAME.fullmatch(entry.name)
-        if found is None or _alive(int(found[1])):
+        if found is None or not _gone(int(found[1])):
             continue
         path = Path(entry.path)
         if not _ours(path) or not _unlocked(path):
@@ -87,14 +87,15 @@ def remove_stale(*, parent: str | None = None) -> list[Path]:
     return removed
 
 
-def _alive(pid: int) -> bool:
+def _gone(pid: int) -> bool:
+    """No process has ``pid`` (one of another user, or a number no pid can be: not gone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):
         return False
-    except PermissionError:
-        return True  # another user's process
-    return True
+    return False
 
 
 def _ours(path: Path) -> bool:

@@ -93,6 +93,7 @@ def test_only_what_a_run_makes_is_removed(tmp_path: Path) -> None:
     link.symlink_to(tmp_path / "elsewhere")
     named = _left_behind(tmp_path, pid, "named")
     named.rename(tmp_path / f"metashard-x{pid}-named")
+    _left_behind(tmp_path, 2**31, "n")  # no pid can be that large
     before = sorted(tmp_path.iterdir())
     assert remove_stale(parent=str(tmp_path)) == []
     assert sorted(tmp_path.iterdir()) == before
