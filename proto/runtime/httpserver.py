@@ -7,9 +7,9 @@ framework, and keeping aiohttp out of the worker processes (their own requests g
 Contract:
 - ``HttpServer(routes, ...)`` maps paths to handlers, coroutines that return a ``Reply``.
   ``start(address)`` listens on a TCP address (port 0 picks a free port; an empty host
-  means every interface) or a Unix socket and returns the port bound (0 for a Unix socket);
-  it raises ``OSError`` when it cannot listen. ``stop()`` stops listening, cancels the
-  requests under way and waits for them. Idempotent.
+  means every interface) or a Unix socket (mode 0600: only this account may connect) and
+  returns the port bound (0 for a Unix socket); it raises ``OSError`` when it cannot listen.
+  ``stop()`` stops listening, cancels the requests under way and waits for them. Idempotent.
 - One request per connection: the server reads the request head, answers with
   ``Connection: close``, and closes. Answers: the handler's for GET and HEAD of a known path
   (HEAD without the body), 404 for other paths, 405 (with ``Allow``) for other methods, 400
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -71,6 +72,7 @@ class HttpServer:
             self._server = await asyncio.start_unix_server(
                 self._connection, path=address.path, limit=MAX_HEAD
             )
+            os.chmod(address.path, 0o600)
             return 0
         self._server = await asyncio.start_server(
             self._connection, host=address.host or None, port=address.port, limit=MAX_HEAD

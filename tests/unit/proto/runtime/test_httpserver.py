@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -150,8 +152,13 @@ async def test_stop_cancels_the_requests_under_way(server: tuple[HttpServer, int
 async def test_a_unix_socket(tmp_path: Path) -> None:
     path = str(tmp_path / "ops.sock")
     http = HttpServer({"/ok": _ok})
-    assert await http.start(UnixAddress(path)) == 0
+    saved = os.umask(0)  # the socket is the owner's alone whatever the umask
     try:
+        assert await http.start(UnixAddress(path)) == 0
+    finally:
+        os.umask(saved)
+    try:
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
         reader, writer = await asyncio.open_unix_connection(path)
         writer.write(b"GET /ok HTTP/1.1\r\n\r\n")
         assert _split(await asyncio.wait_for(reader.read(), 5))[2] == b"ok"
