@@ -31,6 +31,9 @@ Contract:
 - A customize call that fails (transport, non-200, malformed answer) is reported as a
   ``SyncError`` Warning event on the parent and a log line and retried with backoff (1 s
   doubling to 5 min); until it succeeds the parent's snapshots cannot be served (NOT_READY).
+  The answer is decoded by the hook client (``HookClient.call_decoded``), so one it cannot
+  decode counts in ``metacontroller_customize_requests_total`` as ``invalid-response``, not
+  ``"200"``.
 - In ``loose`` mode the answer's problems (unknown or duplicate fields) are logged, each
   distinct one once per controller, as the workers do for sync and finalize answers.
 """
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -360,9 +364,15 @@ class Related:
             view.name,
             view.connection(HookName.CUSTOMIZE),
         )
-        answer = await self._hooks.call(endpoint, body)
-        response = decode_customize_response(
-            answer, mode=hook.response_mode, version=hook.version, parent_namespace=parent.namespace
+        response = await self._hooks.call_decoded(
+            endpoint,
+            body,
+            decode=functools.partial(
+                decode_customize_response,
+                mode=hook.response_mode,
+                version=hook.version,
+                parent_namespace=parent.namespace,
+            ),
         )
         warned = self._warned.setdefault(view.id, LooseWarnings())
         for warning in warned.fresh(response.warnings):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
 
 import orjson
 import pytest
@@ -22,6 +22,7 @@ from manager.informers.store import Cached, Store
 from manager.kinds.composite import CompositeView
 from manager.routing.related import Related
 from proto.api.controllers import parse_composite_controller
+from proto.api.errors import HookResponseError
 from proto.hooks.client import HookEndpoint
 from proto.kube.resources import Resource
 from proto.runtime.clock import FakeClock
@@ -32,6 +33,7 @@ CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 REVISIONS = Resource(
     "metacontroller.k8s.io", "v1alpha1", "controllerrevisions", "ControllerRevision", True
 )
+T = TypeVar("T")
 PODS = [{"apiGroup": "", "kind": "ConfigMap", "names": ["p-0"]}]
 
 
@@ -103,16 +105,29 @@ def configmap(name: str) -> Cached:
 
 
 class Hooks:
+    """The hook client's ``call_decoded``: the answer goes through the caller's decoder, and
+    each call is counted as the real client counts it (``"200"``, or ``invalid-response``
+    when the decoder refuses the answer)."""
+
     def __init__(self) -> None:
         self.asked: list[str] = []  # spec.config of each parent the hook was called with
         self.forgotten: list[tuple[str, str]] = []
         self.extra: dict[str, Any] = {}  # more fields of every answer
+        self.codes: list[str] = []  # the code each call was counted under
 
-    async def call(self, endpoint: HookEndpoint, body: bytes) -> bytes:
+    async def call_decoded(
+        self, endpoint: HookEndpoint, body: bytes, *, decode: Callable[[bytes], T]
+    ) -> T:
         config = orjson.loads(body)["parent"]["spec"]["config"]
         self.asked.append(config)
         rule = {"apiVersion": "v1", "resource": "configmaps", "names": [f"config-{config}"]}
-        return orjson.dumps({"relatedResources": [rule], **self.extra})
+        try:
+            decoded = decode(orjson.dumps({"relatedResources": [rule], **self.extra}))
+        except HookResponseError:
+            self.codes.append("invalid-response")
+            raise
+        self.codes.append("200")
+        return decoded
 
     def forget(self, *, controller_type: str, controller_name: str) -> None:
         self.forgotten.append((controller_type, controller_name))
@@ -306,6 +321,19 @@ async def test_loose_answers_problems_are_logged_once_per_controller(world: Worl
         'unknown field "relatedResource"',
     ]
     assert {e["controller"] for e in warned} == {"cc"}
+
+
+@pytest.mark.asyncio
+async def test_an_answer_that_cannot_be_decoded_counts_as_invalid_response(world: World) -> None:
+    """The hook client decodes the answer, so a 200 of the wrong shape is counted as
+    ``invalid-response``, not ``"200"``; the parent gets a ``SyncError`` naming the problem."""
+    world.hooks.extra = {"relatedResources": "nope"}
+    parent = thing("b")
+    assert not await world.related.wait_ready(world.view, THINGS, parent, 0.5)
+    assert world.hooks.codes == ["invalid-response"]
+    ((reason, message),) = world.events.emitted
+    assert reason == "SyncError"
+    assert "relatedResources" in message
 
 
 TTL = 20 * 60.0  # how long an answer is kept, as Metacontroller's customize cache
