@@ -14,9 +14,11 @@ Contract:
   (``manager.kinds``, given a ``Context``: discovery and the coordinator's ``settings``). An
   invalid controller (bad spec, unknown resource, Composite parent without the status
   subresource) is not run: a Warning event on the controller object
-  (reason ``CreateError``, or ``SyncError`` for the missing status subresource, as
-  Metacontroller does) and a log line say why; the others keep running. Failed controllers
-  are retried every ``retry_interval`` (a CRD may appear later).
+  (reason ``CreateError``, or ``SyncError`` with Metacontroller's words, ``does not have
+  subresource 'Status' enabled``, for the missing status subresource) and a log line say why,
+  once per distinct reason for each version of the object (a later, different reason is
+  reported too); the others keep running. Failed controllers are retried every
+  ``retry_interval`` (a CRD may appear later).
 - A transient API error while resolving a controller (a 5xx or 429 from discovery, a timeout)
   is not a verdict on the controller: it is logged, no event is written, the controller keeps
   running as it was if it ran, and it is tried again after a backoff of 1 s doubling up to
@@ -54,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
@@ -109,6 +112,15 @@ class _Transient(Exception):
     """Resolving failed for a reason that is not the controller's: try again soon."""
 
 
+@dataclass(slots=True)
+class _Failure:
+    """A controller object that cannot run, in one version of it."""
+
+    resource_version: str
+    reported: set[str] = field(default_factory=set)
+    """The reasons reported (event and log line) for this version."""
+
+
 class Controllers:
     def __init__(
         self,
@@ -137,7 +149,7 @@ class Controllers:
         self._clock = clock
         self._retry_interval = settings.discovery_interval
         self._context = Context(discovery, settings)
-        self._failed: dict[ControllerId, str] = {}  # id -> resourceVersion reported
+        self._failed: dict[ControllerId, _Failure] = {}
         self._skipped: set[ControllerId] = set()  # not selected by the target label selector
         self._acquired: dict[str, tuple[Resource, Informer, EventHandler]] = {}
         self._references = references
@@ -235,6 +247,8 @@ class Controllers:
             )
         for ident in set(self._reported) - set(wanted):
             del self._reported[ident]
+        for ident in set(self._failed) - present:
+            del self._failed[ident]
         added = {i for i, v in wanted.items() if running.get(i) is not v}
         removed = set(running) - set(wanted)
         if not added and not removed:
@@ -290,12 +304,15 @@ class Controllers:
         try:
             view = await self._resolve(kind, obj, cached)
         except Unusable as e:
-            if self._failed.get(ident) != cached.resource_version:
+            failure = self._failed.get(ident)
+            if failure is None or failure.resource_version != cached.resource_version:
+                failure = self._failed[ident] = _Failure(cached.resource_version)
+            if str(e) not in failure.reported:
+                failure.reported.add(str(e))
                 log.warning(
                     "controller not started", controller=cached.name, kind=ident[0], error=str(e)
                 )
                 self._recorder.emit(obj, WARNING, e.reason, str(e))
-            self._failed[ident] = cached.resource_version
             return None
         self._failed.pop(ident, None)
         view = view.with_connections(await self._connections(view, obj))

@@ -253,10 +253,11 @@ class _Composite:
             )
             children.append(revisions)
         if "status" not in parent.subresources:
+            crd = f"{parent.name}.{parent.group}" if parent.group else parent.name
             raise Unusable(
                 names.REASON_SYNC_ERROR,
-                f"parent resource {spec.parent.resource}.{parent.group or 'core'} "
-                f"{parent.version} must have the status subresource enabled",
+                f"[{cached.name}] Sync error - ignoring, CRD [{crd}] does not have "
+                "subresource 'Status' enabled",
             )
         return CompositeView(
             spec,

@@ -153,7 +153,7 @@ async def test_invalid_controllers_are_reported_and_not_run(
         assert event["source"]["component"] == "metacontroller"
         expected = {
             "unknown-resource": "ghosts",
-            "no-status": "status subresource",
+            "no-status": "does not have subresource 'Status' enabled",
             "no-sync-hook": "sync",
             "bad-selector": "Sometimes",
         }[case]

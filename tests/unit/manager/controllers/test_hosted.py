@@ -147,9 +147,9 @@ def decorator(
 
 
 class World:
-    def __init__(self) -> None:
+    def __init__(self, discovery: Discovery | None = None) -> None:
         self.informers = Informers()
-        self.discovery = Discovery()
+        self.discovery = discovery if discovery is not None else Discovery()
         self.recorder = Recorder()
         self.writer = Writer()
         self.secrets = Secrets()

@@ -73,3 +73,17 @@ async def test_a_rolling_controller_also_watches_controller_revisions() -> None:
 async def test_a_rolling_controller_without_the_revision_crd_cannot_run() -> None:
     with pytest.raises(Unusable, match="controllerrevisions"):
         await view_of("RollingInPlace", Discovery(THINGS, PODS))
+
+
+@pytest.mark.asyncio
+async def test_a_parent_without_the_status_subresource_is_refused_in_metacontrollers_words() -> (
+    None
+):
+    plain = Resource("example.com", "v1", "things", "Thing", True)
+    with pytest.raises(Unusable) as refused:
+        await view_of("Recreate", Discovery(plain, PODS))
+    assert refused.value.reason == "SyncError"
+    assert str(refused.value) == (
+        "[cc] Sync error - ignoring, CRD [things.example.com] does not have subresource "
+        "'Status' enabled"
+    )
