@@ -17,8 +17,15 @@ Contract:
   (reason ``CreateError``, or ``SyncError`` with Metacontroller's words, ``does not have
   subresource 'Status' enabled``, for the missing status subresource) and a log line say why,
   once per distinct reason for each version of the object (a later, different reason is
-  reported too); the others keep running. Failed controllers are retried every
-  ``retry_interval`` (a CRD may appear later).
+  reported too); the others keep running.
+- A resource is reported missing only once discovery has read its group/version after the
+  controller asked for it (``proto.kube.resources``: a miss re-reads at once, rate-limited per
+  group/version). While discovery cannot tell yet (``ResourceNotFoundYet``), nothing is
+  reported and the controller is tried again as soon as discovery may read again, so a
+  controller whose CRD was created a moment before starts at once, without a warning. A
+  controller whose resource is missing is retried after 0.5 s, doubling up to
+  ``retry_interval``, so one whose CRD is created a moment after it starts within a second
+  or so; other failed controllers are retried every ``retry_interval``.
 - A transient API error while resolving a controller (a 5xx or 429 from discovery, a timeout)
   is not a verdict on the controller: it is logged, no event is written, the controller keeps
   running as it was if it ran, and it is tried again after a backoff of 1 s doubling up to
@@ -74,7 +81,7 @@ from manager.settings import CoordinatorSettings
 from proto.api import names
 from proto.api.endpoints import object_refs
 from proto.api.unsupported import unsupported
-from proto.kube.errors import KubeError, ResourceNotFound, TransportError
+from proto.kube.errors import KubeError, ResourceNotFound, ResourceNotFoundYet, TransportError
 from proto.kube.events import NORMAL, WARNING, EventRecorder
 from proto.kube.resources import Discovery, Resource
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
@@ -112,6 +119,20 @@ class _Transient(Exception):
     """Resolving failed for a reason that is not the controller's: try again soon."""
 
 
+class _NotYet(Exception):
+    """Discovery cannot tell yet whether a resource exists: ask again in ``retry_after``."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(retry_after)
+        self.retry_after = retry_after
+
+
+MISSING_RETRY = 0.5
+"""Seconds before the first retry of a controller whose resource is missing (then doubling)."""
+SOONEST = 0.05
+"""The shortest wait before the controller objects are looked at again."""
+
+
 @dataclass(slots=True)
 class _Failure:
     """A controller object that cannot run, in one version of it."""
@@ -119,6 +140,8 @@ class _Failure:
     resource_version: str
     reported: set[str] = field(default_factory=set)
     """The reasons reported (event and log line) for this version."""
+    missing: bool = False
+    """The last attempt failed because a resource is missing: retried soon."""
 
 
 class Controllers:
@@ -158,6 +181,8 @@ class Controllers:
         self._sources: dict[str, Informer] = {}  # kind -> informer of its controller objects
         self._tasks: set[asyncio.Task[None]] = set()
         self._backoff = 0.0  # > 0 while a transient error waits to be retried
+        self._missing = 0.0  # > 0 while a controller's resource is missing
+        self._soon: float | None = None  # discovery can tell in this many seconds
 
     async def run(self) -> None:
         if self._references is not None:
@@ -172,7 +197,7 @@ class Controllers:
                     # Every kind watched, or known to have no CRD: not while the API server
                     # cannot be reached (the informers may still sync).
                     self._controllers.loaded = True
-                wait = self._backoff or self._retry_interval
+                wait = self._next_pass()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), wait)
                 self._changed.clear()
@@ -181,6 +206,11 @@ class Controllers:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
             await self._release_all()
+
+    def _next_pass(self) -> float:
+        """Seconds until the controller objects are looked at again without a change."""
+        waits = [w for w in (self._backoff, self._missing, self._soon) if w]
+        return min(waits, default=self._retry_interval)
 
     async def _watch_controllers(self) -> bool:
         """Watch the kinds not watched yet; whether the API server answered for every kind
@@ -194,7 +224,7 @@ class Controllers:
             except (KubeError, TimeoutError) as e:
                 # A missing CRD is an answer; anything else (a timeout too) is tried again
                 # after the retry interval, without ending the loop.
-                answered = answered and isinstance(e, ResourceNotFound)
+                answered = answered and type(e) is ResourceNotFound
                 log.error(
                     f"cannot watch {kind.kind.value}s: {_why(e)}",
                     error=str(e) or type(e).__name__,
@@ -211,6 +241,8 @@ class Controllers:
         wanted: dict[ControllerId, ControllerView] = {}
         present: set[ControllerId] = set()
         transient = False
+        self._soon = None
+        missing = False
         for kind in self._kinds:
             source = self._sources.get(kind.kind.value)
             if source is None:
@@ -235,12 +267,22 @@ class Controllers:
                         error=str(e),
                     )
                     view = running.get(ident)  # keep running what ran: not its fault
+                except _NotYet as e:
+                    soon = max(e.retry_after, SOONEST)
+                    self._soon = soon if self._soon is None else min(self._soon, soon)
+                    view = running.get(ident)  # no verdict yet
+                failure = self._failed.get(ident)
+                missing = missing or (failure is not None and failure.missing)
                 if view is not None:
                     wanted[ident] = view
         if transient:
             self._backoff = min(max(2 * self._backoff, 1.0), self._retry_interval)
         else:
             self._backoff = 0.0
+        if missing:
+            self._missing = min(max(2 * self._missing, MISSING_RETRY), self._retry_interval)
+        else:
+            self._missing = 0.0
         if self._references is not None:
             self._references.use(
                 object_refs(s for v in wanted.values() for s in v.connection_settings().values())
@@ -307,6 +349,7 @@ class Controllers:
             failure = self._failed.get(ident)
             if failure is None or failure.resource_version != cached.resource_version:
                 failure = self._failed[ident] = _Failure(cached.resource_version)
+            failure.missing = isinstance(e.__cause__, ResourceNotFound)
             if str(e) not in failure.reported:
                 failure.reported.add(str(e))
                 log.warning(
@@ -336,9 +379,12 @@ class Controllers:
 
     async def _resolve(self, kind: Kind, obj: dict[str, Any], cached: Cached) -> ControllerView:
         """``kind.view``, with API errors sorted: ``Unusable`` for an unknown resource,
-        ``_Transient`` for any other API error or a timeout."""
+        ``_NotYet`` while discovery cannot tell, ``_Transient`` for any other API error or a
+        timeout."""
         try:
             return await kind.view(obj, cached, self._context)
+        except ResourceNotFoundYet as e:
+            raise _NotYet(e.retry_after) from e
         except ResourceNotFound as e:
             raise Unusable(names.REASON_CREATE_ERROR, f"cannot resolve a resource: {e}") from e
         except (KubeError, TimeoutError) as e:

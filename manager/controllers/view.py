@@ -43,7 +43,7 @@ from proto.api.controllers import Hook, HookName
 from proto.api.endpoints import Connection, Settings, decode_connections
 from proto.api.errors import InvalidControllerError
 from proto.api.objectmap import TypeKey
-from proto.kube.errors import ResourceNotFound
+from proto.kube.errors import ResourceNotFound, ResourceNotFoundYet
 from proto.kube.resources import Discovery, Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
 
@@ -74,9 +74,13 @@ def parse_spec(
 async def resolve_all(
     discovery: Discovery, refs: Iterable[tuple[str, str]]
 ) -> tuple[Resource, ...]:
-    """Resolve ``(apiVersion, resource)`` pairs; ``Unusable`` (CreateError) if one is unknown."""
+    """Resolve ``(apiVersion, resource)`` pairs; ``Unusable`` (CreateError) if one is unknown.
+
+    ``ResourceNotFoundYet`` (discovery cannot tell yet) passes: it is no verdict."""
     try:
         return tuple([await discovery.resolve(v, resource=r) for v, r in refs])
+    except ResourceNotFoundYet:
+        raise
     except ResourceNotFound as e:
         raise Unusable(names.REASON_CREATE_ERROR, f"cannot resolve a resource: {e}") from e
 

@@ -4,6 +4,8 @@
 KubeError                        anything raised by proto.kube
  ├── ConfigError                 no usable kubeconfig / in-cluster config: fix the set-up
  ├── ResourceNotFound            discovery has no such resource or kind: wait for the CRD, or fix
+ │    └── ResourceNotFoundYet    not in what discovery last read, which may predate it (the
+ │                               group/version is not re-read yet): try again after .retry_after
  ├── TransportError              refused/reset connection, client-side timeout (including a watch's
  │                               inactivity deadline), truncated stream: retry / resume the watch
  ├── StreamError                 a watch line that is not a watch event, or a body that is
@@ -54,6 +56,7 @@ __all__ = [
     "MethodNotAllowed",
     "NotFound",
     "ResourceNotFound",
+    "ResourceNotFoundYet",
     "ServerError",
     "StreamError",
     "Timeout",
@@ -95,6 +98,16 @@ class ConfigError(KubeError):
 
 class ResourceNotFound(KubeError):
     """Discovery knows no resource of that name or kind in that group/version."""
+
+
+class ResourceNotFoundYet(ResourceNotFound):
+    """Not in discovery's last read of the group/version, but that read may be older than the
+    resource (its rate limit keeps it from reading again now): ask again after
+    ``retry_after`` seconds, when a read answers for sure."""
+
+    def __init__(self, message: str, *, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class TransportError(KubeError):

@@ -9,27 +9,46 @@ Contract:
   documents (``/api``, ``/api/v1``, ``/apis``, ``/apis/G/V`` for every served version) when the
   server answers with the legacy kinds (or 406). A group/version whose legacy document fails
   (e.g. an aggregated API server that is down) is skipped and logged, not fatal.
-- ``Discovery.resolve(api_version, resource=... | kind=...)`` answers from the last refresh.
-  On a miss it refreshes once (at most every ``min_refresh_interval`` seconds: a CRD created
-  a moment ago becomes resolvable) and then raises ``ResourceNotFound`` naming what it looked
-  for. ``resource`` matches the plural name or a short name; ``kind`` matches the kind.
-- A refresh replaces the whole table atomically; resolutions never see half a refresh.
+- ``Discovery.resolve(api_version, resource=... | kind=...)`` answers from what was read last
+  (the first call refreshes everything). ``resource`` matches the plural name or a short name;
+  ``kind`` matches the kind.
+- A miss re-reads that group/version's own document (``/apis/G/V``, ``/api/v1``: one request;
+  404 means it is not served) at once, so a CRD created a moment ago resolves at the first
+  attempt, and then raises ``ResourceNotFound`` naming what it looked for. Re-reads are
+  rate-limited per group/version (``min_refresh_interval``, 0.5 s), never globally: one missing
+  resource does not delay another group's. A miss the rate limit keeps from re-reading raises
+  ``ResourceNotFoundYet`` (with ``retry_after``) instead, unless the group/version was read
+  since that resource was first asked for: only a read made after the question answers "not
+  served" for sure. Callers that report a missing resource report only ``ResourceNotFound``
+  proper.
+- Concurrent misses of one group/version share one re-read; a re-read that fails raises its
+  error and counts as no read.
+- The table is replaced whole (by a refresh, or with one group/version changed by a re-read);
+  resolutions never see half a read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from proto.kube.errors import ApiError, ResourceNotFound
+from proto.kube.errors import ApiError, NotFound, ResourceNotFound, ResourceNotFoundYet
 from proto.kube.session import JSON, Session
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
+
+MIN_REFRESH_INTERVAL = 0.5
+"""Seconds between two re-reads of one group/version on misses."""
+REMEMBERED_MISSES = 1024
+"""Resources remembered as missing (with when they were first asked for), oldest dropped."""
+GroupVersion = tuple[str, str]
 
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 _AGGREGATED_OR_JSON = f"{AGGREGATED},{JSON}"
@@ -138,21 +157,25 @@ def _from_legacy(group: str, version: str, body: dict[str, Any]) -> list[Resourc
 
 
 class Discovery:
-    """The server's resources, refreshed on demand (see the module docstring)."""
+    """The server's resources, read on demand (see the module docstring)."""
 
     def __init__(
         self,
         session: Session,
         *,
         clock: Clock = SYSTEM_CLOCK,
-        min_refresh_interval: float = 5.0,
+        min_refresh_interval: float = MIN_REFRESH_INTERVAL,
     ) -> None:
         self._session = session
         self._clock = clock
         self._min_refresh_interval = min_refresh_interval
-        self._table: dict[tuple[str, str], tuple[Resource, ...]] = {}
-        self._refreshed_at: float | None = None
+        self._table: dict[GroupVersion, tuple[Resource, ...]] = {}
+        self._refreshed_at: float | None = None  # the start of the last full refresh
+        self._read_at: dict[GroupVersion, float] = {}  # the start of each group/version's re-read
+        # (group/version, "resource"|"kind", name) -> when a miss of it was first seen
+        self._missed: OrderedDict[tuple[GroupVersion, str, str], float] = OrderedDict()
         self._lock = asyncio.Lock()
+        self._reading: dict[GroupVersion, asyncio.Future[None]] = {}
 
     @property
     def resources(self) -> tuple[Resource, ...]:
@@ -162,12 +185,16 @@ class Discovery:
     async def refresh(self) -> None:
         """Re-read the server's discovery documents and replace the table."""
         async with self._lock:
-            found = await self._discover("/api") + await self._discover("/apis")
-            table: dict[tuple[str, str], list[Resource]] = {}
-            for res in found:
-                table.setdefault((res.group, res.version), []).append(res)
-            self._table = {gv: tuple(rs) for gv, rs in table.items()}
-            self._refreshed_at = self._clock.now()
+            await self._refresh()
+
+    async def _refresh(self) -> None:
+        started = self._clock.now()
+        found = await self._discover("/api") + await self._discover("/apis")
+        table: dict[GroupVersion, list[Resource]] = {}
+        for res in found:
+            table.setdefault((res.group, res.version), []).append(res)
+        self._table = {gv: tuple(rs) for gv, rs in table.items()}
+        self._refreshed_at = started
 
     async def resolve(
         self, api_version: str, *, resource: str | None = None, kind: str | None = None
@@ -175,30 +202,81 @@ class Discovery:
         """The resource named ``resource`` (plural or short name) or of kind ``kind``."""
         if (resource is None) == (kind is None):
             raise ValueError("resolve() needs exactly one of resource= or kind=")
-        group, version = split_api_version(api_version)
-        found = self._lookup(group, version, resource, kind)
-        if found is None and self._may_refresh():
-            await self.refresh()
-            found = self._lookup(group, version, resource, kind)
+        gv = split_api_version(api_version)
+        miss = (gv, "resource", resource) if resource is not None else (gv, "kind", kind or "")
+        called = self._clock.now()
+        if self._refreshed_at is None:
+            async with self._lock:
+                if self._refreshed_at is None:  # not by a call that held the lock first
+                    await self._refresh()
+        found = self._lookup(gv, resource, kind)
         if found is None:
-            what = f"resource {resource!r}" if resource is not None else f"kind {kind!r}"
-            served = self._table.get((group, version))
-            if served is None:
-                hint = f"the server does not serve {api_version}"
-            else:
-                hint = f"{api_version} serves: " + ", ".join(sorted(r.name for r in served))
-            raise ResourceNotFound(f"no {what} in {api_version} ({hint})")
+            asked = self._missed.setdefault(miss, called)
+            if len(self._missed) > REMEMBERED_MISSES:
+                self._missed.popitem(last=False)
+            reading = self._reading.get(gv)
+            now = self._clock.now()
+            if reading is None and self._last_read(gv) + self._min_refresh_interval <= now:
+                reading = self._start_read(gv)
+            if reading is not None:
+                await asyncio.shield(reading)
+                found = self._lookup(gv, resource, kind)
+            if found is None and self._last_read(gv) < asked:
+                wait = self._last_read(gv) + self._min_refresh_interval - self._clock.now()
+                raise ResourceNotFoundYet(
+                    self._not_found(api_version, miss), retry_after=max(wait, 0.0)
+                )
+        if found is None:
+            raise ResourceNotFound(self._not_found(api_version, miss))
+        self._missed.pop(miss, None)
         return found
 
-    def _may_refresh(self) -> bool:
-        if self._refreshed_at is None:
-            return True
-        return self._clock.now() - self._refreshed_at >= self._min_refresh_interval
+    def _last_read(self, gv: GroupVersion) -> float:
+        """When the last completed read that covered ``gv`` started (-inf before any)."""
+        full = self._refreshed_at if self._refreshed_at is not None else -math.inf
+        return max(full, self._read_at.get(gv, -math.inf))
 
-    def _lookup(
-        self, group: str, version: str, resource: str | None, kind: str | None
-    ) -> Resource | None:
-        for res in self._table.get((group, version), ()):
+    def _start_read(self, gv: GroupVersion) -> asyncio.Future[None]:
+        """Read ``gv``'s own document into the table, in a task its misses share."""
+        reading = asyncio.ensure_future(self._read(gv, self._clock.now()))
+        self._reading[gv] = reading
+
+        def done(task: asyncio.Future[None]) -> None:
+            del self._reading[gv]
+            if not task.cancelled():
+                task.exception()  # retrieved: the callers that waited got it
+
+        reading.add_done_callback(done)
+        return reading
+
+    async def _read(self, gv: GroupVersion, started: float) -> None:
+        group, version = gv
+        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        try:
+            served: tuple[Resource, ...] | None = tuple(
+                _from_legacy(group, version, (await self._session.request("GET", path)).json())
+            )
+        except NotFound:
+            served = None  # not served (any more)
+        table = dict(self._table)
+        if served is None:
+            table.pop(gv, None)
+        else:
+            table[gv] = served
+        self._table = table
+        self._read_at[gv] = started
+
+    def _not_found(self, api_version: str, miss: tuple[GroupVersion, str, str]) -> str:
+        gv, by, name = miss
+        served = self._table.get(gv)
+        if served is None:
+            hint = f"the server does not serve {api_version}"
+        else:
+            hint = f"{api_version} serves: " + ", ".join(sorted(r.name for r in served))
+        return f"no {by} {name!r} in {api_version} ({hint})"
+
+    def _lookup(self, gv: GroupVersion, resource: str | None, kind: str | None) -> Resource | None:
+        for res in self._table.get(gv, ()):
             if resource is not None and (res.name == resource or resource in res.short_names):
                 return res
             if kind is not None and res.kind == kind:

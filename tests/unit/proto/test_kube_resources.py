@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from proto.kube.errors import ResourceNotFound
+from proto.kube.errors import ResourceNotFound, ResourceNotFoundYet, ServerError
 from proto.kube.resources import AGGREGATED, Discovery, Resource, split_api_version
 from tests.unit.proto.kube_fake import FakeApiServer, FakeClock, Reply, load_transcript, serve
 
@@ -139,52 +140,124 @@ async def test_a_failing_group_version_is_skipped(shared_dir: Path) -> None:
 
 
 def _with_gizmos(body: dict[str, Any]) -> dict[str, Any]:
-    items = []
-    for group in body["items"]:
-        if group["metadata"]["name"] == "example.com":
-            version = group["versions"][0]
-            gizmo = {
-                "resource": "gizmos",
-                "responseKind": {"group": "example.com", "version": "v1", "kind": "Gizmo"},
-                "scope": "Cluster",
-                "singularResource": "gizmo",
-                "verbs": ["get", "list", "watch"],
-            }
-            version = {**version, "resources": [*version["resources"], gizmo]}
-            group = {**group, "versions": [version]}
-        items.append(group)
-    return {**body, "items": items}
+    """The legacy ``/apis/example.com/v1`` document once the Gizmo CRD is served."""
+    gizmo = {
+        "name": "gizmos",
+        "singularName": "gizmo",
+        "namespaced": False,
+        "kind": "Gizmo",
+        "verbs": ["get", "list", "watch"],
+    }
+    status = {"name": "gizmos/status", "namespaced": False, "kind": "Gizmo", "verbs": ["get"]}
+    return {**body, "resources": [*body["resources"], gizmo, status]}
+
+
+def _example_v1(shared_dir: Path) -> dict[str, Any]:
+    body: dict[str, Any] = _discovery_steps(shared_dir)[15]["response"]["body"]
+    return body
+
+
+GIZMOS_FOUND = Resource(
+    "example.com",
+    "v1",
+    "gizmos",
+    "Gizmo",
+    namespaced=False,
+    verbs=("get", "list", "watch"),
+    subresources=("status",),
+)
 
 
 @pytest.mark.asyncio
-async def test_refresh_picks_up_a_new_crd_and_misses_refresh_at_most_every_interval(
-    shared_dir: Path,
-) -> None:
-    steps = _discovery_steps(shared_dir)
-    apis = steps[18]["response"]
+async def test_a_miss_rereads_its_group_version_at_once(shared_dir: Path) -> None:
+    """A CRD created after the last read resolves at the first attempt: one request for its
+    group/version's own document, not the whole discovery again."""
     server = _aggregated_server(shared_dir)
     clock = FakeClock()
     async with serve(server) as session:
-        discovery = Discovery(session, clock=clock, min_refresh_interval=5.0)
+        discovery = Discovery(session, clock=clock)
         await discovery.refresh()
+        server.route(
+            "GET", "/apis/example.com/v1", Reply.json(200, _with_gizmos(_example_v1(shared_dir)))
+        )
+        clock.time += 0.5
+        assert await discovery.resolve("example.com/v1", kind="Gizmo") == GIZMOS_FOUND
+        assert await discovery.resolve("example.com/v1", resource="widgets")
+    assert [r.path for r in server.received] == ["/api", "/apis", "/apis/example.com/v1"]
+
+
+@pytest.mark.asyncio
+async def test_rereads_are_rate_limited_per_group_version(shared_dir: Path) -> None:
+    server = _aggregated_server(shared_dir)
+    server.route("GET", "/apis/example.com/v1", Reply.json(200, _example_v1(shared_dir)))
+    clock = FakeClock()
+    async with serve(server) as session:
+        discovery = Discovery(session, clock=clock, min_refresh_interval=0.5)
+        await discovery.refresh()
+        clock.time += 1.0
         with pytest.raises(ResourceNotFound) as caught:
             await discovery.resolve("example.com/v1", kind="Gizmo")
-        assert "no kind 'Gizmo' in example.com/v1 (example.com/v1 serves: widgets)" in str(
-            caught.value
+        assert type(caught.value) is ResourceNotFound  # read after it was asked for: for sure
+        assert str(caught.value) == (
+            "no kind 'Gizmo' in example.com/v1 (example.com/v1 serves: widgets)"
         )
-        # the CRD appears: a miss within the interval does not ask the server again
-        server.route(
-            "GET", "/apis", Reply.json(200, _with_gizmos(apis["body"]), content_type=AGGREGATED)
-        )
-        with pytest.raises(ResourceNotFound):
+        assert len(server.requests_to("/apis/example.com/v1")) == 1
+
+        # Within the interval: the same miss again is still sure (that read came after it was
+        # first asked for), without a request.
+        clock.time += 0.1
+        with pytest.raises(ResourceNotFound) as caught:
             await discovery.resolve("example.com/v1", kind="Gizmo")
-        assert len(server.requests_to("/apis")) == 1
-        clock.time += 5.0
-        gizmos = await discovery.resolve("example.com/v1", kind="Gizmo")
-    assert gizmos == Resource(
-        "example.com", "v1", "gizmos", "Gizmo", namespaced=False, verbs=("get", "list", "watch")
+        assert type(caught.value) is ResourceNotFound
+        # Another resource first asked for now: that read may predate it. Not yet an answer.
+        with pytest.raises(ResourceNotFoundYet) as not_yet:
+            await discovery.resolve("example.com/v1", resource="gadgets")
+        assert not_yet.value.retry_after == pytest.approx(0.4)
+        assert len(server.requests_to("/apis/example.com/v1")) == 1
+        # Another group/version is not held back.
+        with pytest.raises(ResourceNotFound, match=r"does not serve example\.com/v2"):
+            await discovery.resolve("example.com/v2", resource="widgets")
+        assert len(server.requests_to("/apis/example.com/v2")) == 1
+
+        # Once the interval has passed, the miss reads again, and its answer is sure.
+        server.route(
+            "GET", "/apis/example.com/v1", Reply.json(200, _with_gizmos(_example_v1(shared_dir)))
+        )
+        clock.time += 0.4
+        with pytest.raises(ResourceNotFound) as caught:
+            await discovery.resolve("example.com/v1", resource="gadgets")
+        assert type(caught.value) is ResourceNotFound
+        assert "serves: gizmos, widgets" in str(caught.value)
+        assert await discovery.resolve("example.com/v1", kind="Gizmo") == GIZMOS_FOUND
+    assert len(server.requests_to("/apis/example.com/v1")) == 2
+
+
+@pytest.mark.asyncio
+async def test_concurrent_misses_share_one_read_and_a_failed_read_counts_as_none(
+    shared_dir: Path,
+) -> None:
+    server = _aggregated_server(shared_dir)
+    server.route(
+        "GET",
+        "/apis/example.com/v1",
+        Reply(status=503, body=b"unavailable"),
+        Reply.json(200, _with_gizmos(_example_v1(shared_dir))),
     )
-    assert len(server.requests_to("/apis")) == 2
+    clock = FakeClock()
+    async with serve(server) as session:
+        discovery = Discovery(session, clock=clock)
+        await discovery.refresh()
+        clock.time += 1.0
+        failed = await asyncio.gather(
+            discovery.resolve("example.com/v1", kind="Gizmo"),
+            discovery.resolve("example.com/v1", resource="gadgets"),
+            return_exceptions=True,
+        )
+        assert [type(e) for e in failed] == [ServerError, ServerError]
+        assert len(server.requests_to("/apis/example.com/v1")) == 1
+        # The failed read did not count: the next miss reads at once.
+        assert await discovery.resolve("example.com/v1", kind="Gizmo") == GIZMOS_FOUND
+    assert len(server.requests_to("/apis/example.com/v1")) == 2
 
 
 @pytest.mark.asyncio

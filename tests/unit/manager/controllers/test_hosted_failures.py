@@ -1,5 +1,5 @@
-"""manager.controllers.hosted: what is reported when a controller cannot run (each distinct
-reason once)."""
+"""manager.controllers.hosted: what is reported when a controller cannot run, and when it is
+tried again (each distinct reason once; nothing while discovery cannot tell yet)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from proto.kube.errors import ResourceNotFound
+from manager.controllers.hosted import MISSING_RETRY
+from proto.kube.errors import ResourceNotFound, ResourceNotFoundYet
 from proto.kube.resources import Resource
-from tests.unit.manager.controllers.test_hosted import CCS, Discovery, World, cached
+from tests.unit.manager.controllers.test_hosted import CCS, PODS, Discovery, World, cached
 
 THINGS = Resource("example.com", "v1", "things", "Thing", True, subresources=("status",))
 PLAIN_THINGS = Resource("example.com", "v1", "things", "Thing", True)
@@ -83,3 +84,33 @@ async def test_each_distinct_reason_is_reported_once_also_a_later_one() -> None:
     await world.sync()
     assert [r for r, _ in reasons(world)] == ["CreateError", "SyncError", "Started"]
     assert ("CompositeController", "cc") in world.controllers.views
+
+
+@pytest.mark.asyncio
+async def test_nothing_is_reported_while_discovery_cannot_tell_and_it_is_asked_again_soon() -> None:
+    discovery = Changing()
+    discovery.things = ResourceNotFoundYet("not read since", retry_after=0.3)
+    world = world_with(discovery)
+    await world.sync()
+    assert reasons(world) == [] and world.controllers.views == {}
+    assert world.hosted._next_pass() == pytest.approx(0.3)
+    discovery.things = THINGS  # what the re-read finds: the CRD created a moment ago
+    await world.sync()
+    assert [r for r, _ in reasons(world)] == ["Started"]
+    assert world.hosted._next_pass() == 30.0
+
+
+@pytest.mark.asyncio
+async def test_a_controller_whose_resource_is_missing_is_retried_soon_then_less_often() -> None:
+    discovery = Changing()
+    world = world_with(discovery)
+    waits = []
+    for _ in range(8):
+        await world.sync()
+        waits.append(world.hosted._next_pass())
+    assert waits == [MISSING_RETRY * 2**i for i in range(6)] + [30.0, 30.0]
+    discovery.things = THINGS
+    await world.sync()
+    assert world.hosted._next_pass() == 30.0
+    assert ("CompositeController", "cc") in world.controllers.views
+    assert PODS in world.controllers.views[("CompositeController", "cc")].children

@@ -12,7 +12,7 @@ from manager.informers.store import Cached
 from manager.kinds import Context
 from manager.kinds.composite import KIND, CompositeView
 from manager.settings import CoordinatorSettings
-from proto.kube.errors import ResourceNotFound
+from proto.kube.errors import ResourceNotFound, ResourceNotFoundYet
 from proto.kube.resources import Resource
 
 THINGS = Resource("example.com", "v1", "things", "Thing", True, subresources=("status",))
@@ -87,3 +87,15 @@ async def test_a_parent_without_the_status_subresource_is_refused_in_metacontrol
         "[cc] Sync error - ignoring, CRD [things.example.com] does not have subresource "
         "'Status' enabled"
     )
+
+
+@pytest.mark.asyncio
+async def test_a_resource_discovery_cannot_tell_about_yet_is_no_verdict() -> None:
+    """``ResourceNotFoundYet`` passes through: the caller asks again instead of reporting."""
+
+    class Lagging(Discovery):
+        async def resolve(self, api_version: str, *, resource: str) -> Resource:
+            raise ResourceNotFoundYet(f"no {resource} yet", retry_after=0.2)
+
+    with pytest.raises(ResourceNotFoundYet):
+        await view_of("Recreate", Lagging())
