@@ -5,9 +5,13 @@
   from ``leaseTransitions``). Without it, one term runs for the life of the process, its epoch the
   start time in milliseconds (only one coordinator may run then).
 - ``/readyz`` is ready only while leading with the socket bound and the controllers (every
-  kind of ``manager.kinds``) read once (so not while the API server is unreachable at start);
-  ``/healthz`` always answers. Both are served on ``--health-probe-bind-address``, metrics on
-  ``--metrics-address`` (``proto.runtime.ops``).
+  kind of ``manager.kinds``) read once; while the last request to the API server got no
+  answer it says ``API server unreachable`` and why, from the first failed request on (at
+  start too, with or without election). ``/healthz`` always answers. Both are served on
+  ``--health-probe-bind-address``, metrics on ``--metrics-address`` (``proto.runtime.ops``):
+  the process's own (``process_*``, ``python_*``), the API client's (client-go's
+  ``rest_client_*``: ``proto.kube.metrics``; an unreachable API server counts under
+  ``code="<error>"`` at once), and the coordinator's.
 - A term that fails (``manager.term.term.TermFailed``: the socket cannot be bound, a part of the
   term crashed) ends the process: the error is logged, the Lease is released (so a standby
   takes over within a retry period) and ``run()`` returns with ``failed`` saying why; the
@@ -40,6 +44,7 @@ from proto.hooks.metrics import PrometheusHookMetrics
 from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.events import EventRecorder
+from proto.kube.metrics import RestClientMetrics
 from proto.kube.session import Session
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
 from proto.runtime.http1 import HttpClient
@@ -69,6 +74,8 @@ class Coordinator:
         self._dropped_frames = dropped_frames_counter(self.registry)
         self._refused_peers = refused_peers_counter(self.registry)
         self._hook_metrics = PrometheusHookMetrics(self.registry)
+        self._client_metrics = RestClientMetrics(self.registry)
+        self._session: Session | None = None
         self._hooks: HookClient | None = None
         self.term: Term | None = None
         self._client: Client | None = None
@@ -79,6 +86,9 @@ class Coordinator:
         self._workers_stopped = False  # the last term's workers all confirmed they stopped
 
     def _ready(self) -> str | None:
+        session = self._session
+        if session is not None and session.unreachable is not None:
+            return f"API server unreachable: {session.unreachable}"
         term = self.term
         if term is None:
             return "not leading"
@@ -94,9 +104,12 @@ class Coordinator:
         config = load_config(settings.kubeconfig)
         async with (
             self.ops.serving(metrics=settings.metrics_address, health=settings.health_address),
-            Session(config, qps=settings.qps, burst=settings.burst) as session,
+            Session(
+                config, qps=settings.qps, burst=settings.burst, metrics=self._client_metrics
+            ) as session,
             HttpClient() as http,
         ):
+            self._session = session
             self._client = Client(session)
             self._hooks = HookClient(http, metrics=self._hook_metrics)
             self._recorder = EventRecorder(

@@ -22,9 +22,14 @@ Contract:
   Its message names the library's exception class and its text without credentials (not its
   ``repr``, which shows request headers such as ``Proxy-Authorization``, nor a URL's userinfo),
   and the library's exception is not chained.
-- ``on_response(method, status_code, seconds)`` is called once per attempt that got response
-  headers (status 0 for a transport failure), so applications can count requests in their own
-  metrics. Waits and durations use the injected ``Clock``.
+- ``metrics`` (a ``RequestMetrics``; ``proto.kube.metrics.RestClientMetrics`` exports
+  client-go's ``rest_client_*`` families) hears of every attempt: ``attempted`` once it got
+  response headers (``status``) or failed without an answer (``None``), with the seconds it
+  took, and ``throttled`` with the seconds the token bucket held it, when a limit is set.
+  ``host`` is the server's ``host:port``. Waits and durations use the injected ``Clock``.
+- ``unreachable`` is None while the last attempt got an answer, else why it got none (the
+  ``TransportError``'s text): so a process can say its API server is unreachable from the
+  first failed request on, and stop saying so with the first answer.
 - ``request()`` returns the whole body; ``stream()`` yields the body as chunks of at most
   ``chunk_size`` bytes (1 MiB), with an optional inactivity deadline between chunks.
 """
@@ -38,8 +43,8 @@ import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib import metadata
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
-from urllib.parse import urlencode
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from urllib.parse import urlencode, urlsplit
 
 import orjson
 
@@ -59,7 +64,6 @@ DEFAULT_QPS = 5.0
 DEFAULT_BURST = 10
 DEFAULT_MAX_RETRIES = 10
 
-OnResponse = Callable[[str, int, float], None]
 Params = Mapping[str, str]
 T = TypeVar("T")
 
@@ -74,8 +78,27 @@ def _version() -> str:
 USER_AGENT = f"metashard/{_version()}"
 
 
-def _no_metrics(method: str, status: int, seconds: float) -> None:
-    return None
+class RequestMetrics(Protocol):
+    """What the session reports of each attempt (see the module docstring)."""
+
+    def attempted(self, *, host: str, method: str, status: int | None, seconds: float) -> None:
+        """An attempt ended: ``status`` of its answer, None when none came."""
+        ...
+
+    def throttled(self, *, host: str, method: str, seconds: float) -> None:
+        """An attempt waited ``seconds`` for the client-side rate limit."""
+        ...
+
+
+class _NoMetrics:
+    def attempted(self, *, host: str, method: str, status: int | None, seconds: float) -> None:
+        pass
+
+    def throttled(self, *, host: str, method: str, seconds: float) -> None:
+        pass
+
+
+NO_REQUEST_METRICS: RequestMetrics = _NoMetrics()
 
 
 class TokenBucket:
@@ -206,7 +229,7 @@ class Session:
         burst: int = DEFAULT_BURST,
         max_retries: int = DEFAULT_MAX_RETRIES,
         clock: Clock = SYSTEM_CLOCK,
-        on_response: OnResponse | None = None,
+        metrics: RequestMetrics = NO_REQUEST_METRICS,
         request_timeout: float = 60.0,
         connect_timeout: float = 10.0,
         connection_limit: int = 100,
@@ -217,7 +240,9 @@ class Session:
         self.bucket = TokenBucket(qps, burst, clock=clock)
         self.max_retries = max_retries
         self._auth = Authorization.from_config(config, clock=clock)
-        self._on_response = on_response or _no_metrics
+        self._metrics = metrics
+        self._host = urlsplit(config.server).netloc
+        self.unreachable: str | None = None
         self._request_timeout = request_timeout
         self._connect_timeout = connect_timeout
         self._connection_limit = connection_limit
@@ -391,7 +416,11 @@ class Session:
         retries = 0
         reauthenticated = False
         while True:
-            await self.bucket.acquire()
+            if self.bucket.qps > 0:
+                waiting = self.clock.now()
+                await self.bucket.acquire()
+                waited = self.clock.now() - waiting
+                self._metrics.throttled(host=self._host, method=method, seconds=waited)
             headers = {"User-Agent": self._user_agent, "Accept": accept}
             authorization = await self._auth.header()
             if authorization is not None:
@@ -405,10 +434,18 @@ class Session:
             started = self.clock.now()
             try:
                 answer = await attempt(headers)
-            except TransportError:
-                self._on_response(method, 0, self.clock.now() - started)
+            except TransportError as e:
+                seconds = self.clock.now() - started
+                self._metrics.attempted(
+                    host=self._host, method=method, status=None, seconds=seconds
+                )
+                self.unreachable = str(e)
                 raise
-            self._on_response(method, answer.status, self.clock.now() - started)
+            seconds = self.clock.now() - started
+            self._metrics.attempted(
+                host=self._host, method=method, status=answer.status, seconds=seconds
+            )
+            self.unreachable = None
             if answer.status < 400:
                 return answer.value
             retry_after = _retry_after(answer.headers)

@@ -15,6 +15,12 @@
 - A server that cannot bind raises ``StartupError`` naming the address and the reason.
 - The servers are ``proto.runtime.httpserver`` (one request per connection, GET and HEAD), so a
   worker never imports aiohttp; only a coordinator reading its workers' expositions uses it.
+- The process's own metrics come with the server: ``OpsServer`` registers on its registry the
+  collectors Prometheus' Go and Python clients export by default (``process_collectors``):
+  ``process_*`` (CPU seconds, resident and virtual memory, open and maximum file descriptors,
+  start time), ``python_gc_*`` (collections and collected objects per generation) and
+  ``python_info``. Under ``metashard run`` each worker's carry its ``worker`` label, the
+  coordinator's none, so one exposition holds every process's apart.
 """
 
 from __future__ import annotations
@@ -24,7 +30,14 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.metrics_core import Metric
 
 from proto.runtime.addresses import Address, Peer, UnixAddress, parse_address
@@ -43,6 +56,14 @@ PEER_LABEL = "worker"
 PEER_UP = "metashard_worker_scrape_up"
 
 
+def process_collectors(registry: CollectorRegistry) -> None:
+    """Register the process and Python runtime collectors on ``registry`` (once per
+    registry)."""
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+
+
 class OpsServer:
     def __init__(
         self,
@@ -51,6 +72,7 @@ class OpsServer:
         ready: Readiness,
         peers: Sequence[Peer] = (),
     ) -> None:
+        process_collectors(registry)
         self._registry = registry
         self._ready = ready
         self._peers = tuple(peers)

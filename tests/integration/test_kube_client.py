@@ -266,13 +266,17 @@ async def test_list_with_selectors_and_pagination(kube: Kube, namespace: str) ->
         await kube.client.create(
             CONFIGMAPS, configmap(name, labels={"app": app, **tier}), namespace=namespace
         )
-    gets: list[int] = []
+    gets: list[int | None] = []
 
-    def count(method: str, status: int, seconds: float) -> None:
-        if method == "GET":
-            gets.append(status)
+    class Count:
+        def attempted(self, *, host: str, method: str, status: int | None, seconds: float) -> None:
+            if method == "GET":
+                gets.append(status)
 
-    async with Session(kube.config, qps=0, on_response=count) as session:
+        def throttled(self, *, host: str, method: str, seconds: float) -> None:
+            pass
+
+    async with Session(kube.config, qps=0, metrics=Count()) as session:
         from proto.kube.client import Client
 
         client = Client(session)

@@ -12,7 +12,8 @@ from manager.informers.metrics import PrometheusInformerMetrics
 from manager.link.auth import refused_peers_counter
 from manager.term.metrics import TermMetrics
 from proto.hooks.metrics import PrometheusHookMetrics
-from proto.runtime.ops import PEER_UP
+from proto.kube.metrics import RestClientMetrics
+from proto.runtime.ops import PEER_UP, process_collectors
 from proto.wire import dropped_frames_counter
 from workers.runner.metrics import PrometheusControllerMetrics
 from workers.sync.apply_metrics import PrometheusApplyMetrics
@@ -30,6 +31,8 @@ def coordinator() -> set[str]:
     # What manager.coordinator.Coordinator registers (leader metrics once it runs an election), and
     # the gauge its metrics endpoint adds for each worker it reads under `metashard run`.
     registry = CollectorRegistry()
+    process_collectors(registry)  # proto.runtime.ops.OpsServer's
+    RestClientMetrics(registry)
     PrometheusInformerMetrics(registry)
     TermMetrics(registry)
     dropped_frames_counter(registry)
@@ -42,6 +45,7 @@ def coordinator() -> set[str]:
 def worker() -> set[str]:
     # What workers.worker.Worker registers (the apply counts under server-side apply).
     registry = CollectorRegistry()
+    process_collectors(registry)  # proto.runtime.ops.OpsServer's
     PrometheusHookMetrics(registry)
     dropped_frames_counter(registry)
     PrometheusMetricsProvider(registry=registry)

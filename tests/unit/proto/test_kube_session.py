@@ -25,6 +25,27 @@ THROTTLED = Reply.json(
 )
 
 
+def unreachable(session: Session) -> str | None:
+    """Read anew each time: mypy keeps a narrowed attribute (mypy#11969)."""
+    return session.unreachable
+
+
+class Attempts:
+    """A ``RequestMetrics`` that records what it is told."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int | None]] = []
+        self.hosts: set[str] = set()
+        self.waits: list[float] = []
+
+    def attempted(self, *, host: str, method: str, status: int | None, seconds: float) -> None:
+        self.calls.append((method, status))
+        self.hosts.add(host)
+
+    def throttled(self, *, host: str, method: str, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
 @pytest.mark.asyncio
 async def test_requests_carry_user_agent_accept_and_authorization() -> None:
     server = FakeApiServer()
@@ -78,16 +99,14 @@ async def test_every_request_is_paced_by_the_bucket() -> None:
 @pytest.mark.asyncio
 async def test_429_with_retry_after_is_retried_then_succeeds() -> None:
     clock = FakeClock()
-    calls: list[tuple[str, int]] = []
+    metrics = Attempts()
     server = FakeApiServer()
     server.route("GET", PATH, THROTTLED, THROTTLED, OK)
-    async with serve(
-        server, clock=clock, on_response=lambda m, s, _t: calls.append((m, s))
-    ) as session:
+    async with serve(server, clock=clock, metrics=metrics) as session:
         response = await session.request("GET", PATH)
     assert response.status == 200
     assert clock.sleeps == [2.0, 2.0]
-    assert calls == [("GET", 429), ("GET", 429), ("GET", 200)]
+    assert metrics.calls == [("GET", 429), ("GET", 429), ("GET", 200)]
 
 
 @pytest.mark.asyncio
@@ -252,12 +271,44 @@ async def test_connection_refused_is_a_transport_error() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    reported: list[int] = []
+    metrics = Attempts()
     config = ClusterConfig(server=f"http://127.0.0.1:{port}")
-    async with Session(config, qps=0, on_response=lambda _m, s, _t: reported.append(s)) as s:
-        with pytest.raises(errors.TransportError, match="GET /api"):
+    async with Session(config, qps=0, metrics=metrics) as s:
+        assert unreachable(s) is None
+        with pytest.raises(errors.TransportError, match="GET /api") as caught:
             await s.request("GET", "/api")
-    assert reported == [0]
+        assert unreachable(s) == str(caught.value)
+    assert metrics.calls == [("GET", None)]
+    assert metrics.hosts == {f"127.0.0.1:{port}"}
+
+
+@pytest.mark.asyncio
+async def test_the_first_answer_ends_unreachable() -> None:
+    server = FakeApiServer()
+    server.route("GET", PATH, Reply(status=500, body=b"boom"))
+    async with serve(server) as session:
+        session.unreachable = "GET /api: refused"  # as a failed attempt left it
+        with pytest.raises(errors.ServerError):
+            await session.request("GET", PATH)
+        assert unreachable(session) is None
+
+
+@pytest.mark.asyncio
+async def test_the_rate_limit_wait_is_reported_only_with_a_limit() -> None:
+    clock = FakeClock()
+    metrics = Attempts()
+    server = FakeApiServer()
+    server.route("GET", PATH, OK)
+    async with serve(server, clock=clock, qps=1, burst=1, metrics=metrics) as session:
+        await session.request("GET", PATH)
+        await session.request("GET", PATH)
+    assert metrics.waits == [0.0, pytest.approx(1.0)]
+    unlimited = Attempts()
+    other = FakeApiServer()
+    other.route("GET", PATH, OK)
+    async with serve(other, metrics=unlimited) as session:
+        await session.request("GET", PATH)
+    assert unlimited.waits == [] and unlimited.calls == [("GET", 200)]
 
 
 @pytest.mark.asyncio

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 from pathlib import Path
 
 import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.parser import text_string_to_metric_families
 
 from proto.runtime.addresses import (
     Peer,
@@ -85,3 +87,36 @@ async def test_peers_metrics_are_served_with_a_worker_label(tmp_path: Path) -> N
     assert 'metashard_worker_scrape_up{worker="w0"} 1.0' in text
     assert 'metashard_worker_scrape_up{worker="w1"} 0.0' in text
     assert os.listdir(tmp_path) == []  # the Unix socket file is removed on stop
+
+
+@pytest.mark.asyncio
+async def test_each_process_exports_its_own_process_and_runtime_metrics_apart(
+    tmp_path: Path,
+) -> None:
+    """``process_*``, ``python_gc_*`` and ``python_info`` of every process: under ``metashard
+    run`` the workers' carry their ``worker`` label, so none collides with the coordinator's,
+    and each family is declared once."""
+    path = str(tmp_path / "w0.sock")
+    worker = OpsServer(CollectorRegistry(), ready=lambda: None)
+    coordinator = OpsServer(CollectorRegistry(), ready=lambda: None, peers=[Peer("w0", path)])
+    async with (
+        worker.serving(metrics=f"unix:{path}", health="0"),
+        coordinator.serving(metrics="127.0.0.1:0", health="0"),
+    ):
+        _, text = await _get(f"http://127.0.0.1:{coordinator.metrics_port}/metrics")
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    for name in (
+        "process_cpu_seconds",
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "process_start_time_seconds",
+        "python_info",
+        "python_gc_collections",
+    ):
+        owners = {s.labels.get("worker") for s in families[name].samples}
+        assert owners == {None, "w0"}, name
+        assert len(re.findall(rf"^# TYPE {name}(_total)? ", text, re.MULTILINE)) == 1, name
+    starts = {
+        s.labels.get("worker"): s.value for s in families["process_start_time_seconds"].samples
+    }
+    assert starts[None] > 0 and starts["w0"] > 0
