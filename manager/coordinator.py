@@ -11,7 +11,14 @@
   ``--health-probe-bind-address``, metrics on ``--metrics-address`` (``proto.runtime.ops``):
   the process's own (``process_*``, ``python_*``), the API client's (client-go's
   ``rest_client_*``: ``proto.kube.metrics``; an unreachable API server counts under
-  ``code="<error>"`` at once), and the coordinator's.
+  ``code="<error>"`` at once), and the coordinator's. ``/readyz/controllers`` (not part of
+  ``/readyz``: one controller that cannot run must not take the leader out of the worker
+  link's Service) is 200 while every selected controller object runs, else 503 with one line
+  per controller that does not and why (``ControllerSet.stalled``: invalid, a resource missing,
+  a list or watch refused with 403).
+- The informers of a term tell a ``Refusals`` which requests the API server refuses; the
+  hosted controllers report them on the controller objects, naming the ServiceAccount when
+  the credentials are one's token (``proto.kube.refusal.identity``).
 - A term that fails (``manager.term.term.TermFailed``: the socket cannot be bound, a part of the
   term crashed) ends the process: the error is logged, the Lease is released (so a standby
   takes over within a retry period) and ``run()`` returns with ``failed`` saying why; the
@@ -27,6 +34,7 @@ import time
 from prometheus_client import CollectorRegistry
 
 from manager.controllers.hookrefs import HookReferences
+from manager.controllers.refusals import Refusals
 from manager.election.config import default_identity
 from manager.election.elector import LeaderElector
 from manager.election.lease import ClientLeaseLock
@@ -38,13 +46,14 @@ from manager.settings import CoordinatorSettings
 from manager.term.grace import Grace, first_assignment
 from manager.term.metrics import TermMetrics
 from manager.term.term import Term, TermFailed
-from proto.api.names import EVENT_COMPONENT
+from proto.api import names
 from proto.hooks.client import HookClient
 from proto.hooks.metrics import PrometheusHookMetrics
 from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.events import EventRecorder
 from proto.kube.metrics import RestClientMetrics
+from proto.kube.refusal import identity
 from proto.kube.session import Session
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
 from proto.runtime.http1 import HttpClient
@@ -68,7 +77,12 @@ class Coordinator:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.identity = identity or default_identity()
         self._clock = clock
-        self.ops = OpsServer(self.registry, ready=self._ready, peers=settings.metrics_peers)
+        self.ops = OpsServer(
+            self.registry,
+            ready=self._ready,
+            checks={"controllers": self._controllers_running},
+            peers=settings.metrics_peers,
+        )
         self._informer_metrics = PrometheusInformerMetrics(self.registry)
         self._term_metrics = TermMetrics(self.registry)
         self._dropped_frames = dropped_frames_counter(self.registry)
@@ -76,6 +90,7 @@ class Coordinator:
         self._hook_metrics = PrometheusHookMetrics(self.registry)
         self._client_metrics = RestClientMetrics(self.registry)
         self._session: Session | None = None
+        self._credentials: str | None = None  # a ServiceAccount, when the token says so
         self._hooks: HookClient | None = None
         self.term: Term | None = None
         self._client: Client | None = None
@@ -95,13 +110,26 @@ class Coordinator:
         if not term.endpoint:
             return "leading, socket not bound yet"
         if not term.controllers.loaded:
-            return "leading, controllers not read yet"
+            refused = term.refusals.of_group(names.GROUP)
+            why = "".join(f"; {term.refusals.describe(r)}" for r in refused)
+            return f"leading, controllers not read yet{why}"
         return None
+
+    def _controllers_running(self) -> str | None:
+        """``/readyz/controllers``: None when every selected controller object runs."""
+        term = self.term
+        if term is None:
+            return "not leading"
+        stalled = term.controllers.stalled
+        if not stalled:
+            return None
+        return "\n".join(f"{kind} {name}: {why}" for (kind, name), why in sorted(stalled.items()))
 
     async def run(self, stop: asyncio.Event) -> None:
         self._stop = stop
         settings = self.settings
         config = load_config(settings.kubeconfig)
+        self._credentials = identity(config)
         async with (
             self.ops.serving(metrics=settings.metrics_address, health=settings.health_address),
             Session(
@@ -113,7 +141,10 @@ class Coordinator:
             self._client = Client(session)
             self._hooks = HookClient(http, metrics=self._hook_metrics)
             self._recorder = EventRecorder(
-                self._client, component=EVENT_COMPONENT, instance=self.identity, clock=self._clock
+                self._client,
+                component=names.EVENT_COMPONENT,
+                instance=self.identity,
+                clock=self._clock,
             )
             if settings.leader_election:
                 namespace = settings.leader_election_namespace or config.namespace
@@ -152,7 +183,10 @@ class Coordinator:
         assert self._client is not None and self._recorder is not None
         assert self._hooks is not None
         settings = self.settings
-        informers = Informers(self._client, clock=self._clock, metrics=self._informer_metrics)
+        refusals = Refusals(credentials=self._credentials)
+        informers = Informers(
+            self._client, clock=self._clock, metrics=self._informer_metrics, refusals=refusals
+        )
         term = Term(
             epoch=epoch,
             coordinator_id=self.identity,
@@ -168,6 +202,7 @@ class Coordinator:
             dropped_frames=self._dropped_frames,
             refused_peers=self._refused_peers,
             clock=self._clock,
+            refusals=refusals,
         )
         self.term = term
         self._workers_stopped = False

@@ -7,10 +7,12 @@ deleted without a manual patch (metacontroller#1062). metashard removes them:
 - ``holding(view, stores)`` lists, from the coordinator's caches, the parents of the
   controller that carry its finalizer (called when the controller object is deleted, before
   its informers are released).
-- ``remove(writer, resource, items, finalizer)`` patches each of them: the finalizer list
-  without ours, with the object's resourceVersion as the precondition. A Conflict re-reads
-  the object and tries again (at most ``ATTEMPTS`` times); NotFound means nothing is left to
-  do. Failures are logged; they never stop the others.
+- ``remove(writer, items, finalizer)`` patches each of them: the finalizer list without
+  ours, with the object's resourceVersion as the precondition. A Conflict re-reads the object
+  and tries again (at most ``ATTEMPTS`` times); NotFound means nothing is left to do. Failures
+  are logged; they never stop the others. ``remove`` returns how many it patched, and what
+  403s refused (``proto.kube.refusal.Refusal``, each distinct one once) and on how many objects,
+  for the caller to report where operators look.
 
 Only the coordinator that ran the controller does this, when its informer sees the deletion.
 A controller deleted while no coordinator leads keeps its finalizers on parents, as in
@@ -28,6 +30,7 @@ from manager.controllers.hookrefs import Getter
 from manager.controllers.view import ControllerView
 from manager.informers.store import Stores
 from proto.kube import errors
+from proto.kube.refusal import Refusal
 from proto.kube.resources import Resource
 from proto.runtime.logs import get_logger
 
@@ -75,18 +78,43 @@ def _patch(finalizers: Iterable[str], finalizer: str, resource_version: str) -> 
     return {"metadata": {"finalizers": kept or None, "resourceVersion": resource_version}}
 
 
-async def remove(writer: FinalizerWriter, held: Iterable[Held], finalizer: str) -> int:
-    """Remove ``finalizer`` from every object in ``held``; return how many were patched."""
-    patched = 0
+@dataclass(frozen=True, slots=True)
+class Removal:
+    """What ``remove`` did."""
+
+    patched: int
+    refused: tuple[Refusal, ...] = ()
+    """What the API server refused (403), each distinct refusal once."""
+    left: int = 0
+    """Objects that keep the finalizer because a request about them was refused."""
+
+
+async def remove(writer: FinalizerWriter, held: Iterable[Held], finalizer: str) -> Removal:
+    """Remove ``finalizer`` from every object in ``held`` (see the module docstring)."""
+    patched = left = 0
+    refused: dict[Refusal, None] = {}
     for item in held:
-        if await _remove_one(writer, item, finalizer):
-            patched += 1
+        try:
+            if await _remove_one(writer, item, finalizer):
+                patched += 1
+        except errors.Forbidden as e:
+            left += 1
+            verb = "patch" if e.method == "PATCH" else "get"
+            refused[Refusal.of(e, verb=verb, resource=item.resource)] = None
+            log.warning(
+                "cannot remove a finalizer: the API server refuses it",
+                finalizer=finalizer,
+                object=item.name,
+                error=str(e),
+            )
     if patched:
         log.info("finalizers of a deleted controller removed", finalizer=finalizer, objects=patched)
-    return patched
+    return Removal(patched, tuple(refused), left)
 
 
 async def _remove_one(writer: FinalizerWriter, item: Held, finalizer: str) -> bool:
+    """Patch ``item``; False when nothing was left to do or it failed (logged); raises
+    ``Forbidden``."""
     namespace = item.namespace or None
     finalizers, version = item.finalizers, item.resource_version
     for _ in range(ATTEMPTS):
@@ -104,6 +132,8 @@ async def _remove_one(writer: FinalizerWriter, item: Held, finalizer: str) -> bo
             return False
         except errors.Conflict:
             pass
+        except errors.Forbidden:
+            raise
         except errors.KubeError as e:
             log.warning(
                 "cannot remove a finalizer", finalizer=finalizer, object=item.name, error=str(e)
@@ -113,6 +143,8 @@ async def _remove_one(writer: FinalizerWriter, item: Held, finalizer: str) -> bo
             current = await writer.get(item.resource, item.name, namespace=namespace)
         except errors.NotFound:
             return False
+        except errors.Forbidden:
+            raise
         except errors.KubeError as e:
             log.warning(
                 "cannot remove a finalizer", finalizer=finalizer, object=item.name, error=str(e)

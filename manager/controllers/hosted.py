@@ -38,6 +38,12 @@ Contract:
   one controller never restarts an informer another one uses.
 - When a running controller object is deleted, its finalizer is removed from the parents
   that still carry it (``manager.controllers.finalizers``), before its informers are released.
+- A list or watch of a running controller's parents or children that the API server refuses
+  (403, told by the informers to ``refusals``), and a refused finalizer removal, is a Warning
+  event (``Forbidden``) on the controller object naming who may not do what, and a log line,
+  once per refusal while it lasts (``manager.controllers.refusals``), at once.
+- ``ControllerSet.stalled`` says, after every change, why each selected controller object does
+  not do its job: the last reason it cannot run, or the refusals it meets.
 - Each controller that starts is logged (``controller started``), and again once the informers
   of its parents and children have all synced (``controller informers synced``, with the
   seconds it took): its parents are pushed to workers from then on.
@@ -71,6 +77,7 @@ import orjson
 from manager.controllers import finalizers
 from manager.controllers.finalizers import FinalizerWriter
 from manager.controllers.hookrefs import HookReferences, resolve_connections
+from manager.controllers.refusals import RefusalReports, Refusals
 from manager.controllers.running import ControllerSet
 from manager.controllers.view import ControllerId, ControllerView, Unusable, group_resource
 from manager.informers.informer import EventHandler, Informer
@@ -142,6 +149,8 @@ class _Failure:
     """The reasons reported (event and log line) for this version."""
     missing: bool = False
     """The last attempt failed because a resource is missing: retried soon."""
+    reason: str = ""
+    """Why the last attempt failed."""
 
 
 class Controllers:
@@ -159,7 +168,10 @@ class Controllers:
         clock: Clock = SYSTEM_CLOCK,
         references: HookReferences | None = None,
         settings: CoordinatorSettings = CoordinatorSettings(),  # noqa: B008 (immutable)
+        refusals: Refusals | None = None,
     ) -> None:
+        self._refusals = refusals if refusals is not None else Refusals()
+        self._refusal_reports = RefusalReports(self._refusals, recorder)
         self._discovery = discovery
         self._informers = informers
         self._recorder = recorder
@@ -187,6 +199,7 @@ class Controllers:
     async def run(self) -> None:
         if self._references is not None:
             self._spawn(self._references.run(self._changed.set))
+        self._spawn(self._follow_refusals())
         try:
             while True:
                 answered = await self._watch_controllers()
@@ -294,6 +307,7 @@ class Controllers:
         added = {i for i, v in wanted.items() if running.get(i) is not v}
         removed = set(running) - set(wanted)
         if not added and not removed:
+            self._report_refusals()
             return
         cleanups = [
             (running[i], finalizers.holding(running[i], self._informers))
@@ -308,10 +322,29 @@ class Controllers:
             log.info("controller stopped", controller=running[ident].name, kind=ident[0])
         for view, held in cleanups:
             if held and self._writer is not None:
-                self._spawn(finalizers.remove(self._writer, held, view.finalizer))
+                self._spawn(self._remove_finalizers(self._writer, view, held))
         views, started = list(wanted.values()), [wanted[i] for i in added]
         for listener in self._listeners:
             listener.controllers_changed(views, started)
+        self._report_refusals()
+
+    async def _follow_refusals(self) -> None:
+        while True:
+            await self._refusals.wait_changed()
+            self._report_refusals()
+
+    def _report_refusals(self) -> None:
+        """Report the refusals of running controllers; publish why each selected controller
+        does not do its job."""
+        stalled = {ident: failure.reason for ident, failure in self._failed.items()}
+        stalled.update(self._refusal_reports.report(self._controllers.views))
+        self._controllers.stalled = stalled
+
+    async def _remove_finalizers(
+        self, writer: FinalizerWriter, view: ControllerView, held: list[finalizers.Held]
+    ) -> None:
+        removal = await finalizers.remove(writer, held, view.finalizer)
+        self._refusal_reports.finalizers_left(view, removal)
 
     async def _report_synced(self, view: ControllerView) -> None:
         """Log once every informer ``view`` uses has synced (it may be stopped first)."""
@@ -350,6 +383,7 @@ class Controllers:
             if failure is None or failure.resource_version != cached.resource_version:
                 failure = self._failed[ident] = _Failure(cached.resource_version)
             failure.missing = isinstance(e.__cause__, ResourceNotFound)
+            failure.reason = str(e)
             if str(e) not in failure.reported:
                 failure.reported.add(str(e))
                 log.warning(

@@ -6,6 +6,9 @@ of the controller objects, read by the other parts of a term.
 - ``loaded`` turns True once the controller objects have been read once (every kind
   watched, or known to have no CRD) and stays True.
 - ``definitions()`` is what WELCOME and CONTROLLERS carry to workers.
+- ``stalled`` maps each controller object that is selected but does not do its job to why:
+  it cannot run (invalid, a resource missing) or runs while the API server refuses a list or
+  watch it needs (403). Replaced whole, as ``views``; ``/readyz/controllers`` shows it.
 
 State only: who must act on a change is told by ``manager.controllers.hosted``.
 """
@@ -22,6 +25,7 @@ class ControllerSet:
     def __init__(self) -> None:
         self.views: Mapping[ControllerId, ControllerView] = {}
         self.loaded = False
+        self.stalled: Mapping[ControllerId, str] = {}
 
     def replace(self, views: Mapping[ControllerId, ControllerView]) -> None:
         self.views = views

@@ -21,6 +21,9 @@ Invariants:
 - **Never silently stale.** Each failed attempt counts in
   ``metashard_informer_watch_errors_total{reason}``; the health gauge and one log line change
   when the failure reason changes, and one line when the informer recovers, not per retry.
+  A list or watch refused with 403 is also told to ``refusals`` (what was refused, to whom:
+  ``proto.kube.refusal.Refusal``), and its end once the informer recovers, so the controllers
+  that need the resource can say why they cannot run.
 - **Handlers** are synchronous and called in registration order as ``(type, old, new,
   initial)``, with ``type`` in ADDED/MODIFIED/DELETED as seen from the store (an ADDED for a
   cached object is a MODIFIED), ``old``/``new`` ``Cached | None``. An exception is logged
@@ -60,6 +63,7 @@ from proto.kube.client import ObjectList
 from proto.kube.errors import (
     ApiError,
     BadRequest,
+    Forbidden,
     Gone,
     Invalid,
     KubeError,
@@ -67,6 +71,7 @@ from proto.kube.errors import (
     StreamError,
     TransportError,
 )
+from proto.kube.refusal import Refusal
 from proto.kube.resources import Resource
 from proto.kube.watch import ADDED, BOOKMARK, DELETED, MODIFIED, WatchEvent
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
@@ -90,6 +95,26 @@ class EventHandler(Protocol):
     def __call__(
         self, type: str, old: Cached | None, new: Cached | None, initial: bool
     ) -> None: ...
+
+
+class RefusalSink(Protocol):
+    """Hears which informers the API server refuses (403), and when that ends
+    (``manager.controllers.refusals.Refusals``)."""
+
+    def refused(self, resource: Resource, refusal: Refusal) -> None: ...
+
+    def allowed(self, resource: Resource) -> None: ...
+
+
+class _NoRefusals:
+    def refused(self, resource: Resource, refusal: Refusal) -> None:
+        pass
+
+    def allowed(self, resource: Resource) -> None:
+        pass
+
+
+NO_REFUSALS: RefusalSink = _NoRefusals()
 
 
 class ListerWatcher(Protocol):
@@ -161,8 +186,12 @@ class Informer:
         metrics: InformerMetrics = NO_INFORMER_METRICS,
         gc_guard: GcGuard = PROCESS_GC_GUARD,
         rng: random.Random | None = None,
+        refusals: RefusalSink = NO_REFUSALS,
     ) -> None:
         self.resource = resource
+        self._refusals = refusals
+        self._verb = "list"  # of the request under way: what a 403 refused
+        self._refused = False  # told ``refusals`` of a 403 not followed by a success yet
         self.namespace = namespace
         self.store = Store()
         self._client = client
@@ -266,6 +295,11 @@ class Informer:
                     self._resume_rv = None
                     self._relist_reason = "expired"
                     self._log.info("resourceVersion expired; relisting", error=str(exc))
+                except Forbidden as exc:
+                    self._failed(exc.reason, exc)
+                    refusal = Refusal.of(exc, verb=self._verb, resource=self.resource)
+                    self._refusals.refused(self.resource, refusal)
+                    self._refused = True
                 except ApiError as exc:
                     self._failed(exc.reason, exc)
                 except KubeError as exc:
@@ -291,6 +325,7 @@ class Informer:
                 self._log.info(
                     "the server refuses streaming lists; using paginated lists", reason=str(refused)
                 )
+        self._verb = "list"
         with self._gc.bulk():
             listed = await self._client.list(
                 self.resource, namespace=self.namespace, limit=self._options.page_size
@@ -345,6 +380,7 @@ class Informer:
         self, resource_version: str | None, *, send_initial_events: bool
     ) -> AsyncGenerator[WatchEvent, None]:
         low = self._options.min_watch_timeout
+        self._verb = "watch"
         return self._client.watch(
             self.resource,
             namespace=self.namespace,
@@ -464,6 +500,9 @@ class Informer:
         if self._failure is None:
             return
         self._log.info("list/watch recovered", failed_attempts=self._failures)
+        if self._refused:
+            self._refused = False
+            self._refusals.allowed(self.resource)
         self._failure = None
         self._failures = 0
         self._metrics.state(synced=self.synced, healthy=True)

@@ -7,6 +7,7 @@ Invariants:
   every call counts one user. ``release(resource)`` drops one user; the last release stops
   the informer, waits until its task has ended and removes its metric series.
 - Starting or stopping one informer never touches another.
+- Every informer tells ``refusals`` when the API server refuses its list or watch (403).
 - ``synced`` is True when every informer acquired now has synced (vacuously with none);
   ``wait_synced()`` returns once that holds, also when informers are acquired or released
   while it waits.
@@ -22,7 +23,14 @@ import random
 from dataclasses import dataclass
 
 from manager.informers.gcguard import PROCESS_GC_GUARD, GcGuard
-from manager.informers.informer import Informer, InformerOptions, ListerWatcher, resource_label
+from manager.informers.informer import (
+    NO_REFUSALS,
+    Informer,
+    InformerOptions,
+    ListerWatcher,
+    RefusalSink,
+    resource_label,
+)
 from manager.informers.metrics import (
     NO_INFORMER_METRICS,
     InformerMetrics,
@@ -61,8 +69,10 @@ class Informers:
         metrics: InformerMetricsFactory = NO_INFORMER_METRICS,
         gc_guard: GcGuard = PROCESS_GC_GUARD,
         rng: random.Random | None = None,
+        refusals: RefusalSink = NO_REFUSALS,
     ) -> None:
         self._client = client
+        self._refusals = refusals
         self._options = options
         self._clock = clock
         self._metrics = metrics
@@ -102,6 +112,7 @@ class Informers:
                 metrics=metrics,
                 gc_guard=self._gc,
                 rng=random.Random(self._rng.random()),
+                refusals=self._refusals,
             )
             task = asyncio.get_running_loop().create_task(
                 informer.run(), name=f"informer {resource_label(resource)}"

@@ -16,7 +16,8 @@ what it uses (no part learns another later):
 - ``manager.term.resync``: re-reconciles of a new controller's parents, and periodic ones;
 - ``manager.controllers.hosted``: the controller objects, turned into the ``ControllerSet``
   (starts the informers, whose events go to the router); it tells the customize hooks, the
-  router, the sessions and the resyncs of every change, in that order.
+  router, the sessions and the resyncs of every change, in that order, and reports the
+  requests the API server refuses (``refusals``, which the term's informers tell).
 
 A term ends when it is cancelled, or when one of its parts fails or ends on its own: then
 ``run()`` raises ``TermFailed`` (with the part's error as its cause) after cleaning up, so the
@@ -36,6 +37,7 @@ from prometheus_client import Counter
 from manager.controllers.finalizers import FinalizerWriter
 from manager.controllers.hookrefs import HookReferences
 from manager.controllers.hosted import Controllers
+from manager.controllers.refusals import Refusals
 from manager.controllers.running import ControllerSet
 from manager.informers.shared import Informers
 from manager.link.router import RouterLink
@@ -86,8 +88,10 @@ class Term:
         clock: Clock = SYSTEM_CLOCK,
         rng: random.Random | None = None,
         link: RouterLink | None = None,
+        refusals: Refusals | None = None,
     ) -> None:
         self.epoch = epoch
+        self.refusals = refusals if refusals is not None else Refusals()
         self.settings = settings
         metrics = metrics if metrics is not None else TermMetrics(None)
         self.link = (
@@ -163,6 +167,7 @@ class Term:
             clock=clock,
             references=references,
             settings=settings,
+            refusals=self.refusals,
         )
 
     # --- lifecycle ----------------------------------------------------------------------------

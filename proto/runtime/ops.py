@@ -8,8 +8,9 @@
 - ``GET /healthz`` and ``GET /readyz`` on the health-probe address
   (``--health-probe-bind-address``, Metacontroller's default ``:8081``): ``/healthz`` is 200
   ``ok`` while the event loop answers (liveness); ``/readyz`` is 200 ``ok`` when ``ready()``
-  says so, else 503 with the reason it gives. When both addresses are the same (even
-  ``host:0``), one server answers all three paths.
+  says so, else 503 with the reason it gives. Each of ``checks`` answers the same way at
+  ``/readyz/<name>``, for operators and monitors, without taking part in ``/readyz`` (the
+  probe). When both addresses are the same (even ``host:0``), one server answers every path.
 - Addresses take Metacontroller's forms (``proto.runtime.addresses``); port 0 picks a free port
   (``metrics_port``/``health_port`` tell); a Unix socket file is removed when the server stops.
 - A server that cannot bind raises ``StartupError`` naming the address and the reason.
@@ -27,8 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -70,11 +72,13 @@ class OpsServer:
         registry: CollectorRegistry,
         *,
         ready: Readiness,
+        checks: Mapping[str, Readiness] | None = None,
         peers: Sequence[Peer] = (),
     ) -> None:
         process_collectors(registry)
         self._registry = registry
         self._ready = ready
+        self._checks = dict(checks or {})
         self._peers = tuple(peers)
         self._servers: list[HttpServer] = []
         self._unix_paths: list[str] = []
@@ -101,6 +105,8 @@ class OpsServer:
             routes.setdefault(health_at, {}).update(
                 {"/healthz": self._healthz, "/readyz": self._readyz}
             )
+            for name, check in self._checks.items():
+                routes[health_at][f"/readyz/{name}"] = functools.partial(_answer, check)
         try:
             for address, paths in routes.items():
                 port = await self._serve(address, paths)
@@ -150,10 +156,14 @@ class OpsServer:
         return Reply(200, b"ok")
 
     async def _readyz(self) -> Reply:
-        reason = self._ready()
-        if reason is None:
-            return Reply(200, b"ok")
-        return Reply(503, reason.encode())
+        return await _answer(self._ready)
+
+
+async def _answer(check: Readiness) -> Reply:
+    reason = check()
+    if reason is None:
+        return Reply(200, b"ok")
+    return Reply(503, reason.encode())
 
 
 class _Families:

@@ -9,11 +9,12 @@ import orjson
 import pytest
 
 from loadtest.apiserver.inprocess import MemoryCluster
-from manager.controllers.finalizers import Held, holding, remove
+from manager.controllers.finalizers import Held, Removal, holding, remove
 from manager.informers.store import Cached, Store
 from manager.kinds.decorator import DecoratorView
 from proto.api.decorator import parse_decorator_controller
 from proto.kube import errors
+from proto.kube.refusal import Refusal
 from proto.kube.resources import Resource
 from tests.unit.manager.informers.fakes import Stores
 
@@ -66,7 +67,7 @@ async def test_our_finalizer_goes_the_others_stay_even_after_a_conflict() -> Non
     stale = held(b)
     await cluster.patch(PODS, "b", {"metadata": {"labels": {"x": "y"}}}, namespace="ns")
     gone = Held(PODS, "ns", "gone", (OURS,), "1")
-    assert await remove(cluster.writer, [held(a), stale, gone], OURS) == 2
+    assert await remove(cluster.writer, [held(a), stale, gone], OURS) == Removal(2)
     assert cluster.objects[("pods", "ns", "a")]["metadata"]["finalizers"] == [OTHER]
     assert not cluster.objects[("pods", "ns", "b")]["metadata"].get("finalizers")
 
@@ -76,8 +77,27 @@ async def test_an_error_on_one_object_does_not_stop_the_others() -> None:
     cluster = Cluster()
     a = await pod(cluster, "a", [OURS])
     b = await pod(cluster, "b", [OURS])
-    cluster.fail("PATCH", "a", errors.Forbidden(403, {"message": "no"}))
-    assert await remove(cluster.writer, [held(a), held(b)], OURS) == 1
+    cluster.fail("PATCH", "a", errors.ServerError(500, {"message": "etcd"}))
+    assert await remove(cluster.writer, [held(a), held(b)], OURS) == Removal(1)
+    assert not cluster.objects[("pods", "ns", "b")]["metadata"].get("finalizers")
+
+
+@pytest.mark.asyncio
+async def test_what_a_403_refused_is_returned_once_and_the_others_go_on() -> None:
+    cluster = Cluster()
+    a = await pod(cluster, "a", [OURS])
+    b = await pod(cluster, "b", [OURS])
+    c = await pod(cluster, "c", [OURS])
+    user = "system:serviceaccount:ms:metashard"
+    for name in ("a", "c"):
+        message = (
+            f'pods "{name}" is forbidden: User "{user}" cannot patch resource "pods" in API '
+            'group "" in the namespace "ns"'
+        )
+        forbidden = errors.Forbidden(403, {"message": message}, method="PATCH")
+        cluster.fail("PATCH", name, forbidden)
+    removal = await remove(cluster.writer, [held(a), held(b), held(c)], OURS)
+    assert removal == Removal(1, (Refusal("patch", "pods", "", "ns", user),), left=2)
     assert not cluster.objects[("pods", "ns", "b")]["metadata"].get("finalizers")
 
 

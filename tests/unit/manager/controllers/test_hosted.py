@@ -13,6 +13,7 @@ import structlog
 
 from manager.controllers.hookrefs import HookReferences
 from manager.controllers.hosted import Controllers
+from manager.controllers.refusals import Refusals
 from manager.controllers.running import ControllerSet
 from manager.controllers.view import ControllerView
 from manager.informers.informer import EventHandler
@@ -147,7 +148,9 @@ def decorator(
 
 
 class World:
-    def __init__(self, discovery: Discovery | None = None) -> None:
+    def __init__(
+        self, discovery: Discovery | None = None, refusals: Refusals | None = None
+    ) -> None:
         self.informers = Informers()
         self.discovery = discovery if discovery is not None else Discovery()
         self.recorder = Recorder()
@@ -167,6 +170,7 @@ class World:
             writer=self.writer,
             settings=CoordinatorSettings(target_label_selector="shard=a"),
             references=self.references,
+            refusals=refusals,
         )
 
     def handler(self, resource: Resource) -> EventHandler:

@@ -13,7 +13,13 @@ from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
 from manager.informers.gcguard import GcGuard
-from manager.informers.informer import Informer, InformerOptions, resource_label
+from manager.informers.informer import (
+    NO_REFUSALS,
+    Informer,
+    InformerOptions,
+    RefusalSink,
+    resource_label,
+)
 from manager.informers.metrics import PrometheusInformerMetrics
 from manager.informers.store import Cached
 from proto.kube.client import Client
@@ -92,6 +98,7 @@ async def running(
     clock: FakeClock | None = None,
     options: InformerOptions | None = None,
     resource: Resource = CONFIGMAPS,
+    refusals: RefusalSink = NO_REFUSALS,
 ) -> AsyncIterator[Harness]:
     registry = CollectorRegistry()
     async with serve(server) as session:
@@ -103,6 +110,7 @@ async def running(
             metrics=PrometheusInformerMetrics(registry).for_resource(resource_label(resource)),
             gc_guard=GcGuard(),
             rng=random.Random(1),
+            refusals=refusals,
         )
         harness = Harness(server, informer, registry)
         task = asyncio.create_task(informer.run())

@@ -67,6 +67,21 @@ async def test_one_address_serves_all_paths_and_port_in_use_is_a_startup_error()
 
 
 @pytest.mark.asyncio
+async def test_a_named_check_answers_on_its_own_path_and_not_in_readyz() -> None:
+    stalled: list[str | None] = ["CompositeController cc: may not watch things"]
+    ops = OpsServer(
+        CollectorRegistry(), ready=lambda: None, checks={"controllers": lambda: stalled[0]}
+    )
+    async with ops.serving(metrics="0", health="127.0.0.1:0"):
+        health = f"http://127.0.0.1:{ops.health_port}"
+        assert await _get(f"{health}/readyz") == (200, "ok")
+        assert await _get(f"{health}/readyz/controllers") == (503, stalled[0])
+        stalled[0] = None
+        assert await _get(f"{health}/readyz/controllers") == (200, "ok")
+        assert (await _get(f"{health}/readyz/other"))[0] == 404
+
+
+@pytest.mark.asyncio
 async def test_peers_metrics_are_served_with_a_worker_label(tmp_path: Path) -> None:
     worker_registry = CollectorRegistry()
     adds = Counter("workqueue_adds_total", "Adds.", ["name"], registry=worker_registry)
