@@ -24,6 +24,9 @@
   takes over within a retry period) and ``run()`` returns with ``failed`` saying why; the
   command exits non-zero. Leading on without doing the job is never an option.
 - Informers live as long as a term: a standby holds no cache.
+- Every term, elected or not, renews the presence Lease ``<--leader-election-id>-presence``
+  in the election's namespace and warns when another coordinator writes it too
+  (``manager.term.presence``).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from manager.link.auth import refused_peers_counter
 from manager.settings import CoordinatorSettings
 from manager.term.grace import Grace, first_assignment
 from manager.term.metrics import TermMetrics
+from manager.term.presence import presence_lease_name
 from manager.term.term import Term, TermFailed
 from proto.api import names
 from proto.hooks.client import HookClient
@@ -91,6 +95,7 @@ class Coordinator:
         self._client_metrics = RestClientMetrics(self.registry)
         self._session: Session | None = None
         self._credentials: str | None = None  # a ServiceAccount, when the token says so
+        self._lease_namespace = "default"  # of the election and presence Leases
         self._hooks: HookClient | None = None
         self.term: Term | None = None
         self._client: Client | None = None
@@ -130,6 +135,7 @@ class Coordinator:
         settings = self.settings
         config = load_config(settings.kubeconfig)
         self._credentials = identity(config)
+        self._lease_namespace = settings.leader_election_namespace or config.namespace
         async with (
             self.ops.serving(metrics=settings.metrics_address, health=settings.health_address),
             Session(
@@ -147,7 +153,7 @@ class Coordinator:
                 clock=self._clock,
             )
             if settings.leader_election:
-                namespace = settings.leader_election_namespace or config.namespace
+                namespace = self._lease_namespace
                 elector = self._elector = LeaderElector(
                     ClientLeaseLock(
                         self._client, namespace=namespace, name=settings.leader_election_id
@@ -203,6 +209,11 @@ class Coordinator:
             refused_peers=self._refused_peers,
             clock=self._clock,
             refusals=refusals,
+            presence=ClientLeaseLock(
+                self._client,
+                namespace=self._lease_namespace,
+                name=presence_lease_name(settings.leader_election_id),
+            ),
         )
         self.term = term
         self._workers_stopped = False

@@ -43,6 +43,12 @@ class TermMetrics:
             ["worker"],
             registry=registry,
         )
+        self._others = Gauge(
+            "metashard_coordinator_other_managers",
+            "Other coordinators seen acting on the same controllers (their presence Lease "
+            "writes), besides this one.",
+            registry=registry,
+        )
         # Resolved once: these count every key and every fetch.
         self._keys_by_priority = {p: self._keys.labels(p.name.lower()) for p in Priority}
         self._fetches_by_result: dict[str, Counter] = {}
@@ -76,3 +82,7 @@ class TermMetrics:
         self._slots.clear()
         for worker, count in counts.items():
             self._slots.labels(worker).set(count)
+
+    def other_managers(self, count: int) -> None:
+        if self._enabled:
+            self._others.set(count)

@@ -14,6 +14,8 @@ what it uses (no part learns another later):
 - ``manager.term.sessions``: the conversations with workers (HELLO, heartbeats, sends, BYE) over
   the ROUTER socket (``manager.link.router``);
 - ``manager.term.resync``: re-reconciles of a new controller's parents, and periodic ones;
+- ``manager.term.presence``: another active manager of the same controllers, seen through a
+  presence Lease (when given one: ``presence``);
 - ``manager.controllers.hosted``: the controller objects, turned into the ``ControllerSet``
   (starts the informers, whose events go to the router); it tells the customize hooks, the
   router, the sessions and the resyncs of every change, in that order, and reports the
@@ -39,6 +41,7 @@ from manager.controllers.hookrefs import HookReferences
 from manager.controllers.hosted import Controllers
 from manager.controllers.refusals import Refusals
 from manager.controllers.running import ControllerSet
+from manager.election.lease import LeaseLock
 from manager.informers.shared import Informers
 from manager.link.router import RouterLink
 from manager.routing.related import Related
@@ -48,6 +51,7 @@ from manager.term.dispatch import Dispatch
 from manager.term.grace import Grace
 from manager.term.membership import Membership, Timing
 from manager.term.metrics import TermMetrics
+from manager.term.presence import Presence
 from manager.term.resync import ResyncPlanner
 from manager.term.sessions import WorkerSessions
 from manager.term.snapshots import SnapshotServer
@@ -89,6 +93,7 @@ class Term:
         rng: random.Random | None = None,
         link: RouterLink | None = None,
         refusals: Refusals | None = None,
+        presence: LeaseLock | None = None,
     ) -> None:
         self.epoch = epoch
         self.refusals = refusals if refusals is not None else Refusals()
@@ -156,6 +161,19 @@ class Term:
             rng=rng if rng is not None else random.Random(),
             cache_flush_interval=settings.cache_flush_interval,
         )
+        self.presence = (
+            Presence(
+                lock=presence,
+                identity=coordinator_id,
+                controllers=self.controllers,
+                recorder=recorder,
+                metrics=metrics,
+                interval=settings.lease_duration / 3,
+                clock=clock,
+            )
+            if presence is not None
+            else None
+        )
         self.hosted = Controllers(
             discovery=discovery,
             informers=informers,
@@ -188,6 +206,8 @@ class Term:
             "resync": self.resync.run(),
             "related": self.related.run(),
         }
+        if self.presence is not None:
+            parts["presence"] = self.presence.run()
         tasks = [asyncio.create_task(coro, name=name) for name, coro in parts.items()]
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
