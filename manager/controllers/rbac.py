@@ -49,8 +49,9 @@ What each use of a resource is granted, and why (the calls are in the modules na
   ``basicAuth``, in the hooks or ``spec.endpointConfigs``): ``get``, limited to those names
   with ``resourceNames`` (``manager.controllers.hookrefs`` reads each one by name, never a list).
 
-The coordinator's Lease is namespaced: ``leader_election_rules()`` gives the Role for it
-(``get``, ``create``, ``update``: ``manager.election.lease``).
+The coordinator's Leases are namespaced: ``leader_election_rules()`` gives the Role for them
+(``get``, ``create``, ``update``): the election's (``manager.election.lease``) and the presence
+Lease every leading coordinator renews (``manager.term.presence``).
 
 Rules are merged per API group and verb set, sorted, so equal inputs print equal YAML.
 """

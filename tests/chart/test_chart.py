@@ -448,10 +448,14 @@ def _exported_series() -> set[str]:
     from manager.informers.metrics import PrometheusInformerMetrics
     from manager.term.metrics import TermMetrics
     from proto.hooks.metrics import PrometheusHookMetrics
+    from proto.kube.metrics import RestClientMetrics
+    from proto.runtime.ops import process_collectors
     from workers.runner.metrics import PrometheusControllerMetrics
     from workers.workqueue.metrics import PrometheusMetricsProvider
 
     registry = CollectorRegistry()
+    process_collectors(registry)
+    RestClientMetrics(registry)
     PrometheusLeaderMetrics(registry)
     PrometheusInformerMetrics(registry)
     TermMetrics(registry)
