@@ -30,6 +30,7 @@ from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.resources import Resource
 from tests.e2e.harness import Processes, eventually
+from tests.e2e.test_controller_start import controller
 from tests.e2e.test_deployed import (  # noqa: F401 (fixtures)
     CCS,
     NAMESPACES,
@@ -44,19 +45,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 EVENTS = Resource("", "v1", "events", "Event", True)
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
 GROUP = "refusals.e2e.metashard.io"
-
-
-def controller(name: str, plural: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "metacontroller.k8s.io/v1alpha1",
-        "kind": "CompositeController",
-        "metadata": {"name": name},
-        "spec": {
-            "parentResource": {"apiVersion": f"{GROUP}/v1", "resource": plural},
-            "childResources": [{"apiVersion": "v1", "resource": "configmaps"}],
-            "hooks": {"sync": {"webhook": {"url": "http://127.0.0.1:9/never"}}},
-        },
-    }
 
 
 def rbac_manifests(
@@ -109,7 +97,9 @@ async def account(admin: Client, tmp_path: Path) -> AsyncIterator[tuple[str, str
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}},
         namespace=namespace,
     )
-    manifests = rbac_manifests([controller("granted", "alloweds")], name, namespace, tmp_path)
+    manifests = rbac_manifests(
+        [controller("granted", GROUP, "alloweds")], name, namespace, tmp_path
+    )
     await apply(admin, manifests, namespace)
     token = await service_account_token(admin, namespace, name)
     kubeconfig = tmp_path / "serviceaccount-kubeconfig"
@@ -153,7 +143,7 @@ async def test_a_refused_watch_is_a_warning_on_the_controller_and_a_readyz_reaso
         granted = f"granted-{name}"
         refused = f"refused-{name}"
         for cc_name, plural in ((granted, "alloweds"), (refused, "forbiddens")):
-            await admin.create(CCS, controller(cc_name, plural))
+            await admin.create(CCS, controller(cc_name, GROUP, plural))
             made.append(cc_name)
 
         async def warnings() -> list[dict[str, Any]]:

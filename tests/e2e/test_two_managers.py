@@ -16,6 +16,7 @@ from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.resources import Resource
 from tests.e2e.harness import Processes, eventually
+from tests.e2e.test_controller_start import controller
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
@@ -24,19 +25,6 @@ CCS = Resource(
     "metacontroller.k8s.io", "v1alpha1", "compositecontrollers", "CompositeController", False
 )
 OTHERS = "metashard_coordinator_other_managers"
-
-
-def controller(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "metacontroller.k8s.io/v1alpha1",
-        "kind": "CompositeController",
-        "metadata": {"name": name},
-        "spec": {
-            "parentResource": {"apiVersion": "e2e.metashard.io/v1", "resource": "things"},
-            "childResources": [{"apiVersion": "v1", "resource": "configmaps"}],
-            "hooks": {"sync": {"webhook": {"url": "http://127.0.0.1:9/never"}}},
-        },
-    }
 
 
 async def test_two_runs_of_the_same_controllers_warn_about_each_other(
@@ -54,7 +42,7 @@ async def test_two_runs_of_the_same_controllers_warn_about_each_other(
         selector,
     ]
     name = f"two-{lease}"
-    body = controller(name)
+    body = controller(name, "e2e.metashard.io", "things")
     body["metadata"]["labels"] = {"e2e.metashard.io/two": lease}
     runs = []
     for i in range(2):
