@@ -38,6 +38,7 @@ from proto.hooks.metrics import PrometheusHookMetrics
 from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.events import EventRecorder
+from proto.kube.metrics import RestClientMetrics
 from proto.kube.session import Session
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
 from proto.runtime.http1 import HttpClient
@@ -91,7 +92,12 @@ class Worker:
         hook_metrics = PrometheusHookMetrics(self.registry)
         async with (
             self.ops.serving(metrics=settings.metrics_address, health=settings.health_address),
-            Session(config, qps=settings.qps, burst=settings.burst) as session,
+            Session(
+                config,
+                qps=settings.qps,
+                burst=settings.burst,
+                metrics=RestClientMetrics(self.registry),
+            ) as session,
             HttpClient() as http,
         ):
             client = Client(session)

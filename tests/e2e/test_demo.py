@@ -39,6 +39,8 @@ def test_the_demo_converges_and_stops_on_ctrl_c() -> None:
         # One endpoint: the workers' workqueues are there, labelled with the worker id.
         assert re.search(r'^workqueue_adds_total\{.*worker="[^"]+-w0"', metrics, re.M), metrics
         assert re.search(r'^workqueue_adds_total\{.*worker="[^"]+-w1"', metrics, re.M), metrics
+        # the workers' own API requests, with client-go's names
+        assert re.search(r'^rest_client_requests_total\{.*worker="[^"]+-w\d"', metrics, re.M)
         assert "_created" not in metrics
         demo.send_signal(signal.SIGINT)
         rest = demo.stdout.read()  # the same reader: lines it buffered already are kept
