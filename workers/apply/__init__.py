@@ -15,6 +15,9 @@ v4.17 as pure functions over JSON-decoded values.
   has none), record ``gojson.dumps(desired)`` in the annotation, and report a change exactly
   when Go's ``reflect.DeepEqual`` would: 3 is not 3.0 (a hook emitting 3.0 updates its child
   on every sync, as in Go), false is not 0, -0.0 equals 0.0.
+- ``changes_only_labels(observed, desired, keys)``: whether that update changes nothing but
+  the labels ``keys``, on the object or in the annotation's record of them (a label someone
+  removed or changed is still recorded with its old value).
 - ``put_body(obj)``: what a PUT of ``obj`` sends: ``obj`` without ``metadata.managedFields``
   (see its docstring).
 - ``create_body(desired, controller)``: the annotation records ``gojson.dumps(desired)`` with
@@ -55,6 +58,7 @@ __all__ = [
     "InvalidObjectError",
     "LastAppliedError",
     "apply_update",
+    "changes_only_labels",
     "create_body",
     "deep_equal",
     "last_applied",
@@ -219,6 +223,64 @@ def apply_update(
     if merged is observed:
         return merged, False
     return merged, not deep_equal(merged, observed)
+
+
+def changes_only_labels(
+    observed: Mapping[str, Any], desired: Mapping[str, Any], keys: frozenset[str]
+) -> bool:
+    """Whether applying ``desired`` to ``observed`` changes nothing but the labels ``keys``
+    (True when it changes nothing at all).
+
+    ``desired`` is probed with those labels as ``observed`` has them: the merged object must
+    equal ``observed`` apart from the last-applied annotation, and the desired object the
+    annotation would record must equal the recorded one apart from those labels. The
+    annotation still records a label someone removed or changed since; the record alone
+    then differs in it, which does not count. Raises what ``apply_update`` raises.
+    """
+    metadata = desired.get("metadata")
+    have = observed.get("metadata")
+    have = have.get("labels", _MISSING) if isinstance(have, dict) else _MISSING
+    if not isinstance(metadata, dict) or not isinstance(have, dict | _Missing | None):
+        return False
+    labels = metadata.get("labels")
+    labels = {k: v for k, v in labels.items() if k not in keys} if isinstance(labels, dict) else {}
+    if isinstance(have, dict):
+        labels.update((k, have[k]) for k in keys if k in have)
+    probe_metadata = {**metadata, "labels": labels}
+    if not labels and not isinstance(have, dict):
+        del probe_metadata["labels"]  # observed has no labels: none to remove the keys from
+    merged, different = apply_update(observed, {**desired, "metadata": probe_metadata})
+    if not different:
+        return True
+    return deep_equal(_without_last_applied(merged), _without_last_applied(observed)) and (
+        deep_equal(
+            _without_labels(last_applied(merged), keys),
+            _without_labels(last_applied(observed), keys),
+        )
+    )
+
+
+def _without_last_applied(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``obj`` without the last-applied annotation (and an annotations map it leaves empty)."""
+    annotations = _annotations(obj)
+    if annotations is None or LAST_APPLIED_ANNOTATION not in annotations:
+        return obj
+    return strip_last_applied(dict(obj))
+
+
+def _without_labels(recorded: dict[str, Any] | None, keys: frozenset[str]) -> dict[str, Any] | None:
+    """A recorded desired object without the labels ``keys``, and without a labels map left
+    empty (an empty map and none merge alike)."""
+    metadata = recorded.get("metadata") if recorded is not None else None
+    if recorded is None or not isinstance(metadata, dict):
+        return recorded
+    labels = metadata.get("labels")
+    if not isinstance(labels, dict):
+        return recorded
+    rest = {k: v for k, v in labels.items() if k not in keys}
+    if rest:
+        return {**recorded, "metadata": {**metadata, "labels": rest}}
+    return {**recorded, "metadata": {k: v for k, v in metadata.items() if k != "labels"}}
 
 
 def put_body(obj: dict[str, Any]) -> dict[str, Any]:

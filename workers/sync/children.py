@@ -16,8 +16,10 @@ Metacontroller's ``ManageChildren`` does with dynamic apply:
   rollout (``workers.kinds.composite.rollouts``) has already chosen each child's desired
   state from the revision it belongs to.
 - ``in_place_labels``: a child whose only difference is in these labels is PUT in place
-  whatever its method (``OnDelete`` excepted), so adding or changing them (the
-  ``controller-revision-hash`` label) never recreates it.
+  whatever its method (``OnDelete`` excepted), so adding, changing or restoring them (the
+  ``controller-revision-hash`` label) never recreates it. The last-applied annotation of a
+  child whose label someone removed or changed still records the old value; that record
+  alone is no other difference (``workers.apply.changes_only_labels``).
 - A child whose update cannot be computed (a malformed last-applied annotation) is an error
   for that child only; the others still proceed.
 
@@ -53,7 +55,14 @@ from proto.kube import errors
 from proto.kube.resources import Resource, split_api_version
 from proto.runtime.logs import get_logger
 from proto.wire import ParentKey, ResourceInfo
-from workers.apply import ApplyError, ControllerRef, apply_update, create_body, put_body
+from workers.apply import (
+    ApplyError,
+    ControllerRef,
+    apply_update,
+    changes_only_labels,
+    create_body,
+    put_body,
+)
 from workers.sync.observed import Observed
 from workers.sync.writer import Writer
 
@@ -124,11 +133,21 @@ def plan(
         if not different or current.deleting:
             continue
         method = methods.get(child.type, UpdateMethod.ON_DELETE)
-        if method in _RECREATE and not _only_labels(current.obj, child.object, in_place_labels):
+        if method in _RECREATE and not _only_labels(current, child, in_place_labels):
             writes.append(Write(Action.RECREATE, *ident, uid=current.uid))
         elif method in _RECREATE or method in _IN_PLACE:
             writes.append(Write(Action.UPDATE, *ident, body=put_body(merged)))
     return Plan((*deletes, *writes), tuple(problems))
+
+
+def _only_labels(current: Observed, child: DesiredChild, keys: frozenset[str]) -> bool:
+    """Whether updating ``current`` to ``child`` changes nothing but the labels ``keys``."""
+    if not keys:
+        return False
+    try:
+        return changes_only_labels(current.obj, child.object, keys)
+    except ApplyError:
+        return False
 
 
 def pair(
@@ -152,29 +171,6 @@ def pair(
         if not child.deleting
     ]
     return pairs, deletes
-
-
-def _only_labels(current: dict[str, Any], desired: dict[str, Any], keys: frozenset[str]) -> bool:
-    """Whether applying ``desired`` to ``current`` changes nothing but the labels ``keys``:
-    ``desired`` with those labels as ``current`` has them applies as a no-op."""
-    if not keys:
-        return False
-    metadata = desired.get("metadata")
-    have = current["metadata"].get("labels")
-    if not isinstance(metadata, dict) or not isinstance(have, dict | None):
-        return False
-    labels = metadata.get("labels")
-    labels = dict(labels) if isinstance(labels, dict) else {}
-    for key in keys:
-        labels.pop(key, None)
-        if have and key in have:
-            labels[key] = have[key]
-    probe = {**desired, "metadata": {**metadata, "labels": labels}}
-    try:
-        _, different = apply_update(current, probe)
-    except ApplyError:
-        return False
-    return not different
 
 
 # --- the writes ---------------------------------------------------------------------------
