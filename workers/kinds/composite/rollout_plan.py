@@ -21,9 +21,12 @@ Metacontroller's ``syncRevisions`` / ``syncRollingUpdate`` (``composite/controll
      child belongs to, so it differs on every child of an older one).
    - The latest answer's children are walked **in the order the hook returned them**: the
      first rolling child not on the latest revision moves to it, but only when every child
-     already on the latest revision exists, is up to date, has ``status.observedGeneration
-     >= metadata.generation`` where it reports a positive one (``RollingInPlace``), and shows
-     every ``statusChecks.conditions`` entry. At most one child moves per pass.
+     already on the latest revision exists, is up to date (its ``controller-revision-hash``
+     label aside: a label someone removed or changed is put back in place by this sync's
+     write, so the child does not count as not updated meanwhile), has
+     ``status.observedGeneration >= metadata.generation`` where it reports a positive one
+     (``RollingInPlace``), and shows every ``statusChecks.conditions`` entry. At most one
+     child moves per pass.
    - The ``Updated`` condition says what happened, with Metacontroller's reasons and
      messages: ``False/RolloutWaiting`` (the first failed check), ``False/RolloutProgressing``
      (``updating <Kind> <name>``) or ``True/OnLatestRevision`` (``latest ControllerRevision:
@@ -50,14 +53,16 @@ from typing import Any
 from proto.api import names
 from proto.api.controllers import StatusCheck, UpdateMethod
 from proto.api.revisions import REVISION_HASH_LABEL, ChildNames, Revision
-from workers.apply import ApplyError, apply_update, deep_equal
+from workers.apply import ApplyError, changes_only_labels, deep_equal
 
 ChildId = tuple[str, str, str]
 """``(apiGroup, kind, relative name)``."""
 GroupKind = tuple[str, str]
 Updated = Callable[[Mapping[str, Any] | None, Mapping[str, Any]], bool]
-"""Whether an observed child (None: missing) already holds a desired state: under dynamic apply
-``dynamic_up_to_date``, under server-side apply ``workers.apply.ssa.up_to_date``."""
+"""Whether an observed child (None: missing) already holds a desired state: under server-side
+apply ``workers.apply.ssa.up_to_date``; under dynamic apply (None) the plan asks
+``workers.apply.changes_only_labels``."""
+_HASH_LABEL = frozenset((REVISION_HASH_LABEL,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +184,6 @@ def plan(
     """Step 2 (see the module docstring). ``desired`` holds the answer of each revision in
     ``arrangement.hooked``, by revision name; ``observed`` the claimed children; ``updated``
     the "already updated" check of the apply strategy (default: dynamic apply's)."""
-    up_to_date = updated or dynamic_up_to_date
     latest = arrangement.latest
     latest_desired = desired[latest.name]
     wanted = {d.id: d for d in latest_desired}
@@ -207,7 +211,7 @@ def plan(
             claims.add(latest.name, child)
         elif owner != latest.name:
             current = observed.get(child)
-            if current is not None and up_to_date(current, _as_labelled(current, wanted[child])):
+            if current is not None and _holds_or_not(current, wanted[child], updated):
                 claims.remove(owner, child)
                 claims.add(latest.name, child)
 
@@ -284,15 +288,21 @@ def _condition(status: str, reason: str, message: str) -> dict[str, Any]:
     return {"type": names.CONDITION_UPDATED, "status": status, "reason": reason, "message": message}
 
 
-def dynamic_up_to_date(current: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> bool:
-    """Dynamic apply's "already updated": applying ``wanted`` to ``current`` is a no-op."""
-    if current is None:
-        return False
+def _holds(current: Mapping[str, Any], wanted: Desired, updated: Updated | None) -> bool:
+    """Whether ``current`` holds ``wanted``, its ``REVISION_HASH_LABEL`` aside: a label someone
+    removed or changed is repaired in place by this sync's write, so it never counts as a
+    difference. Raises ``ApplyError`` when dynamic apply cannot compute the update."""
+    if updated is not None:
+        return updated(current, _as_labelled(current, wanted))
+    return changes_only_labels(dict(current), dict(wanted.obj), _HASH_LABEL)
+
+
+def _holds_or_not(current: Mapping[str, Any], wanted: Desired, updated: Updated | None) -> bool:
+    """``_holds``, False when it cannot be computed."""
     try:
-        _, different = apply_update(dict(current), dict(wanted))
+        return _holds(current, wanted, updated)
     except ApplyError:
         return False
-    return not different
 
 
 def _blocker(
@@ -312,13 +322,10 @@ def _blocker(
             child = observed.get((group, kind, name))
             if child is None:
                 return f"missing child {kind} {name}"
-            if updated is not None:
-                different = not updated(child, wanted[(group, kind, name)].obj)
-            else:
-                try:
-                    _, different = apply_update(dict(child), dict(wanted[(group, kind, name)].obj))
-                except ApplyError as err:
-                    return f"can't check if child {kind} {name} is updated: {err}"
+            try:
+                different = not _holds(child, wanted[(group, kind, name)], updated)
+            except ApplyError as err:
+                return f"can't check if child {kind} {name} is updated: {err}"
             if different:
                 return f"child {kind} {name} is not updated yet"
             if strategy.method is UpdateMethod.ROLLING_IN_PLACE and not _observed_latest(child):
