@@ -14,7 +14,9 @@ This is the same check, with the ownership metashard needs:
 - Bounded: at most ``max_entries`` entries, the least recently used dropped first. A miss only
   costs one apply.
 - ``Version.of(obj)``: generation when the object has one > 0, else the resourceVersion; an
-  object without a uid is never fresh.
+  object without a uid is never fresh. An edit of the metadata (a label removed) moves no
+  generation, so a hit says nothing about it: ``workers.sync.ssa_writes`` also asks that the
+  child still holds the body's metadata (``workers.apply.ssa.holds_metadata``).
 
 Not thread-safe; one event loop uses it.
 """

@@ -17,6 +17,9 @@ in ``managedFields``. What stays on this side, as pure functions over JSON-decod
   ``current`` (maps: key by key; lists: the desired items match, in order, a subsequence of
   the current ones, so items an admission plugin added do not count as a difference).
   A rollout asks this to know whether a child is "already updated" under SSA.
+- ``holds_metadata(observed, body)``: ``covers`` for the metadata of an apply body. A cache
+  hit counts only when it holds: a label or annotation someone removed or changed moves
+  neither the uid nor the generation the cache is keyed by.
 - ``plan_update(...)``: what to do with an existing child (``Step``), per update method,
   as Metacontroller's ``ServerSideApply.Apply`` decides:
 
@@ -24,7 +27,8 @@ in ``managedFields``. What stays on this side, as pure functions over JSON-decod
   child being deleted           SKIP (a child pending deletion is never updated)
   ``OnDelete``                  SKIP: an existing child is never patched
   cache hit (same body, uid,    SKIP: the last apply of this body is still current
-  generation/resourceVersion)
+  generation/resourceVersion,
+  body's metadata held)
   ``InPlace``, ``RollingIn…``   APPLY
   ``Recreate``, ``RollingRe…``  without a dry-run result: DRY_RUN; a dry run of a newer
                                 child than observed (its resourceVersion differs): STALE;
@@ -126,6 +130,13 @@ def covers(current: Any, desired: Any) -> bool:
         items = iter(current)
         return all(any(covers(have, want) for have in items) for want in desired)
     return _same(current, desired)
+
+
+def holds_metadata(observed: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
+    """Whether ``observed`` still holds the metadata the apply ``body`` sets (labels,
+    annotations, ownerReferences...): what the apply cache, keyed by uid and generation,
+    cannot see change, since a metadata edit moves no generation."""
+    return covers(observed.get("metadata"), body.get("metadata"))
 
 
 def up_to_date(current: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> bool:

@@ -11,7 +11,11 @@ one the worker's strategy says):
    propagation, uid precondition; ``children.ChildWriter``).
 2. Each desired child becomes an apply body (``workers.apply.ssa.apply_body``). A new child is
    created by an apply.
-3. An existing child goes through ``workers.apply.ssa.plan_update``, with the cache's verdict.
+3. An existing child goes through ``workers.apply.ssa.plan_update``, with the cache's verdict:
+   a hit counts only while the child still holds the metadata of the body
+   (``workers.apply.ssa.holds_metadata``), since a label or annotation edit moves neither
+   its uid nor its generation; a removed or changed ``controller-revision-hash`` label is
+   thus applied back (in place: ``in_place_labels``).
    Before its first apply or dry run, a child written by dynamic apply is migrated
    (``workers.apply.upgrade``: the old Update managers' fields move to our Apply entry, and
    the last-applied annotation is removed) with one JSON patch carrying the observed
@@ -54,7 +58,7 @@ from proto.runtime.logs import get_logger
 from proto.wire import ControllerDef, ParentKey
 from workers.apply import ApplyError
 from workers.apply.cache import AppliedCache, Version
-from workers.apply.ssa import Step, apply_body, body_hash, plan_update
+from workers.apply.ssa import Step, apply_body, body_hash, holds_metadata, plan_update
 from workers.apply.upgrade import upgrade_patch
 from workers.sync.apply_metrics import ApplyMetrics, ApplyResult, NoApplyMetrics
 from workers.sync.children import (
@@ -250,7 +254,8 @@ class ChildApplier:
         current = child.current
         if current is None:
             return await self._apply(key, parent, child, digest, wrote)
-        cached = cache.fresh(key, child.ident, Version.of(current.obj), digest)
+        fresh = cache.fresh(key, child.ident, Version.of(current.obj), digest)
+        cached = fresh and holds_metadata(current.obj, child.body)
         step = plan_update(
             child.method, observed=current.obj, deleting=current.deleting, cached=cached
         )
