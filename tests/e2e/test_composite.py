@@ -65,9 +65,11 @@ async def make_controller(
     resync: int | None = None,
     children: str = "configmaps",
     annotations: dict[str, str] | None = None,
+    child: dict[str, Any] | None = None,
 ) -> str:
     """A new CompositeController for Things labelled with its name, ``children`` of one
-    type, hooks answered by ``answer``, with ``annotations``; its name."""
+    type (``v1``, updated by ``method``; or the ``childResources`` entry ``child``), hooks
+    answered by ``answer``, with ``annotations``; its name."""
     name = f"e2e-{secrets.token_hex(3)}"
     hooks.program(name, answer)
 
@@ -85,7 +87,8 @@ async def make_controller(
             "labelSelector": {"matchLabels": {SELECTED_BY: name}},
         },
         "childResources": [
-            {"apiVersion": "v1", "resource": children, "updateStrategy": {"method": method}}
+            child
+            or {"apiVersion": "v1", "resource": children, "updateStrategy": {"method": method}}
         ],
         "hooks": {
             "sync": webhook("sync"),
