@@ -8,9 +8,9 @@
   ``deletionTimestamp``) and letting go once removed. Every call is logged in ``calls`` as
   ``(verb, resource, subresource, namespace, name)``; ``fail(...)`` scripts an error for the
   next matching call. ``snapshot(...)`` builds what the coordinator would send for a parent.
-- ``ScriptedHooks`` implements the hook client: ``respond`` turns the decoded request into the
-  answer bytes (or raises a ``proto.hooks.errors`` error); every request is kept in
-  ``requests``.
+- ``ScriptedHooks`` implements the hook client (``call_decoded``): ``respond`` turns the
+  decoded request into the answer bytes (or raises a ``proto.hooks.errors`` error), which go
+  through the caller's decoder; every request is kept in ``requests``.
 
 Objects are stored as given (no deep copy) and handed out as they are: callers treat them as
 read-only, as reconcilers treat snapshot objects.
@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -31,6 +31,7 @@ from proto.kube import errors
 from proto.kube.resources import Resource
 from proto.wire import ParentKey, Snapshot
 
+T = TypeVar("T")
 Key = tuple[str, str, str]  # (resource plural, namespace, name)
 Call = tuple[str, str, str, str, str]  # (verb, resource, subresource, namespace, name)
 
@@ -238,16 +239,17 @@ class ScriptedHooks:
     variants: list[Hashable] = field(default_factory=list)
     keep: bool = True
 
-    async def call(
+    async def call_decoded(
         self,
         endpoint: HookEndpoint,
         body: bytes,
         *,
+        decode: Callable[[bytes], T],
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
-    ) -> bytes:
+    ) -> T:
         request = orjson.loads(body)
         if self.keep:
             self.requests.append((endpoint, request))
             self.variants.append(cache_variant)
-        return self.respond(request)
+        return decode(self.respond(request))

@@ -25,7 +25,7 @@ import asyncio
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -173,16 +173,20 @@ class _Writer:
         return self._answer
 
 
+T = TypeVar("T")
+
+
 class _Hook:
-    async def call(
+    async def call_decoded(
         self,
         endpoint: HookEndpoint,
         body: bytes,
         *,
+        decode: Callable[[bytes], T],
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
-    ) -> bytes:
-        return ANSWER
+    ) -> T:
+        return decode(ANSWER)
 
 
 class _Events:
@@ -225,7 +229,7 @@ async def _run(quick: bool) -> None:
             "related": {},
             "finalizing": False,
         }
-        orjson.loads(await _Hook().call(ENDPOINT, orjson.dumps(body)))
+        await _Hook().call_decoded(ENDPOINT, orjson.dumps(body), decode=orjson.loads)
 
     decoded_children = [orjson.loads(raw) for raw in children]
     desired_children = _hook_children()

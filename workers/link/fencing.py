@@ -14,14 +14,16 @@ owner reconciles it), and nothing is written, called or reported as an error.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import Any, Protocol
+from collections.abc import Callable, Hashable
+from typing import Any, Protocol, TypeVar
 
 from proto.hooks.client import HookClient, HookEndpoint
 from proto.kube.client import Body, PatchType
 from proto.kube.resources import Resource
 from workers.runner.runner import KeyDropped
 from workers.sync.writer import ApplyWriter
+
+T = TypeVar("T")
 
 
 class Contact(Protocol):
@@ -121,13 +123,18 @@ class FencedHookClient(HookClient):
         super().__init__(*args, **kwargs)
         self._contact = contact
 
-    async def call(
+    async def call_decoded(
         self,
         endpoint: HookEndpoint,
         body: bytes,
         *,
+        decode: Callable[[bytes], T],
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
-    ) -> bytes:
+    ) -> T:
+        """``HookClient.call_decoded`` (which ``call`` goes through too), refused while out
+        of contact."""
         _check(self._contact)
-        return await super().call(endpoint, body, cache_key=cache_key, cache_variant=cache_variant)
+        return await super().call_decoded(
+            endpoint, body, decode=decode, cache_key=cache_key, cache_variant=cache_variant
+        )

@@ -4,9 +4,12 @@
   (``proto.hooks.client.HookClient`` and ``proto.kube.events.EventRecorder`` conform).
 - ``HookCaller.call(name, body, request=..., decode=..., failed=..., cache_key=...)`` POSTs
   ``body`` to the controller's hook ``name`` and decodes the answer with ``decode(answer,
-  mode=...)`` (a ``Decoder``: ``proto.api``'s decoder of the kind's answer); the time the hook
-  took is added to ``request.hook_seconds``. The hook's TLS material and credentials come
-  resolved in the definition (``ControllerDef.connections``, given as ``connections``);
+  mode=...)`` (a ``Decoder``: ``proto.api``'s decoder of the kind's answer), inside the hook
+  client's ``call_decoded``, so that an answer the decoder refuses is counted as
+  ``invalid-response`` in the hook metrics, not as the 200 it came with; the time until the
+  answer came (decoding excluded) is added to ``request.hook_seconds``. The hook's TLS
+  material and credentials come resolved in the definition (``ControllerDef.connections``,
+  given as ``connections``);
   ``cache_key`` (the parent's key) lets the hook's ETag cache serve a 304, with an entry per
   ``cache_variant`` (the revision a rollout calls the hook for). A hook answering 429 raises
   ``RequeueAfter`` with its ``Retry-After`` delay (not a failure); any other hook error
@@ -20,7 +23,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from proto.api.controllers import Hook, HookName, ResponseMode
@@ -36,18 +39,24 @@ from workers.sync.errors import SyncFailure
 log = get_logger("metashard.hooks")
 
 
+T = TypeVar("T")
+
+
 class Hooks(Protocol):
     """``proto.hooks.client.HookClient`` conforms."""
 
-    async def call(
+    async def call_decoded(
         self,
         endpoint: HookEndpoint,
         body: bytes,
         *,
+        decode: Callable[[bytes], T],
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
-    ) -> bytes:
-        """``cache_key`` (the parent's key) lets the hook's ETag cache serve a 304; each
+    ) -> T:
+        """POST ``body``; ``decode`` of the answer, which runs before the call is counted (a
+        ``HookResponseError`` it raises counts as ``invalid-response``, not as the 200).
+        ``cache_key`` (the parent's key) lets the hook's ETag cache serve a 304; each
         ``cache_variant`` of it has its own entry."""
         ...
 
@@ -118,16 +127,26 @@ class HookCaller:
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
     ) -> D:
-        hook = self._defined[name]
+        mode = self._defined[name].response_mode
         started = time.perf_counter()
+        answered: float | None = None
+
+        def decoded(answer: bytes) -> D:
+            nonlocal answered
+            answered = time.perf_counter()
+            return decode(answer, mode=mode)
+
         try:
             try:
-                answer = await self._hooks.call(
-                    self._endpoints[name], body, cache_key=cache_key, cache_variant=cache_variant
+                response = await self._hooks.call_decoded(
+                    self._endpoints[name],
+                    body,
+                    decode=decoded,
+                    cache_key=cache_key,
+                    cache_variant=cache_variant,
                 )
             finally:
-                request.hook_seconds += time.perf_counter() - started
-            response = decode(answer, mode=hook.response_mode)
+                request.hook_seconds += (answered or time.perf_counter()) - started
         except HookRetryAfter as err:
             raise RequeueAfter(err.delay, str(err)) from None
         except (HookError, HookResponseError) as err:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import pytest
@@ -73,6 +73,9 @@ def service_per_pod(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+T = TypeVar("T")
+
+
 class KeyedHooks:
     """``ScriptedHooks`` that also records each call's endpoint and ETag cache key."""
 
@@ -80,17 +83,18 @@ class KeyedHooks:
         self.hooks = hooks
         self.calls: list[tuple[HookEndpoint, Hashable | None]] = []
 
-    async def call(
+    async def call_decoded(
         self,
         endpoint: HookEndpoint,
         body: bytes,
         *,
+        decode: Callable[[bytes], T],
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
-    ) -> bytes:
+    ) -> T:
         self.calls.append((endpoint, cache_key))
-        return await self.hooks.call(
-            endpoint, body, cache_key=cache_key, cache_variant=cache_variant
+        return await self.hooks.call_decoded(
+            endpoint, body, decode=decode, cache_key=cache_key, cache_variant=cache_variant
         )
 
 
