@@ -19,6 +19,9 @@ Contract:
   that way already. ``replace`` sends the body's ``metadata.resourceVersion`` as the optimistic
   concurrency precondition. ``delete`` returns what the server returns: a ``Status`` or the
   object (when finalizers or the propagation policy keep it around).
+- Every write takes ``ready``: called right before each attempt's bytes go out, with nothing
+  awaited in between; what it raises stops the write unsent (``proto.kube.session``). A
+  fenced worker checks that it may still act there (``workers.link.fencing``).
 - ``subresource="status"`` addresses the ``status`` subresource of any write.
 """
 
@@ -29,7 +32,7 @@ import enum
 import gc
 import logging
 import random
-from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +46,8 @@ from proto.kube.watch import WatchEvent, iter_events
 log = logging.getLogger(__name__)
 
 Body = Mapping[str, Any] | Sequence[Any] | bytes
+Ready = Callable[[], object]
+"""Called right before a write's bytes go out; raises to stop it (module docstring)."""
 
 MIN_WATCH_TIMEOUT = 300  # client-go reflector: timeoutSeconds uniform in [min, 2 * min]
 BOOKMARK_INTERVAL = 60.0
@@ -223,6 +228,7 @@ class Client:
         namespace: str | None = None,
         dry_run: bool = False,
         field_manager: str | None = None,
+        ready: Ready | None = None,
     ) -> dict[str, Any]:
         namespace = self._namespace(resource, body, namespace)
         return await self._write(
@@ -231,6 +237,7 @@ class Client:
             body,
             JSON,
             _write_params(dry_run=dry_run, field_manager=field_manager),
+            ready,
         )
 
     async def replace(
@@ -243,12 +250,13 @@ class Client:
         subresource: str | None = None,
         dry_run: bool = False,
         field_manager: str | None = None,
+        ready: Ready | None = None,
     ) -> dict[str, Any]:
         """PUT the whole object; its ``metadata.resourceVersion`` is the precondition."""
         namespace = self._namespace(resource, body, namespace)
         path = resource.path(namespace, name or self._name(body), subresource)
         params = _write_params(dry_run=dry_run, field_manager=field_manager)
-        return await self._write("PUT", path, body, JSON, params)
+        return await self._write("PUT", path, body, JSON, params, ready)
 
     async def patch(
         self,
@@ -262,6 +270,7 @@ class Client:
         dry_run: bool = False,
         field_manager: str | None = None,
         force: bool = False,
+        ready: Ready | None = None,
     ) -> dict[str, Any]:
         """PATCH with ``patch_type``; ``force`` is only meaningful for ``PatchType.APPLY``."""
         if force and patch_type is not PatchType.APPLY:
@@ -270,7 +279,7 @@ class Client:
             raise ValueError("server-side apply needs a field_manager")
         path = resource.path(namespace, name, subresource)
         params = _write_params(dry_run=dry_run, field_manager=field_manager, force=force)
-        return await self._write("PATCH", path, patch, patch_type.value, params)
+        return await self._write("PATCH", path, patch, patch_type.value, params, ready)
 
     async def apply(
         self,
@@ -283,6 +292,7 @@ class Client:
         force: bool = False,
         subresource: str | None = None,
         dry_run: bool = False,
+        ready: Ready | None = None,
     ) -> dict[str, Any]:
         """Server-side apply: the body as ``application/apply-patch+yaml``, JSON that reads
         back as the same value when parsed as YAML (``proto.kube.applybody``)."""
@@ -296,6 +306,7 @@ class Client:
             dry_run=dry_run,
             field_manager=field_manager,
             force=force,
+            ready=ready,
         )
 
     async def delete(
@@ -309,6 +320,7 @@ class Client:
         resource_version: str | None = None,
         grace_period_seconds: int | None = None,
         dry_run: bool = False,
+        ready: Ready | None = None,
     ) -> dict[str, Any]:
         """DELETE with ``DeleteOptions`` (preconditions on ``uid``/``resource_version``)."""
         options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
@@ -325,15 +337,27 @@ class Client:
             options["gracePeriodSeconds"] = grace_period_seconds
         if dry_run:
             options["dryRun"] = ["All"]
-        return await self._write("DELETE", resource.path(namespace, name), options, JSON, {})
+        path = resource.path(namespace, name)
+        return await self._write("DELETE", path, options, JSON, {}, ready)
 
     # --- helpers -------------------------------------------------------------------------
 
     async def _write(
-        self, method: str, path: str, body: Body, content_type: str, params: dict[str, str]
+        self,
+        method: str,
+        path: str,
+        body: Body,
+        content_type: str,
+        params: dict[str, str],
+        ready: Ready | None,
     ) -> dict[str, Any]:
         response = await self.session.request(
-            method, path, params=params, body=_encode(body, content_type), content_type=content_type
+            method,
+            path,
+            params=params,
+            body=_encode(body, content_type),
+            content_type=content_type,
+            ready=ready,
         )
         result: dict[str, Any] = response.json()
         return result

@@ -30,6 +30,10 @@ Contract:
 - ``unreachable`` is None while the last attempt got an answer, else why it got none (the
   ``TransportError``'s text): so a process can say its API server is unreachable from the
   first failed request on, and stop saying so with the first answer.
+- ``request(..., ready=check)`` calls ``check()`` right before each attempt's bytes are written
+  (after the rate limit, credentials and connection are at hand; again before a retry), with
+  nothing awaited in between (``proto.runtime.http1``). An exception from ``check`` stops the
+  request unsent and is raised as it is, uncounted.
 - ``request()`` returns the whole body; ``stream()`` yields the body as chunks of at most
   ``chunk_size`` bytes (1 MiB), with an optional inactivity deadline between chunks.
 """
@@ -294,6 +298,7 @@ class Session:
         body: bytes | None = None,
         content_type: str | None = None,
         accept: str = JSON,
+        ready: Callable[[], object] | None = None,
     ) -> Response:
         """Send one request (with throttling and retries) and return the whole response.
 
@@ -309,7 +314,12 @@ class Session:
                 headers["Content-Type"] = content_type or JSON
             try:
                 answer = await unary.request(
-                    method, url, headers=headers, body=body, time_limit=self._request_timeout
+                    method,
+                    url,
+                    headers=headers,
+                    body=body,
+                    time_limit=self._request_timeout,
+                    ready=ready,
                 )
             except TimeoutError:
                 raise TransportError(

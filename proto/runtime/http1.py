@@ -10,6 +10,10 @@ Contract:
 - ``HttpClient(...)`` is an async context manager; ``await client.request(method, url,
   headers=..., body=...)`` sends one request and returns the whole ``HttpResponse`` (status,
   headers with lower-case names, body), whatever the status.
+- ``request(..., ready=check)`` calls ``check()`` right before the request's bytes are written,
+  each time they are (a resend too), once a connection is at hand: nothing is awaited between
+  the two, so what ``check`` decides holds when the bytes leave. An exception from ``check``
+  aborts the request unsent and is raised as it is; the connection stays reusable.
 - ``request(..., time_limit=s)`` raises ``TimeoutError`` when the whole request (waiting for a
   connection, connecting, the exchange and a resend) has taken ``s`` seconds; the connection
   is closed. It costs a timer, where ``asyncio.timeout`` costs a task cancellation scope on
@@ -53,7 +57,7 @@ import collections
 import re
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import cast
 from urllib.parse import unquote, urlsplit
@@ -409,6 +413,7 @@ class HttpClient:
         ssl_context: ssl.SSLContext | None = None,
         max_body: int | None = None,
         time_limit: float | None = None,
+        ready: Callable[[], object] | None = None,
     ) -> HttpResponse:
         """Send one request and return its response (any status). See the module docstring."""
         origin, target, basic = self._split(url)
@@ -421,6 +426,12 @@ class HttpClient:
             if conn is None:
                 async with asyncio.timeout_at(deadline):
                     conn = await self._acquire(pool)
+            if ready is not None:
+                try:
+                    ready()
+                except BaseException:
+                    self._release(pool, conn, reusable=True)
+                    raise
             try:
                 waiter = conn.exchange(data, head_only=method == "HEAD", max_body=max_body)
                 expiry = None if deadline is None else loop.call_at(deadline, conn.expire)

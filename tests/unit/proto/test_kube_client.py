@@ -168,6 +168,44 @@ async def test_apply_bodies_escape_what_yaml_would_read_as_line_breaks() -> None
     assert created == orjson.dumps(body)  # JSON bodies are read as JSON: nothing to escape
 
 
+class Refused(Exception):
+    pass
+
+
+@pytest.mark.asyncio
+async def test_every_write_asks_ready_and_a_refusal_sends_nothing() -> None:
+    body = {"metadata": {"name": "c", "namespace": "n"}}
+    server = FakeApiServer()
+    answer = Reply.json(200, {"kind": "ConfigMap"})
+    for method in ("POST", "PUT", "PATCH", "DELETE"):
+        path = "/api/v1/namespaces/n/configmaps" + ("" if method == "POST" else "/c")
+        server.route(method, path, answer)
+    asked: list[str] = []
+
+    def allow(what: str) -> Callable[[], None]:
+        return lambda: asked.append(what)
+
+    def refuse() -> None:
+        raise Refused
+
+    async with serve(server) as session:
+        client = Client(session)
+        writes: list[Callable[[Callable[[], None]], Awaitable[dict[str, Any]]]] = [
+            lambda ready: client.create(CONFIGMAPS, body, ready=ready),
+            lambda ready: client.replace(CONFIGMAPS, body, ready=ready),
+            lambda ready: client.patch(CONFIGMAPS, "c", {}, namespace="n", ready=ready),
+            lambda ready: client.apply(CONFIGMAPS, body, field_manager="m", ready=ready),
+            lambda ready: client.delete(CONFIGMAPS, "c", namespace="n", ready=ready),
+        ]
+        for i, write in enumerate(writes):
+            await write(allow(str(i)))
+        for write in writes:
+            with pytest.raises(Refused):
+                await write(refuse)
+    assert asked == ["0", "1", "2", "3", "4"]
+    assert len(server.received) == 5
+
+
 @pytest.mark.asyncio
 async def test_writes_refuse_bodies_without_a_name_or_namespace() -> None:
     async with serve(FakeApiServer()) as session:

@@ -109,6 +109,33 @@ async def test_429_with_retry_after_is_retried_then_succeeds() -> None:
     assert metrics.calls == [("GET", 429), ("GET", 429), ("GET", 200)]
 
 
+class Stale(Exception):
+    pass
+
+
+@pytest.mark.asyncio
+async def test_ready_is_asked_before_every_attempt_and_may_stop_a_retry_unsent() -> None:
+    clock = FakeClock()
+    calls: list[tuple[str, int]] = []
+    asked: list[float] = []
+    server = FakeApiServer()
+    server.route("PUT", PATH, THROTTLED, OK)
+
+    def ready() -> None:
+        asked.append(clock.time)
+        if len(asked) > 1:  # the retry, 2 s later: no longer allowed
+            raise Stale
+
+    async with serve(
+        server, clock=clock, on_response=lambda m, s, _t: calls.append((m, s))
+    ) as session:
+        with pytest.raises(Stale):
+            await session.request("PUT", PATH, body=b"{}", ready=ready)
+    assert len(server.received) == 1  # the retry never went out
+    assert calls == [("PUT", 429)]  # and is not counted
+    assert asked[1] - asked[0] == pytest.approx(2.0)
+
+
 @pytest.mark.asyncio
 async def test_429_retries_are_exhausted_after_ten() -> None:
     clock = FakeClock()

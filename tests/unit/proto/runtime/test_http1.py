@@ -423,6 +423,67 @@ async def test_a_time_limit_covers_the_wait_for_a_connection(serve: Serve) -> No
     assert [r.line for r in server.requests] == [b"GET /slow HTTP/1.1", b"GET /after HTTP/1.1"]
 
 
+class Refused(Exception):
+    pass
+
+
+@pytest.mark.asyncio
+async def test_ready_runs_once_a_connection_is_at_hand_and_may_refuse_the_send(
+    serve: Serve,
+) -> None:
+    gate = asyncio.Event()
+
+    async def script(request: Request) -> bytes | None:
+        if request.line.startswith(b"GET /slow"):
+            await gate.wait()
+        return reply(request.line)
+
+    server = await serve(script)
+    allowed = True
+    checked: list[int] = []
+
+    def ready() -> None:
+        checked.append(len(server.requests))  # the busy connection's request is in
+        if not allowed:
+            raise Refused
+
+    async with HttpClient(limit_per_origin=1) as client:
+        slow = asyncio.ensure_future(client.request("GET", f"{server.url}/slow"))
+        await asyncio.sleep(0.05)
+        waiting = asyncio.ensure_future(client.request("GET", f"{server.url}/w", ready=ready))
+        await asyncio.sleep(0.05)
+        assert checked == []  # not while the only connection is busy
+        allowed = False
+        gate.set()
+        await slow
+        with pytest.raises(Refused):
+            await waiting
+        allowed = True
+        after = await client.request("GET", f"{server.url}/after", ready=ready)
+    assert checked == [1, 1]
+    assert after.body == b"GET /after HTTP/1.1"
+    # Nothing of the refused request went out, and its connection was kept.
+    assert [(r.connection, r.line) for r in server.requests] == [
+        (1, b"GET /slow HTTP/1.1"),
+        (1, b"GET /after HTTP/1.1"),
+    ]
+
+
+@pytest.mark.asyncio
+async def test_ready_runs_again_before_a_resend(serve: Serve) -> None:
+    async def script(request: Request) -> bytes | None:
+        if request.connection == 1 and len(server.requests) == 2:
+            return None  # the idle connection is closed as the second request arrives
+        return reply()
+
+    server = await serve(script)
+    calls: list[str] = []
+    async with HttpClient() as client:
+        await client.request("POST", f"{server.url}/a", body=b"1", ready=lambda: calls.append("a"))
+        await client.request("POST", f"{server.url}/b", body=b"2", ready=lambda: calls.append("b"))
+    assert calls == ["a", "b", "b"]
+
+
 @pytest.mark.asyncio
 async def test_connections_per_origin_are_limited_and_waiters_are_served(serve: Serve) -> None:
     async def script(request: Request) -> bytes | None:
