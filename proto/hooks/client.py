@@ -7,6 +7,12 @@ returns ``decode(answer)``; ``call`` returns the answer's bytes as they came:
 - ``POST`` with ``Content-Type: application/json`` to ``webhook.url`` (``url`` as written, or
   ``<protocol>://<name>.<namespace>:<port><path>`` built from ``service``: see
   ``proto.api.controllers``).
+- ``headers`` are sent with the request (the attempt's fencing headers:
+  ``proto.hooks.attempt``); the client's own (``Content-Type``, ``Authorization``,
+  ``If-None-Match``) win over them.
+- ``ready`` is called right before the request's bytes go out, with nothing awaited in between
+  (``proto.runtime.http1``); what it raises stops the call unsent and passes as it is,
+  uncounted (a fenced worker's check that it may still act: ``workers.link.fencing``).
 - The webhook's ``timeout`` bounds the whole call: waiting for a pooled connection, connect,
   TLS handshake, sending, and reading the whole body.
 - The endpoint's resolved ``Connection`` (``proto.api.endpoints``) supplies the
@@ -59,7 +65,7 @@ import re
 import socket
 import ssl
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar
@@ -266,11 +272,19 @@ class HookClient:
         *,
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
+        headers: Mapping[str, str] | None = None,
+        ready: Callable[[], object] | None = None,
     ) -> bytes:
         """``call_decoded`` without a decoder: the body of the 200 as it came, counted as
         ``"200"`` whatever it holds."""
         return await self.call_decoded(
-            endpoint, body, decode=_as_is, cache_key=cache_key, cache_variant=cache_variant
+            endpoint,
+            body,
+            decode=_as_is,
+            cache_key=cache_key,
+            cache_variant=cache_variant,
+            headers=headers,
+            ready=ready,
         )
 
     async def call_decoded(
@@ -281,6 +295,8 @@ class HookClient:
         decode: Callable[[bytes], T],
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
+        headers: Mapping[str, str] | None = None,
+        ready: Callable[[], object] | None = None,
     ) -> T:
         """POST ``body``; ``decode`` of the 200's body. Raises ``HookError`` subclasses, and
         the ``proto.api.errors.HookResponseError`` of ``decode``.
@@ -289,6 +305,7 @@ class HookClient:
         ``invalid-response``, not ``"200"``, and is not kept for ETag reuse.
         ``cache_key`` (the parent) enables the ETag cache when the webhook asks for it;
         ``cache_variant`` (a revision) gives one parent's calls in one sync their own entries.
+        ``headers`` go with the request; ``ready`` may stop it right before it is sent.
         """
         labels = endpoint.metric_labels
         self._metrics.started(endpoint.hook, labels)
@@ -299,7 +316,13 @@ class HookClient:
             entry = (cache_key, cache_variant)
             cached = cache.get(entry) if cache is not None else None
             start = self._clock()
-            response = await self._send(endpoint, body, etag=cached.etag if cached else None)
+            response = await self._send(
+                endpoint,
+                body,
+                etag=cached.etag if cached else None,
+                extra=headers,
+                ready=ready,
+            )
             seconds = self._clock() - start
             if response.status == 200:
                 result = decode(response.body)
@@ -321,13 +344,21 @@ class HookClient:
         finally:
             self._metrics.finished(endpoint.hook, labels, code=code, seconds=seconds)
 
-    async def _send(self, endpoint: HookEndpoint, body: bytes, *, etag: str | None) -> HttpResponse:
+    async def _send(
+        self,
+        endpoint: HookEndpoint,
+        body: bytes,
+        *,
+        etag: str | None,
+        extra: Mapping[str, str] | None,
+        ready: Callable[[], object] | None,
+    ) -> HttpResponse:
         """The hook's answer, whatever its status; ``HookError`` when none came."""
         url = endpoint.shown_url
         connection = endpoint.connection
         if connection.error is not None:
             raise HookConnectionError(f"not calling {url}: {connection.error}", url=url)
-        headers = {"Content-Type": _JSON}
+        headers = {**(extra or {}), "Content-Type": _JSON}
         if connection.authorization is not None:
             headers["Authorization"] = connection.authorization
         if etag is not None:
@@ -343,6 +374,7 @@ class HookClient:
                 ssl_context=context,
                 max_body=self._max_response_bytes,
                 time_limit=timeout,
+                ready=ready,
             )
         except TimeoutError:
             raise HookTransportError(

@@ -29,6 +29,7 @@ class Hooks:
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, bytes]] = []
+        self.headers: list[dict[str, str]] = []
         self.entered = asyncio.Event()
         self.release = asyncio.Event()
         self.app = web.Application()
@@ -39,6 +40,7 @@ class Hooks:
         body = await request.read()
         behaviour = request.match_info["behaviour"]
         self.requests.append((behaviour, request.headers.get("Content-Type", ""), body))
+        self.headers.append(dict(request.headers))
         if behaviour == "ok":
             return web.Response(body=b'{"echo": ' + body + b"}")
         if behaviour == "fail":
@@ -101,6 +103,49 @@ async def test_200_returns_the_body(hooks: Hooks, session: HttpClient) -> None:
     answer = await client.call(endpoint(f"{hooks.base}/ok"), b'{"parent": {}}')
     assert answer == b'{"echo": {"parent": {}}}'
     assert hooks.requests == [("ok", "application/json", b'{"parent": {}}')]
+
+
+@pytest.mark.asyncio
+async def test_extra_headers_go_with_the_request_but_not_over_the_clients_own(
+    hooks: Hooks, session: HttpClient
+) -> None:
+    client = HookClient(session)
+    extra = {"X-Metashard-Epoch": "3", "Content-Type": "text/plain"}
+    await client.call(endpoint(f"{hooks.base}/ok"), b"{}", headers=extra)
+    (sent,) = hooks.headers
+    assert sent["X-Metashard-Epoch"] == "3"
+    assert sent["Content-Type"] == "application/json"
+
+
+class Refused(Exception):
+    pass
+
+
+@pytest.mark.asyncio
+async def test_ready_may_stop_a_call_unsent_and_uncounted(
+    hooks: Hooks, session: HttpClient
+) -> None:
+    registry = CollectorRegistry()
+    client = HookClient(session, metrics=PrometheusHookMetrics(registry))
+    ok = endpoint(f"{hooks.base}/ok")
+    asked: list[int] = []
+    await client.call(ok, b"{}", ready=lambda: asked.append(len(hooks.requests)))
+
+    def refuse() -> None:
+        raise Refused
+
+    with pytest.raises(Refused):
+        await client.call(ok, b"{}", ready=refuse)
+    assert asked == [0]  # asked before the request went out
+    assert len(hooks.requests) == 1
+    labels = {
+        "url": ok.webhook.url,
+        "controller_name": "cc",
+        "controller_type": "CompositeController",
+    }
+    total = "metacontroller_sync_requests_total"
+    assert sample(registry, total, code="200", method="post", **labels) == 1
+    assert sample(registry, "metacontroller_sync_in_flight_requests", **labels) == 0
 
 
 @pytest.mark.asyncio
