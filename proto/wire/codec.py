@@ -12,7 +12,9 @@ Contract:
     int/str, a field missing, of the wrong type or out of range;
   - ``version``: ``v`` is an integer other than ``PROTOCOL_VERSION``;
   - ``unknown_type``: ``t`` names no message of this version.
-  Fields the decoder does not know are ignored; every declared field is required.
+  Fields the decoder does not know are ignored; every declared field is required, except one
+  declared with a default (added to a message after its protocol version: a peer that
+  predates it does not send it), which takes its default when missing.
 - Validation is by exact type (``bool`` is not an ``int``, a str is not an array), counts and
   ids are non-negative, durations non-negative and finite, enums must name a member. A
   WELCOME must also be one a worker can act on: at least one slot in all, each assigned slot
@@ -57,7 +59,7 @@ DEFAULT_MAX_FRAME_SIZE: Final = 64 * 1024 * 1024
 
 _Decoder = Callable[[Any], Any]
 _Encoder = Callable[[Any], Any] | None  # None: the value packs as it is
-_Fields = tuple[tuple[str, _Encoder, _Decoder], ...]
+_Fields = tuple[tuple[str, _Encoder, _Decoder, bool], ...]  # name, codec, may be missing
 
 
 class _Invalid(ValueError):
@@ -215,12 +217,15 @@ def _record_fields(cls: type) -> _Fields:
     out = []
     for f in dataclasses.fields(cls):
         encoder, decoder = _FIELD_CODECS[hints[f.name]]
-        out.append((f.name, encoder, decoder))
+        optional = (
+            f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        )
+        out.append((f.name, encoder, decoder, optional))
     return tuple(out)
 
 
 def _pack_fields(obj: Any, fields: _Fields, into: dict[str, Any]) -> dict[str, Any]:
-    for name, encoder, _ in fields:
+    for name, encoder, _, _ in fields:
         value = getattr(obj, name)
         into[name] = value if encoder is None else encoder(value)
     return into
@@ -228,10 +233,12 @@ def _pack_fields(obj: Any, fields: _Fields, into: dict[str, Any]) -> dict[str, A
 
 def _unpack_fields(cls: Callable[..., Any], fields: _Fields, m: dict[Any, Any], where: str) -> Any:
     kwargs = {}
-    for name, _, decoder in fields:
+    for name, _, decoder, optional in fields:
         try:
             value = m[name]
         except KeyError:
+            if optional:
+                continue  # a peer that predates the field: its default
             raise FrameError("malformed", f"{where}: field {name!r} is missing") from None
         try:
             kwargs[name] = decoder(value)
@@ -318,7 +325,8 @@ def _compile(cls: type, tag: str, fields: _Fields) -> tuple[_Packer, _Unpacker]:
     }
     items = [f"'v': {PROTOCOL_VERSION!r}", f"'t': {tag!r}"]
     args = []
-    for i, (name, encoder, decoder) in enumerate(fields):
+    # A missing field is a KeyError: the reference loop gives an optional one its default.
+    for i, (name, encoder, decoder, _) in enumerate(fields):
         env[f"_e{i}"], env[f"_d{i}"] = encoder, decoder
         items.append(f"{name!r}: " + (f"msg.{name}" if encoder is None else f"_e{i}(msg.{name})"))
         check = _INLINE_CHECKS.get(decoder)

@@ -10,11 +10,13 @@ tag ``t`` and the fields below (``proto.wire.codec``).
 |             |                 | once": sent on start and after every reconnect, until WELCOME |
 | WELCOME     | coord -> worker | answer to the HELLO of ``incarnation``: the epoch, controller |
 |             |                 | definitions, slot count, the slots this worker owns now       |
-|             |                 | (usually none: ASSIGN follows), heartbeat interval and timeout|
+|             |                 | (usually none: ASSIGN follows), heartbeat interval and        |
+|             |                 | timeout, and the generation of its slots' assignment          |
 | CONTROLLERS | coord -> worker | the full current set of controller definitions, on change     |
-| ASSIGN      | coord -> worker | you now own ``slots``; ``keys`` are all their parent keys, to |
-|             |                 | enqueue at LOW priority. A large move may be split over       |
-|             |                 | several ASSIGNs of the same epoch                             |
+| ASSIGN      | coord -> worker | you now own ``slots``, as of assignment ``generation``;       |
+|             |                 | ``keys`` are all their parent keys, to enqueue at LOW         |
+|             |                 | priority. A large move may be split over several ASSIGNs of   |
+|             |                 | the same epoch                                                |
 | REVOKE      | coord -> worker | give up ``slots``: drop their queued keys, start no new       |
 |             |                 | reconcile of them, let running ones finish, then RELEASED     |
 | RELEASED    | worker -> coord | ``slots`` are released: no reconcile of them is running       |
@@ -36,6 +38,11 @@ Invariants and conventions:
   epoch it currently knows, and a WELCOME of a newer epoch makes it drop everything it was
   doing for the older one. The coordinator answers a FETCH of a stale epoch, or for a key in a
   slot the worker does not own, with a NACK.
+- A generation (WELCOME, ASSIGN) numbers the slot assignments of one epoch: every WELCOME and
+  ASSIGN the coordinator sends carries a larger one than the last, so a slot's owner holds it
+  under a larger generation than every earlier owner in the epoch. With the epoch it is the
+  worker's fencing token for hooks (``proto.hooks.attempt``). Added after protocol version 2
+  with a default: a frame without it (an older coordinator's) reads as generation 0.
 - Object payloads (``ControllerDef.object``, everything in a SNAPSHOT) are the API server's
   raw JSON bytes, carried as msgpack ``bin`` and never decoded by the wire layer.
 - ``ControllerDef.connections`` carries each hook's resolved TLS material and credentials
@@ -133,6 +140,7 @@ class Welcome:
     slots: tuple[int, ...]
     heartbeat_interval: float  # seconds between heartbeats, both ways
     heartbeat_timeout: float  # seconds of silence after which the peer is considered gone
+    generation: int = 0  # of the assignment of ``slots`` (0: from an older coordinator)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +156,7 @@ class Assign:
     epoch: int
     slots: tuple[int, ...]
     keys: tuple[ParentKey, ...]
+    generation: int = 0  # of this assignment (0: from an older coordinator)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from proto.wire import (
     FRAME_ERROR_REASONS,
     MESSAGE_TYPES,
     PROTOCOL_VERSION,
+    Assign,
     Bye,
     ControllerDef,
     ControllerKind,
@@ -112,6 +113,19 @@ def test_object_payloads_travel_as_raw_bin() -> None:
 def test_unknown_fields_are_ignored() -> None:
     fields = _fields(Bye("shutdown")) | {"added_later": [1, 2]}
     assert decode(_frame(**fields)) == Bye("shutdown")
+
+
+def test_fields_added_with_a_default_may_be_missing_from_an_older_peers_frame() -> None:
+    # ASSIGN and WELCOME as a coordinator that predates the assignment generation sent them.
+    assign = _fields(Assign(3, (1, 2), (KEY,), generation=9))
+    del assign["generation"]
+    assert decode(_frame(**assign)) == Assign(3, (1, 2), (KEY,), generation=0)
+    welcome = _fields(Welcome(1, "c", "i", (), 1024, (5,), 1.0, 5.0, generation=4))
+    del welcome["generation"]
+    assert decode(_frame(**welcome)) == Welcome(1, "c", "i", (), 1024, (5,), 1.0, 5.0)
+    # A field without a default is still required.
+    del assign["keys"]
+    assert _reason(_frame(**assign)) == "malformed"
 
 
 # --- rejected frames -----------------------------------------------------------------------

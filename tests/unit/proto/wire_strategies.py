@@ -61,8 +61,18 @@ controller_lists = st.lists(controllers, max_size=3).map(tuple)
 MESSAGES: dict[type, st.SearchStrategy[Any]] = {
     Hello: st.builds(Hello, text, text, small, small),
     Welcome: st.builds(
-        lambda epoch, coordinator, incarnation, controllers, count, slots, interval, more: Welcome(
-            epoch, coordinator, incarnation, controllers, count, slots, interval, interval + more
+        lambda epoch, coordinator, incarnation, controllers, count, slots, interval, more, gen: (
+            Welcome(
+                epoch,
+                coordinator,
+                incarnation,
+                controllers,
+                count,
+                slots,
+                interval,
+                interval + more,
+                gen,
+            )
         ),
         uints,
         text,
@@ -72,9 +82,10 @@ MESSAGES: dict[type, st.SearchStrategy[Any]] = {
         slot_lists,
         st.floats(min_value=1e-3, max_value=1e6),
         seconds,
+        uints,
     ),
     Controllers: st.builds(Controllers, uints, controller_lists),
-    Assign: st.builds(Assign, uints, slot_lists, key_lists),
+    Assign: st.builds(Assign, uints, slot_lists, key_lists, uints),
     Revoke: st.builds(Revoke, uints, slot_lists),
     Released: st.builds(Released, uints, slot_lists),
     Keys: st.builds(Keys, uints, st.sampled_from(Priority), key_lists),
