@@ -22,6 +22,15 @@ Invariants (the exclusivity guarantee rests on them):
   live worker's id disturbs neither the coordinator nor that worker. A restarted worker (a
   StatefulSet pod) is thus welcomed once its dead predecessor expires, which is also when
   that one's slots become free; one that stopped with BYE, at once.
+- Silence is counted while the coordinator runs: when ``tick`` (called every 0.1 s) or
+  ``hello`` finds that more than a heartbeat interval passed since the last ``tick``, this
+  process itself was paused (stopped, starved of CPU) and the workers' heartbeats of that time
+  are still waiting in its socket, so every member is credited with the pause (its
+  ``last_seen`` moves forward by it) before anything is judged: a paused coordinator never
+  expires, replaces or frees the slots of a worker that kept heartbeating.
+- Every WELCOME and ASSIGN carries a generation one larger than the last one sent in this
+  term (``proto.wire.messages``): a slot's owner holds it under a larger generation than every
+  earlier owner of the slot in the term.
 - Nothing is assigned before ``start_at`` (a new leader waits until workers of the previous
   term have fenced themselves and live ones have re-joined).
 - Targets come from rendezvous hashing over the live worker ids (``proto.wire.slots``), so a
@@ -121,6 +130,8 @@ class Membership:
         self._free_at: dict[int, float] = {}
         self._dirty = True
         self._targets: tuple[frozenset[str], dict[int, str]] | None = None
+        self._generation = 0
+        self._ticked: float | None = None  # when ``tick`` last ran
 
     # --- queries ------------------------------------------------------------------------------
 
@@ -164,6 +175,7 @@ class Membership:
     ) -> Outbox | None:
         """A HELLO from connection ``route``; None if refused (another incarnation of the id
         is a live member)."""
+        self._credit_pause(now)
         known = self.workers.get(worker_id)
         rejoined = False
         if known is not None and known.incarnation != incarnation:
@@ -195,10 +207,11 @@ class Membership:
             slots=() if rejoined else kept,
             heartbeat_interval=self.timing.heartbeat_interval,
             heartbeat_timeout=self.timing.worker_timeout,
+            generation=self._next_generation(),
         )
         out: Outbox = [(worker_id, welcome)]
         if rejoined and kept:
-            out.append((worker_id, Assign(self.epoch, kept, self._keys.keys_of(kept))))
+            out.append((worker_id, self._assign(kept)))
         return out
 
     def seen(
@@ -237,6 +250,8 @@ class Membership:
 
     def tick(self, now: float) -> Outbox:
         """Expire silent workers, then move slots towards their targets."""
+        self._credit_pause(now)
+        self._ticked = now
         for worker in list(self.workers.values()):
             if now - worker.last_seen > self.timing.worker_timeout:
                 self._drop(worker.id, free_at=None)
@@ -245,6 +260,25 @@ class Membership:
         return self.rebalance(now)
 
     # --- internals ----------------------------------------------------------------------------
+
+    def _credit_pause(self, now: float) -> None:
+        """Move every member's ``last_seen`` forward by this process's own pause since the
+        last tick, if there was one (module docstring)."""
+        if self._ticked is None:
+            return
+        paused = now - self._ticked
+        if paused <= self.timing.heartbeat_interval:
+            return
+        for worker in self.workers.values():
+            worker.last_seen = min(now, worker.last_seen + paused)
+        self._ticked = now
+
+    def _next_generation(self) -> int:
+        self._generation += 1
+        return self._generation
+
+    def _assign(self, slots: tuple[int, ...]) -> Assign:
+        return Assign(self.epoch, slots, self._keys.keys_of(slots), self._next_generation())
 
     def _drop(self, worker_id: str, *, free_at: float | None) -> None:
         worker = self.workers.pop(worker_id)
@@ -289,8 +323,5 @@ class Membership:
         out: Outbox = [
             (worker, Revoke(self.epoch, tuple(slots))) for worker, slots in revokes.items()
         ]
-        out.extend(
-            (worker, Assign(self.epoch, tuple(slots), self._keys.keys_of(slots)))
-            for worker, slots in grants.items()
-        )
+        out.extend((worker, self._assign(tuple(slots))) for worker, slots in grants.items())
         return out

@@ -41,6 +41,16 @@ def settled(m: Membership, now: float) -> bool:
     return owned and not in_transit and m.tick(now) == []
 
 
+def running(m: Membership, start: float, end: float) -> Outbox:
+    """The coordinator running from ``start`` to ``end``: a tick every half interval."""
+    out: Outbox = []
+    now = start
+    while now < end:
+        out += m.tick(now)
+        now += TIMING.heartbeat_interval / 2
+    return out + m.tick(end)
+
+
 def granted(out: Outbox) -> dict[str, set[int]]:
     result: dict[str, set[int]] = {}
     for worker, msg in out:
@@ -101,7 +111,7 @@ def test_bye_frees_slots_at_once_and_silence_after_the_timeout() -> None:
     m.tick(2.0)
     m.released("w2", revoked(m.tick(2.0)).get("w2", set()), now=2.0)
     m.seen("w3", 4.0)
-    out = m.tick(7.5)  # w2 silent since 2.0, w3 since 4.0
+    out = running(m, 2.0, 7.5)  # w2 silent since 2.0, w3 since 4.0
     assert "w2" not in m.workers and "w3" in m.workers
     assert set(granted(out)) <= {"w3"}
 
@@ -111,11 +121,11 @@ def test_a_restarted_worker_waits_for_its_previous_process_to_have_fenced() -> N
     m.hello("w1", "old", 4, now=0.0)
     m.tick(0.0)
     m.seen("w1", 2.0)
+    running(m, 0.0, 3.0)
     assert m.hello("w1", "new", 4, now=3.0) is None  # the old process may still run
-    assert m.tick(3.0) == []
-    assert m.tick(6.9) == []
+    assert running(m, 3.0, 6.9) == []
     assert m.hello("w1", "new", 4, now=6.9) is None
-    m.tick(7.1)  # silent for the timeout: expired, so it has fenced
+    running(m, 6.9, 7.1)  # silent for the timeout: expired, so it has fenced
     hello = m.hello("w1", "new", 4, now=7.2)
     assert hello is not None
     assert granted(hello + m.tick(7.2)) == {"w1": set(range(SLOTS))}
@@ -178,6 +188,7 @@ def test_a_restarted_process_joins_once_its_silent_predecessor_expired() -> None
     m.hello("w1", "old", 4, now=0.0, route=b"r1")
     owned = granted(m.tick(0.0))["w1"]
     assert m.hello("w1", "new", 4, now=1.0, route=b"r2") is None  # the old one may still run
+    running(m, 1.0, 5.0)
     # Not yet expired by a tick, but silent for the timeout: the new process replaces it and
     # gets the slots once the old one has surely fenced.
     out = m.hello("w1", "new", 4, now=5.5, route=b"r2")
@@ -187,6 +198,49 @@ def test_a_restarted_process_joins_once_its_silent_predecessor_expired() -> None
     assert m.hello("w1", "old", 4, now=6.0, route=b"r3") is None
     m.leave("w1", now=7.0)
     assert m.hello("w1", "old", 4, now=7.5, route=b"r3") is not None
+
+
+def test_a_paused_coordinator_does_not_count_its_own_pause_as_the_workers_silence() -> None:
+    m = table()
+    m.hello("w1", "i1", 4, now=0.0)
+    m.hello("w2", "i2", 4, now=0.0)
+    running(m, 0.0, 2.0)
+    m.seen("w1", 2.0)
+    m.seen("w2", 2.0)
+    # Stopped from 2.0 to 9.0: the heartbeats sent meanwhile wait in the socket. The tick
+    # that runs first after the pause expires nobody...
+    assert m.tick(9.0) == [] and set(m.workers) == {"w1", "w2"}
+    # ... nor does a HELLO claiming w1's id replace it.
+    assert m.hello("w1", "other", 4, now=9.05) is None
+    previous = 9.0
+    for now in (9.1, 11.0, 13.0, 14.5):  # w1's heartbeats; w2's never come: it died meanwhile
+        running(m, previous, now)
+        m.seen("w1", now)
+        previous = now
+    assert m.workers.keys() == {"w1"}  # silent for the timeout while the coordinator ran
+    assert {m.owner(s) for s in range(SLOTS)} == {"w1"}
+
+
+def test_generations_grow_with_every_welcome_and_assign_of_the_term() -> None:
+    m = table()
+    generations: list[int] = []
+
+    def of(out: Outbox) -> list[int]:
+        return [msg.generation for _, msg in out if isinstance(msg, Welcome | Assign)]
+
+    for out in (
+        m.hello("w1", "i1", 4, now=0.0, route=b"r1"),
+        m.tick(0.0),
+        m.hello("w2", "i2", 4, now=0.5, route=b"r2"),
+    ):
+        assert out is not None
+        generations += of(out)
+    moving = revoked(m.tick(0.5))["w1"]
+    (given,) = (msg for _, msg in m.released("w1", moving, now=0.6) if isinstance(msg, Assign))
+    rejoined = m.hello("w1", "i1", 4, now=0.7, route=b"r3")  # w1 fenced: a new connection
+    assert rejoined is not None
+    generations += [given.generation, *of(rejoined)]
+    assert generations == sorted(set(generations)) and len(generations) == 6
 
 
 def test_timing_must_leave_room_for_fencing() -> None:
@@ -229,8 +283,14 @@ class ExclusivityMachine(RuleBasedStateMachine):
         self.current: dict[str, Process] = {}
         self.joining: dict[str, Process] = {}  # started, not welcomed yet
         self.incarnations = 0
+        self.generations: dict[int, int] = {}  # slot -> generation of its latest grant
 
     def deliver(self, out: Outbox) -> None:
+        for _, msg in out:
+            if isinstance(msg, Assign):  # every grant of a slot outranks the earlier ones
+                for slot in msg.slots:
+                    assert msg.generation > self.generations.get(slot, 0)
+                    self.generations[slot] = msg.generation
         for wid, msg in out:
             proc = self.current.get(wid)
             if proc is None or proc.stopped or proc.silent:
