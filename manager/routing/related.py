@@ -28,6 +28,9 @@ Contract:
 - An answer counts once the informers of the resources its rules name have listed them
   (at most 30 s, else it counts as failed), so a snapshot never carries an empty related
   group only because a new informer has not listed yet.
+- Every customize request carries the attempt headers (``proto.hooks.attempt``): the term's
+  ``epoch``, slot generation 0 (the coordinator calls for no slot), a new attempt id per call
+  and the uid, resourceVersion and generation of the parent it sends.
 - A customize call that fails (transport, non-200, malformed answer) is reported as a
   ``SyncError`` Warning event on the parent and a log line and retried with backoff (1 s
   doubling to 5 min); until it succeeds the parent's snapshots cannot be served (NOT_READY).
@@ -43,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -65,6 +69,7 @@ from proto.api.errors import HookResponseError
 from proto.api.hooks import customize_request, decode_customize_response
 from proto.api.names import REASON_SYNC_ERROR
 from proto.api.related import RelatedRule, matches, namespace_scope
+from proto.hooks.attempt import attempt_headers
 from proto.hooks.client import HookClient, HookEndpoint
 from proto.hooks.errors import HookError
 from proto.kube.errors import KubeError
@@ -125,6 +130,7 @@ class Related:
     def __init__(
         self,
         *,
+        epoch: int,
         hooks: HookClient,
         discovery: Discovery,
         informers: Informers,
@@ -133,6 +139,7 @@ class Related:
         clock: Clock = SYSTEM_CLOCK,
         concurrency: int = 8,
     ) -> None:
+        self._epoch = epoch
         self._hooks = hooks
         self._discovery = discovery
         self._informers = informers
@@ -364,6 +371,9 @@ class Related:
             view.name,
             view.connection(HookName.CUSTOMIZE),
         )
+        headers = attempt_headers(
+            epoch=self._epoch, generation=0, attempt=uuid.uuid4().hex, parent=asked
+        )
         response = await self._hooks.call_decoded(
             endpoint,
             body,
@@ -373,6 +383,7 @@ class Related:
                 version=hook.version,
                 parent_namespace=parent.namespace,
             ),
+            headers=headers,
         )
         warned = self._warned.setdefault(view.id, LooseWarnings())
         for warning in warned.fresh(response.warnings):

@@ -119,6 +119,7 @@ class Term:
         )
         self.dispatch = Dispatch(epoch=epoch, owners=self.membership, metrics=metrics)
         self.related = Related(
+            epoch=epoch,
             hooks=hooks,
             discovery=discovery,
             informers=informers,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
 import orjson
@@ -114,10 +114,17 @@ class Hooks:
         self.forgotten: list[tuple[str, str]] = []
         self.extra: dict[str, Any] = {}  # more fields of every answer
         self.codes: list[str] = []  # the code each call was counted under
+        self.headers: list[Mapping[str, str]] = []
 
     async def call_decoded(
-        self, endpoint: HookEndpoint, body: bytes, *, decode: Callable[[bytes], T]
+        self,
+        endpoint: HookEndpoint,
+        body: bytes,
+        *,
+        decode: Callable[[bytes], T],
+        headers: Mapping[str, str],
     ) -> T:
+        self.headers.append(headers)
         config = orjson.loads(body)["parent"]["spec"]["config"]
         self.asked.append(config)
         rule = {"apiVersion": "v1", "resource": "configmaps", "names": [f"config-{config}"]}
@@ -192,6 +199,7 @@ class World:
         self.pushed: list[Any] = []
         self.clock = FakeClock()
         self.related = Related(
+            epoch=4,
             hooks=self.hooks,  # type: ignore[arg-type]
             discovery=Discovery(),  # type: ignore[arg-type]
             informers=self.informers,  # type: ignore[arg-type]
@@ -230,6 +238,19 @@ async def test_one_revision_costs_nothing_more(world: World) -> None:
     assert world.hooks.asked == ["b"]
     assert world.related_names(world.related.related_of(world.view, parent)) == ["config-b"]
     assert world.related.revision_related_of(world.view, parent) == {}
+
+
+@pytest.mark.asyncio
+async def test_customize_requests_carry_the_attempt_headers(world: World) -> None:
+    await world.ready(thing("b", generation=3), (revision("rev-b", "b"), revision("rev-a", "a")))
+    first, second = world.hooks.headers
+    for headers in (first, second):
+        assert headers["X-Metashard-Epoch"] == "4"
+        assert headers["X-Metashard-Slot-Generation"] == "0"
+        assert headers["X-Metashard-Parent-Uid"] == "uid-p"
+        assert headers["X-Metashard-Parent-Resource-Version"] == "3"
+        assert headers["X-Metashard-Parent-Generation"] == "3"
+    assert first["X-Metashard-Attempt"] != second["X-Metashard-Attempt"]
 
 
 @pytest.mark.asyncio
