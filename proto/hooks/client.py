@@ -95,6 +95,7 @@ from proto.runtime.http1 import (
     HttpClient,
     HttpResponse,
     HttpTransportError,
+    Ready,
     userinfo_authorization,
 )
 from proto.runtime.redact import REDACTED, safe_url
@@ -273,7 +274,7 @@ class HookClient:
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
         headers: Mapping[str, str] | None = None,
-        ready: Callable[[], object] | None = None,
+        ready: Ready | None = None,
     ) -> bytes:
         """``call_decoded`` without a decoder: the body of the 200 as it came, counted as
         ``"200"`` whatever it holds."""
@@ -296,7 +297,7 @@ class HookClient:
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
         headers: Mapping[str, str] | None = None,
-        ready: Callable[[], object] | None = None,
+        ready: Ready | None = None,
     ) -> T:
         """POST ``body``; ``decode`` of the 200's body. Raises ``HookError`` subclasses, and
         the ``proto.api.errors.HookResponseError`` of ``decode``.
@@ -351,7 +352,7 @@ class HookClient:
         *,
         etag: str | None,
         extra: Mapping[str, str] | None,
-        ready: Callable[[], object] | None,
+        ready: Ready | None,
     ) -> HttpResponse:
         """The hook's answer, whatever its status; ``HookError`` when none came."""
         url = endpoint.shown_url

@@ -32,7 +32,7 @@ import enum
 import gc
 import logging
 import random
-from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,12 +42,11 @@ from proto.kube import applybody
 from proto.kube.resources import Discovery, Resource
 from proto.kube.session import JSON, Session
 from proto.kube.watch import WatchEvent, iter_events
+from proto.runtime.http1 import Ready
 
 log = logging.getLogger(__name__)
 
 Body = Mapping[str, Any] | Sequence[Any] | bytes
-Ready = Callable[[], object]
-"""Called right before a write's bytes go out; raises to stop it (module docstring)."""
 
 MIN_WATCH_TIMEOUT = 300  # client-go reflector: timeoutSeconds uniform in [min, 2 * min]
 BOOKMARK_INTERVAL = 60.0

@@ -32,8 +32,8 @@ Contract:
   first failed request on, and stop saying so with the first answer.
 - ``request(..., ready=check)`` calls ``check()`` right before each attempt's bytes are written
   (after the rate limit, credentials and connection are at hand; again before a retry), with
-  nothing awaited in between (``proto.runtime.http1``). An exception from ``check`` stops the
-  request unsent and is raised as it is, uncounted.
+  nothing awaited in between (``proto.runtime.http1``, which also says what its return value is
+  for). An exception from ``check`` stops the request unsent and is raised as it is, uncounted.
 - ``request()`` returns the whole body; ``stream()`` yields the body as chunks of at most
   ``chunk_size`` bytes (1 MiB), with an optional inactivity deadline between chunks.
 """
@@ -56,7 +56,7 @@ from proto.kube.auth import Authorization
 from proto.kube.cluster import ClusterConfig
 from proto.kube.errors import ConfigError, StreamError, TransportError, api_error
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
-from proto.runtime.http1 import HttpClient, HttpTransportError
+from proto.runtime.http1 import HttpClient, HttpTransportError, Ready
 from proto.runtime.redact import safe_url, scrub
 
 if TYPE_CHECKING:
@@ -298,7 +298,7 @@ class Session:
         body: bytes | None = None,
         content_type: str | None = None,
         accept: str = JSON,
-        ready: Callable[[], object] | None = None,
+        ready: Ready | None = None,
     ) -> Response:
         """Send one request (with throttling and retries) and return the whole response.
 

@@ -13,7 +13,9 @@ Contract:
 - ``request(..., ready=check)`` calls ``check()`` right before the request's bytes are written,
   each time they are (a resend too), once a connection is at hand: nothing is awaited between
   the two, so what ``check`` decides holds when the bytes leave. An exception from ``check``
-  aborts the request unsent and is raised as it is; the connection stays reusable.
+  aborts the request unsent and is raised as it is; the connection stays reusable. What
+  ``check`` returns, if not None, is called right after the bytes were handed to the
+  connection (``Ready``: the caller can measure how long that took).
 - ``request(..., time_limit=s)`` raises ``TimeoutError`` when the whole request (waiting for a
   connection, connecting, the exchange and a resend) has taken ``s`` seconds; the connection
   is closed. It costs a timer, where ``asyncio.timeout`` costs a task cancellation scope on
@@ -66,6 +68,11 @@ from proto.runtime.redact import masked_url
 
 MAX_HEAD_BYTES = 64 * 1024
 _NO_BODY_STATUSES = (204, 304)
+
+
+Ready = Callable[[], Callable[[], object] | None]
+"""Called right before a request's bytes are written; raises to stop it, or returns what to call
+once they are (module docstring)."""
 
 
 class HttpTransportError(Exception):
@@ -413,7 +420,7 @@ class HttpClient:
         ssl_context: ssl.SSLContext | None = None,
         max_body: int | None = None,
         time_limit: float | None = None,
-        ready: Callable[[], object] | None = None,
+        ready: Ready | None = None,
     ) -> HttpResponse:
         """Send one request and return its response (any status). See the module docstring."""
         origin, target, basic = self._split(url)
@@ -426,14 +433,17 @@ class HttpClient:
             if conn is None:
                 async with asyncio.timeout_at(deadline):
                     conn = await self._acquire(pool)
+            sent = None
             if ready is not None:
                 try:
-                    ready()
+                    sent = ready()
                 except BaseException:
                     self._release(pool, conn, reusable=True)
                     raise
             try:
                 waiter = conn.exchange(data, head_only=method == "HEAD", max_body=max_body)
+                if sent is not None:
+                    sent()
                 expiry = None if deadline is None else loop.call_at(deadline, conn.expire)
                 try:
                     response = await waiter

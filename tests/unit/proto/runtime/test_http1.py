@@ -470,7 +470,9 @@ async def test_ready_runs_once_a_connection_is_at_hand_and_may_refuse_the_send(
 
 
 @pytest.mark.asyncio
-async def test_ready_runs_again_before_a_resend(serve: Serve) -> None:
+async def test_ready_runs_again_before_a_resend_and_what_it_returns_after_each_send(
+    serve: Serve,
+) -> None:
     async def script(request: Request) -> bytes | None:
         if request.connection == 1 and len(server.requests) == 2:
             return None  # the idle connection is closed as the second request arrives
@@ -478,10 +480,15 @@ async def test_ready_runs_again_before_a_resend(serve: Serve) -> None:
 
     server = await serve(script)
     calls: list[str] = []
+
+    def ready(name: str) -> Callable[[], None]:
+        calls.append(name)
+        return lambda: calls.append(f"{name} sent")
+
     async with HttpClient() as client:
-        await client.request("POST", f"{server.url}/a", body=b"1", ready=lambda: calls.append("a"))
-        await client.request("POST", f"{server.url}/b", body=b"2", ready=lambda: calls.append("b"))
-    assert calls == ["a", "b", "b"]
+        await client.request("POST", f"{server.url}/a", body=b"1", ready=lambda: ready("a"))
+        await client.request("POST", f"{server.url}/b", body=b"2", ready=lambda: ready("b"))
+    assert calls == ["a", "a sent", "b", "b sent", "b", "b sent"]
 
 
 @pytest.mark.asyncio
