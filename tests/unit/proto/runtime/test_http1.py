@@ -401,16 +401,21 @@ async def test_a_time_limit_met_leaves_the_connection_reusable(serve: Serve) -> 
     assert [r.connection for r in server.requests] == [1, 1]
 
 
-@pytest.mark.asyncio
-async def test_a_time_limit_covers_the_wait_for_a_connection(serve: Serve) -> None:
-    gate = asyncio.Event()
+def slow_until(gate: asyncio.Event) -> Script:
+    """Answers with the request line; ``GET /slow`` only once ``gate`` is set."""
 
     async def script(request: Request) -> bytes | None:
         if request.line.startswith(b"GET /slow"):
             await gate.wait()
         return reply(request.line)
 
-    server = await serve(script)
+    return script
+
+
+@pytest.mark.asyncio
+async def test_a_time_limit_covers_the_wait_for_a_connection(serve: Serve) -> None:
+    gate = asyncio.Event()
+    server = await serve(slow_until(gate))
     async with HttpClient(limit_per_origin=1) as client:
         slow = asyncio.ensure_future(client.request("GET", f"{server.url}/slow"))
         await asyncio.sleep(0.05)
@@ -432,13 +437,7 @@ async def test_ready_runs_once_a_connection_is_at_hand_and_may_refuse_the_send(
     serve: Serve,
 ) -> None:
     gate = asyncio.Event()
-
-    async def script(request: Request) -> bytes | None:
-        if request.line.startswith(b"GET /slow"):
-            await gate.wait()
-        return reply(request.line)
-
-    server = await serve(script)
+    server = await serve(slow_until(gate))
     allowed = True
     checked: list[int] = []
 
