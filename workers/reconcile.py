@@ -12,6 +12,10 @@
   of the same key is taken only once the coordinator's cache reflects it (read-your-writes);
   the request also keeps a readable line per write (``written``) and the time spent in hooks
   (``hook_seconds``), which the runner logs once per reconcile that wrote something.
+- Every reconcile runs under a ``Claim`` (``ReconcileRequest.claim``): the coordinator's term,
+  the generation of the assignment of the key's slot to this worker (together the fencing
+  token, larger for every later holder of the slot) and the reconcile's own attempt id. Its
+  hook requests carry them (``proto.hooks.attempt``).
 - A ``ReconcilerFactory`` builds one reconciler per controller definition; the runtime calls
   it again whenever that definition changes. Where factories come from is the other half of
   this seam, ``workers.kinds.plugins``: metashard's kinds (the sync template with each kind's
@@ -42,17 +46,27 @@ class Outcome:
     requeue_after: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What a reconcile runs under (module docstring); the zero claim outside a worker."""
+
+    epoch: int = 0
+    generation: int = 0
+    attempt: str = ""
+
+
 @dataclass(slots=True)
 class ReconcileRequest:
     """One reconcile: the key, the snapshot fetched for it, and a log of the writes made.
 
     ``writes``: the highest resourceVersion written per group-resource (the read-your-writes
     barrier); ``written``: one line per write, ``"<action> <group-resource> <namespace/name>"``;
-    ``hook_seconds``: the time spent waiting for hook answers.
+    ``hook_seconds``: the time spent waiting for hook answers; ``claim``: what it runs under.
     """
 
     key: ParentKey
     snapshot: Snapshot
+    claim: Claim = field(default_factory=Claim)
     writes: dict[str, int] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)
     hook_seconds: float = 0.0

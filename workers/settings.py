@@ -2,6 +2,11 @@
 
 A worker takes every flag of ``proto.runtime.flags`` (so one argument list serves both roles); those
 that only the coordinator acts on are reported in ``notices``, which the entry point logs.
+
+``--unsafe-fence-timeout SECONDS`` is hidden from the help: it replaces the fence timeout a
+worker derives from the coordinator's timings (``workers.link.standing``), so that a test can
+run a worker with a deliberately broken fence (longer than the coordinator's worker timeout)
+and show that the chaos test catches it. Never use it otherwise: it gives up exclusivity.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from proto.runtime.flags import (
     Parser,
     add_common,
     common,
+    duration,
     positive_int,
     typed,
 )
@@ -48,6 +54,7 @@ class WorkerSettings:
     cluster_revision_namespace: str = "default"  # ControllerRevisions of cluster-scoped parents
     revision_history_limit: int = DEFAULT_HISTORY_LIMIT  # childless revisions kept per parent
     apply: ApplyStrategy = DEFAULT_APPLY  # --apply-strategy, --apply-strategy-ssa-field-manager
+    unsafe_fence_timeout: float | None = None  # tests only (module docstring)
     notices: tuple[str, ...] = ()
 
 
@@ -78,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--reconciler",
         help="MODULE:CALLABLE returning a reconciler factory (replaces the built-in reconcilers)",
     )
+    p.add_argument("--unsafe-fence-timeout", type=typed(duration), help=argparse.SUPPRESS)
     return p
 
 
@@ -115,5 +123,6 @@ def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
         cluster_revision_namespace=shared.cluster_revision_namespace,
         revision_history_limit=shared.revision_history_limit,
         apply=shared.apply,
+        unsafe_fence_timeout=args.unsafe_fence_timeout,
         notices=shared.notices,
     )

@@ -8,7 +8,8 @@ at construction (no part learns another later):
    (``workers.link.dealer``);
 2. ``Snapshots`` (FETCH and its answer, over the link, in the standing's epoch);
 3. the API client and the webhook client, both fenced by the standing (``workers.link.fencing``:
-   no write and no hook call while out of contact), the event recorder (component
+   no write and no hook call sent within the safety margin of the fence deadline, no hook
+   answer acted on past it), the event recorder (component
    ``metacontroller``) and, under ``--apply-strategy server-side-apply``, the server-side apply
    cache; together the ``WorkerContext`` every controller kind builds its reconcilers from
    (``workers.kinds.plugins``: the built-in kinds, or ``--reconciler``);
@@ -47,7 +48,7 @@ from proto.runtime.ops import OpsServer
 from proto.wire import ControllerDef, dropped_frames_counter
 from workers.kinds.plugins import FactoryBuilder, WorkerContext, builtin, load
 from workers.link.dealer import DealerLink
-from workers.link.fencing import FencedHookClient, FencedWriter
+from workers.link.fencing import Fence, FencedHookClient, FencedWriter
 from workers.link.membership import Membership
 from workers.link.snapshots import Snapshots
 from workers.link.standing import Standing
@@ -77,7 +78,7 @@ class Worker:
         self._builder: FactoryBuilder = (
             load(settings.reconciler) if settings.reconciler else builtin
         )
-        self.standing = Standing(clock=clock)
+        self.standing = Standing(clock=clock, fence_timeout=settings.unsafe_fence_timeout)
         self.ops = OpsServer(self.registry, ready=self._ready)
 
     def _ready(self) -> str | None:
@@ -146,13 +147,14 @@ class Worker:
         )
         standing = self.standing
         snapshots = Snapshots(link, standing)
+        fence = Fence(standing, clock=self._clock)
         hooks = FencedHookClient(
             http,
             metrics=hook_metrics,
             max_response_bytes=settings.hook_max_response_bytes,
-            contact=standing,
+            fence=fence,
         )
-        writer = FencedWriter(client, standing)
+        writer = FencedWriter(client, fence)
         ssa = (
             ServerSideApply(
                 writer,
@@ -184,6 +186,7 @@ class Worker:
             queue_metrics=PrometheusMetricsProvider(registry=registry),
             metrics=PrometheusControllerMetrics(registry=registry),
             caches=WorkerCaches(hooks, ssa),
+            worker_id=settings.worker_id,
         )
         membership = Membership(
             link,

@@ -19,7 +19,7 @@ read-only, as reconcilers treat snapshot objects.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -232,11 +232,12 @@ Responder = Callable[[dict[str, Any]], bytes]
 @dataclass
 class ScriptedHooks:
     """A hook client whose answers come from ``respond(request)``; with ``keep`` it records
-    each request and the ETag cache variant it was made with."""
+    each request, the ETag cache variant and the headers it was made with."""
 
     respond: Responder
     requests: list[tuple[HookEndpoint, dict[str, Any]]] = field(default_factory=list)
     variants: list[Hashable] = field(default_factory=list)
+    headers: list[Mapping[str, str]] = field(default_factory=list)
     keep: bool = True
 
     async def call_decoded(
@@ -247,9 +248,11 @@ class ScriptedHooks:
         decode: Callable[[bytes], T],
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
+        headers: Mapping[str, str] | None = None,
     ) -> T:
         request = orjson.loads(body)
         if self.keep:
             self.requests.append((endpoint, request))
             self.variants.append(cache_variant)
+            self.headers.append(headers or {})
         return decode(self.respond(request))

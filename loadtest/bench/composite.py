@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import Any, TypeVar
 
 import orjson
@@ -185,6 +185,7 @@ class _Hook:
         decode: Callable[[bytes], T],
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
+        headers: Mapping[str, str] | None = None,
     ) -> T:
         return decode(ANSWER)
 

@@ -12,14 +12,16 @@ Contract (see ``proto.wire.messages`` for the messages):
 - Messages carrying another epoch than the current one are ignored (a NACK of a FETCH of an
   older epoch still fails that fetch). Every message of the current epoch counts as contact.
 - While welcomed, a HEARTBEAT (with load) goes out every ``heartbeat_interval`` given by the
-  coordinator. After the fence timeout (``workers.link.standing``) without contact the worker
-  fences itself: it cancels its running reconciles, forgets its queues and slots, recreates
-  its socket and starts joining again.
-- A process whose heartbeat loop stalled (stopped, swapped out, blocked) for longer than the
-  fence timeout plus one heartbeat interval fences too, whatever it reads after the stall:
-  the coordinator, hearing nothing, may have given its slots away, and the messages that
-  waited in the socket were sent before it did. So the worker is not in contact from the
-  moment its heartbeat loop is that late until it has fenced.
+  coordinator; one that could be queued on the link counts as sent (``Standing.sent``).
+  Once the fence deadline has passed (``workers.link.standing``: the fence timeout after the
+  last message heard or the last heartbeat sent, whichever is earlier) the worker fences
+  itself: it cancels its running reconciles, forgets its queues and slots, recreates its
+  socket and starts joining again.
+- So a process whose heartbeat loop stalled (stopped, swapped out, blocked) for longer than
+  the fence timeout fences too, whatever it reads after the stall: the coordinator, hearing
+  nothing, may have given its slots away, and the messages that waited in the socket were
+  sent before it did. The worker is not in contact from the moment its deadline passed until
+  it has fenced (``Standing.in_contact``).
 - A BYE from the coordinator fences at once and is answered with BYE once fenced (the
   coordinator's next leader then knows this worker stopped). A NACK(STALE_EPOCH) with
   request id 0 (the coordinator does not know this worker) makes it join again. While not
@@ -157,16 +159,18 @@ class Membership:
         while True:
             if standing.welcomed:
                 now = self._clock.now()
-                stalled, silent = now - standing.last_tick, now - standing.last_contact
-                if stalled > standing.stall_limit:
-                    self._fence(f"this process stalled for {stalled:.1f}s")
+                if now > standing.deadline():
+                    stalled, silent = now - standing.last_sent, now - standing.last_contact
+                    self._fence(
+                        f"this process stalled for {stalled:.1f}s"
+                        if stalled >= silent
+                        else f"no word from the coordinator for {silent:.1f}s"
+                    )
                     continue
-                if silent > standing.fence_timeout:
-                    self._fence(f"no word from the coordinator for {silent:.1f}s")
-                    continue
-                standing.last_tick = now
                 work = self._work
-                await self._link.send(Heartbeat(standing.epoch or 0, work.in_flight, work.queued))
+                beat = Heartbeat(standing.epoch or 0, work.in_flight, work.queued)
+                if await self._link.send(beat):
+                    standing.sent(now)
                 await self._clock.sleep(standing.heartbeat_interval)
             else:
                 if not standing.leaving:
@@ -226,7 +230,7 @@ class Membership:
         elif isinstance(msg, Nack):
             self._snapshots.refuse(msg)
         elif isinstance(msg, Assign):
-            standing.assign(msg.slots)
+            standing.assign(msg.slots, msg.generation)
             for key in msg.keys:
                 work.enqueue(key, Priority.LOW)
             log.info(

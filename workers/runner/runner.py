@@ -8,11 +8,15 @@ Invariants:
   is never reconciled twice at once (the queue's contract; a key whose reconcile was
   cancelled, its controller removed and added again, starts again only once the cancelled
   one has ended; across workers, the coordinator's slot ownership).
-- A reconcile starts only when the ``Gate`` allows it for the key (``workers.link.standing``:
-  the worker is joined, not leaving, and owns the key's slot); otherwise the key is dropped:
-  the coordinator hands it to whoever owns it, with all other keys of the slot. Contact with
-  the coordinator is checked later, before each write and hook call
-  (``workers.link.fencing``).
+- A reconcile starts only when the ``Gate`` gives a ``Claim`` for the key
+  (``workers.link.standing``: the worker is joined, not leaving, and owns the key's slot);
+  otherwise the key is dropped: the coordinator hands it to whoever owns it, with all other
+  keys of the slot. The reconcile runs under that claim, with an attempt id of its own
+  (``<worker id>/<process tag>/<n>``, unique): its hook requests carry them. Contact with the
+  coordinator is checked later, right before each write and hook call
+  (``workers.link.fencing``); a reconcile stopped there (``OutOfContact``) is retried with
+  backoff, not counted as a failure: if the worker fences meanwhile, the retry is dropped with
+  the rest of its queues, and if it was only a pause, the key is not lost.
 - A reconcile fetches its key's snapshot from the ``SnapshotSource``
   (``workers.link.snapshots``), then hands it to the controller's ``Reconciler``.
 - After each reconcile: success -> ``forget``; ``Outcome.requeue_after`` -> ``forget`` and
@@ -43,7 +47,10 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import itertools
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -52,6 +59,7 @@ from proto.runtime.clock import SYSTEM_CLOCK, Clock
 from proto.runtime.logs import get_logger
 from proto.wire import ControllerDef, ParentKey, Priority, Snapshot
 from workers.reconcile import (
+    Claim,
     Outcome,
     Reconciler,
     ReconcileRequest,
@@ -79,7 +87,9 @@ class SnapshotSource(Protocol):
 class Gate(Protocol):
     """Whether a reconcile may start (``workers.link.standing.Standing``)."""
 
-    def owns(self, key: ParentKey) -> bool: ...
+    def claim(self, key: ParentKey) -> Claim | None:
+        """What a reconcile of ``key`` may start under now; None: it may not start here."""
+        ...
 
 
 class Caches(Protocol):
@@ -97,6 +107,11 @@ class Caches(Protocol):
 
 class KeyDropped(Exception):
     """The key cannot be reconciled here now (not owner, unknown, no coordinator): drop it."""
+
+
+class OutOfContact(Exception):
+    """The worker may not act now (too close to its fence deadline, or past it): nothing was
+    sent; retry the key later (module docstring)."""
 
 
 def queue_name(definition: ControllerDef) -> str:
@@ -126,6 +141,7 @@ class Runner:
         queue_metrics: MetricsProvider | None = None,
         metrics: ControllerMetrics | None = None,
         caches: Caches | None = None,
+        worker_id: str = "",
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -142,6 +158,8 @@ class Runner:
         self._running: dict[ParentKey, asyncio.Task[tuple[Outcome, ReconcileRequest]]] = {}
         self._barriers: dict[ParentKey, dict[str, int]] = {}
         self._requests: dict[ParentKey, ReconcileRequest] = {}  # of the running reconciles
+        self._attempt_prefix = f"{worker_id}/{uuid.uuid4().hex[:8]}/"
+        self._attempts = itertools.count(1)
 
     # --- controllers --------------------------------------------------------------------------
 
@@ -283,10 +301,13 @@ class Runner:
         cancelled = self._running.get(key)
         if cancelled is not None:  # of the controller's previous queue, still ending
             await asyncio.wait((cancelled,))
-        if not self._gate.owns(key):
+        claim = self._gate.claim(key)
+        if claim is None:
             queue.forget(key)
             return
-        task = asyncio.create_task(self._reconcile(controller.reconciler, key))
+        attempt = f"{self._attempt_prefix}{next(self._attempts)}"
+        claim = dataclasses.replace(claim, attempt=attempt)
+        task = asyncio.create_task(self._reconcile(controller.reconciler, key, claim))
         self._running[key] = task
         controller.active += 1
         self._metrics.set_active(name, controller.active)
@@ -301,6 +322,10 @@ class Runner:
         except KeyDropped as e:
             queue.forget(key)
             log.debug("key dropped", controller=name, key=_fmt(key), reason=str(e))
+            return
+        except OutOfContact as e:
+            queue.add_rate_limited(key)
+            log.info("not acting: retried later", controller=name, key=_fmt(key), reason=str(e))
             return
         except RequeueAfter as e:
             queue.add_after(key, e.delay)
@@ -345,9 +370,10 @@ class Runner:
         )
 
     async def _reconcile(
-        self, reconciler: Reconciler, key: ParentKey
+        self, reconciler: Reconciler, key: ParentKey, claim: Claim
     ) -> tuple[Outcome, ReconcileRequest]:
-        """Fetch the snapshot and run the reconciler: its outcome and what it recorded."""
+        """Fetch the snapshot and run the reconciler under ``claim``: its outcome and what it
+        recorded."""
         barrier = self._barriers.pop(key, {})
         try:
             snapshot = await self._snapshots.fetch(key, {r: str(v) for r, v in barrier.items()})
@@ -355,7 +381,7 @@ class Runner:
             if barrier:  # not satisfied: keep it for the next attempt
                 self._barriers[key] = barrier
             raise
-        request = self._requests[key] = ReconcileRequest(key, snapshot)
+        request = self._requests[key] = ReconcileRequest(key, snapshot, claim)
         try:
             return await reconciler.reconcile(request), request
         finally:

@@ -11,7 +11,8 @@
   material and credentials come resolved in the definition (``ControllerDef.connections``,
   given as ``connections``);
   ``cache_key`` (the parent's key) lets the hook's ETag cache serve a 304, with an entry per
-  ``cache_variant`` (the revision a rollout calls the hook for). A hook answering 429 raises
+  ``cache_variant`` (the revision a rollout calls the hook for); ``headers`` go with the request
+  (the attempt's fencing headers, ``proto.hooks.attempt``). A hook answering 429 raises
   ``RequeueAfter`` with its ``Retry-After`` delay (not a failure); any other hook error
   (transport, timeout, status) or a malformed answer raises ``SyncFailure`` with the message
   ``<failed>: <error>``.
@@ -53,11 +54,12 @@ class Hooks(Protocol):
         decode: Callable[[bytes], T],
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
+        headers: Mapping[str, str] | None = None,
     ) -> T:
         """POST ``body``; ``decode`` of the answer, which runs before the call is counted (a
         ``HookResponseError`` it raises counts as ``invalid-response``, not as the 200).
         ``cache_key`` (the parent's key) lets the hook's ETag cache serve a 304; each
-        ``cache_variant`` of it has its own entry."""
+        ``cache_variant`` of it has its own entry. ``headers`` go with the request."""
         ...
 
 
@@ -126,6 +128,7 @@ class HookCaller:
         failed: str,
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
+        headers: Mapping[str, str] | None = None,
     ) -> D:
         mode = self._defined[name].response_mode
         started = time.perf_counter()
@@ -144,6 +147,7 @@ class HookCaller:
                     decode=decoded,
                     cache_key=cache_key,
                     cache_variant=cache_variant,
+                    headers=headers,
                 )
             finally:
                 request.hook_seconds += (answered or time.perf_counter()) - started

@@ -16,8 +16,9 @@ each kind; what differs, the kind supplies through its ``KindSteps`` (``workers.
    through the ``HookCall`` it is given (once; a rollout once per revision), which POSTs the
    kind's request (``KindSpec.encode``, the snapshot's raw JSON embedded:
    ``workers.sync.hookrequest``) and decodes the answer (``KindSpec.decode``); the parent's
-   key is the ETag cache key. The kind checks the desired children (``desired_children``)
-   before anything is written.
+   key is the ETag cache key, and the request carries the reconcile's attempt headers
+   (``proto.hooks.attempt``: its ``Claim`` and the parent as sent). The kind checks the
+   desired children (``desired_children``) before anything is written.
 5. Then three phases, in the order the kind gives (``KindSpec.phases``; Metacontroller's
    order differs by kind):
 
@@ -57,6 +58,7 @@ from proto.api.hooks import DesiredChild
 from proto.api.hooks import desired_children as check_children
 from proto.api.objectmap import TypeKey
 from proto.api.selectors import Selector
+from proto.hooks.attempt import attempt_headers
 from proto.wire import ControllerDef, ParentKey
 from workers.apply import ControllerRef
 from workers.reconcile import Outcome, ReconcileRequest
@@ -221,6 +223,10 @@ class HookCall(Generic[R]):
             related=related,
         )
         body = self.spec.encode(HookRequest(self.controller, raw, found, related_map, finalizing))
+        claim = request.claim
+        headers = attempt_headers(
+            epoch=claim.epoch, generation=claim.generation, attempt=claim.attempt, parent=version
+        )
         return await self.hooks.call(
             name,
             body,
@@ -229,6 +235,7 @@ class HookCall(Generic[R]):
             failed=f"{name.value} hook failed for {self.parent.describe(version)}",
             cache_key=request.key,
             cache_variant=revision,
+            headers=headers,
         )
 
 

@@ -19,7 +19,7 @@ from proto.hooks.client import HookEndpoint
 from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
 from workers.kinds.composite.steps import CompositeSteps
-from workers.reconcile import Outcome, Reconciler, ReconcileRequest
+from workers.reconcile import Claim, Outcome, Reconciler, ReconcileRequest
 from workers.sync.template import SyncTemplate
 
 THINGS = Resource("e2e.metashard.io", "v1", "things", "Thing", True, subresources=("status",))
@@ -160,12 +160,16 @@ class World:
     def get(self, name: str, resource: Resource = CONFIGMAPS) -> dict[str, Any] | None:
         return self.cluster.get(resource, NS, name)
 
-    async def sync(self, name: str = "p", **snapshot: Any) -> Outcome:
+    async def sync(
+        self, name: str = "p", *, claim: Claim | None = None, **snapshot: Any
+    ) -> Outcome:
         key = ParentKey("CompositeController", "cc", "things.e2e.metashard.io", NS, name)
         children = (
             [CONFIGMAPS, SECRETS] if len(self.cc["spec"]["childResources"]) > 1 else [CONFIGMAPS]
         )
-        request = ReconcileRequest(key, self.cluster.snapshot(key, THINGS, children, **snapshot))
+        request = ReconcileRequest(
+            key, self.cluster.snapshot(key, THINGS, children, **snapshot), claim or Claim()
+        )
         self.last_request = request
         self.cluster.calls.clear()
         return await self.reconciler.reconcile(request)

@@ -85,3 +85,14 @@ def test_the_apply_strategy_reaches_the_worker_settings() -> None:
     )
     assert (s.apply.strategy, s.apply.field_manager) == ("server-side-apply", "mine")
     assert s.notices == ()
+
+
+def test_the_unsafe_fence_timeout_is_hidden_and_unset_by_default(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = ["--coordinator", "tcp://c:1"]
+    assert from_args(base, {}).unsafe_fence_timeout is None
+    assert from_args([*base, "--unsafe-fence-timeout", "30s"], {}).unsafe_fence_timeout == 30.0
+    with pytest.raises(SystemExit):
+        from_args(["--help"], {})
+    assert "fence" not in capsys.readouterr().out

@@ -56,11 +56,14 @@ class Pipe:
     sent: asyncio.Queue[Message] = field(default_factory=asyncio.Queue)
     to_worker: asyncio.Queue[Message] = field(default_factory=asyncio.Queue)
     reconnects: int = 0
+    full: bool = False  # nothing can be queued (a full send buffer)
 
     async def send(self, msg: Message, *, wait: float = 0.0) -> bool:
         return self.send_now(msg)
 
     def send_now(self, msg: Message) -> bool:
+        if self.full:
+            return False
         self.sent.put_nowait(msg)
         return True
 
@@ -329,3 +332,20 @@ async def test_a_stalled_worker_fences_though_the_coordinator_spoke_during_the_s
     assert not world.standing.in_contact()
     assert world.script.running == 0 and not world.standing.welcomed
     assert world.pipe.reconnects == 1
+
+
+@pytest.mark.asyncio
+async def test_heartbeats_that_cannot_leave_end_contact_though_the_coordinator_speaks(
+    world: World,
+) -> None:
+    """The coordinator counts silence from the last heartbeat it got: hearing from it is not
+    enough to keep acting once this worker's heartbeats stopped leaving."""
+    await world.welcome()
+    world.pipe.full = True
+    for _ in range(3):  # 0.3 s: the coordinator keeps talking
+        world.send(Heartbeat(5))
+        await world.advance(INTERVAL)
+    assert world.standing.in_contact()
+    world.send(Heartbeat(5))
+    await world.advance(INTERVAL + INTERVAL / 2)  # the last heartbeat left 0.45 s ago
+    assert not world.standing.welcomed and world.pipe.reconnects == 1

@@ -8,9 +8,9 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from proto.wire import ControllerDef, ControllerKind, ParentKey, Priority, Snapshot
-from workers.reconcile import Outcome, ReconcileRequest, RequeueAfter
+from workers.reconcile import Claim, Outcome, ReconcileRequest, RequeueAfter
 from workers.runner.metrics import PrometheusControllerMetrics
-from workers.runner.runner import KeyDropped, Runner
+from workers.runner.runner import KeyDropped, OutOfContact, Runner
 
 
 def definition(name: str = "cc", version: str = "1") -> ControllerDef:
@@ -27,6 +27,7 @@ class Script:
     def __init__(self) -> None:
         self.calls: list[tuple[str, Mapping[str, str]]] = []
         self.reconciled: list[str] = []
+        self.claims: list[Claim] = []
         self.actions: dict[str, list[object]] = {}
         self.running = 0
         self.peak = 0
@@ -41,6 +42,7 @@ class Script:
 
     async def reconcile(self, request: ReconcileRequest) -> Outcome:
         self.reconciled.append(request.key.name)
+        self.claims.append(request.claim)
         self.running += 1
         self.peak = max(self.peak, self.running)
         try:
@@ -64,8 +66,8 @@ class Gate:
     def __init__(self, open: bool = True) -> None:
         self.open = open
 
-    def owns(self, key: ParentKey) -> bool:
-        return self.open
+    def claim(self, key: ParentKey) -> Claim | None:
+        return Claim(3, 9) if self.open else None
 
 
 class Caches:
@@ -132,6 +134,7 @@ async def test_outcomes_and_metrics() -> None:
         "busy": [RequeueAfter(20.0, "hook busy")],
         "bad": [RuntimeError("boom")],
         "gone": [KeyDropped("not owner")],
+        "paused": [OutOfContact("past the deadline")],
     }
     r = runner(script, metrics=PrometheusControllerMetrics(registry=registry))
     r.set_controllers((definition(),))
@@ -150,7 +153,24 @@ async def test_outcomes_and_metrics() -> None:
     queue = r._controllers["CompositeController-cc"].queue
     assert queue.num_requeues(key("bad")) == 1  # backoff counted for the failure only
     assert queue.num_requeues(key("busy")) == 0
+    assert queue.num_requeues(key("paused")) == 1  # retried with backoff, not an error
+    assert queue.num_requeues(key("gone")) == 0  # dropped
     assert len(queue) == 0  # the retries wait for their delays
+    await r.close()
+
+
+@pytest.mark.asyncio
+async def test_each_reconcile_runs_under_the_gates_claim_with_an_attempt_id_of_its_own() -> None:
+    script = Script()
+    r = runner(script, worker_id="w-7")
+    r.set_controllers((definition(),))
+    for name in "aab":
+        r.enqueue(key(name), Priority.LIVE)
+        await settle()
+    assert [(c.epoch, c.generation) for c in script.claims] == [(3, 9)] * 3
+    attempts = [c.attempt for c in script.claims]
+    assert len(set(attempts)) == 3
+    assert all(a.startswith("w-7/") and a.count("/") == 2 for a in attempts)
     await r.close()
 
 

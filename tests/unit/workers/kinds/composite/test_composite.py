@@ -31,7 +31,7 @@ from tests.unit.workers.composite_world import (
 )
 from workers.apply import LAST_APPLIED_ANNOTATION
 from workers.kinds.composite.rollouts import REVISIONS
-from workers.reconcile import Outcome, RequeueAfter
+from workers.reconcile import Claim, Outcome, RequeueAfter
 from workers.sync.errors import StaleSnapshot, SyncFailure
 
 pytestmark = pytest.mark.asyncio
@@ -89,6 +89,21 @@ async def test_sync_request_carries_the_claimed_children_and_declared_groups() -
     assert list(request["children"]["ConfigMap.v1"]) == ["p-0"]
     assert request["children"]["Secret.v1"] == {}
     assert request["related"] == {}
+
+
+async def test_sync_request_carries_the_attempt_headers_of_its_claim_and_parent() -> None:
+    world = World()
+    parent = await world.parent(spec={"children": 1, "data": "x"})
+    await world.sync(claim=Claim(epoch=4, generation=17, attempt="w-1/ab12cd34/9"))
+    meta = parent["metadata"]
+    assert world.hooks.headers[-1] == {
+        "X-Metashard-Epoch": "4",
+        "X-Metashard-Slot-Generation": "17",
+        "X-Metashard-Attempt": "w-1/ab12cd34/9",
+        "X-Metashard-Parent-Uid": meta["uid"],
+        "X-Metashard-Parent-Resource-Version": meta["resourceVersion"],
+        "X-Metashard-Parent-Generation": str(meta["generation"]),
+    }
 
 
 async def test_v2_hooks_see_namespace_slash_name_keys_and_related_objects() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, TypeVar
 
 import orjson
@@ -91,10 +91,16 @@ class KeyedHooks:
         decode: Callable[[bytes], T],
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
+        headers: Mapping[str, str] | None = None,
     ) -> T:
         self.calls.append((endpoint, cache_key))
         return await self.hooks.call_decoded(
-            endpoint, body, decode=decode, cache_key=cache_key, cache_variant=cache_variant
+            endpoint,
+            body,
+            decode=decode,
+            cache_key=cache_key,
+            cache_variant=cache_variant,
+            headers=headers,
         )
 
 
