@@ -22,6 +22,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
@@ -180,6 +182,63 @@ async def test_related_resources(kube: Client, namespace: str, run_example: Run)
     # A change of the related source alone syncs the Mirror again.
     await kube.patch(CONFIGMAPS, "settings", {"data": {"colour": "green"}}, namespace=namespace)
     await eventually(lambda: mirrored({"colour": "green"}), message="the copy did not follow")
+
+
+async def test_fencing(kube: Client, namespace: str, run_example: Run) -> None:
+    """The hook publishes once per generation with the token of the attempt it acted on, and
+    refuses an attempt older than that one."""
+    await run_example("fencing")
+    notices = await kube.resource("examples.metashard.io/v1", resource="notices")
+    ccs = await kube.resource("metacontroller.k8s.io/v1alpha1", resource="compositecontrollers")
+    controller = await kube.get(ccs, "fencing")
+    base = controller["spec"]["hooks"]["sync"]["webhook"]["url"].removesuffix("/sync")
+
+    def call(method: str, path: str, body: Any = None, **headers: str) -> tuple[int, Any]:
+        request = urllib.request.Request(
+            base + path,
+            method=method,
+            headers=headers,
+            data=None if body is None else (json.dumps(body).encode()),
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status, json.loads(answer.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read())
+
+    async def published(generation: int) -> bool:
+        notice = await get(kube, notices, "maintenance", namespace)
+        receipt = await get(kube, CONFIGMAPS, "maintenance-receipt", namespace)
+        return (
+            (notice.get("status") or {}).get("publishedGeneration") == generation
+            and receipt is not None
+            and receipt["data"]["generation"] == str(generation)
+        )
+
+    await eventually(lambda: published(1), message="not published")
+    _, outbox = await asyncio.to_thread(call, "GET", "/outbox")
+    (first,) = outbox
+    assert first["generation"] == 1 and first["attempt"].count("/") == 2
+    epoch, generation = first["token"]
+
+    parent = await kube.get(notices, "maintenance", namespace=namespace)
+    stale = {"X-Metashard-Epoch": str(epoch), "X-Metashard-Slot-Generation": str(generation - 1)}
+    status, answer = await asyncio.to_thread(call, "POST", "/sync", {"parent": parent}, **stale)
+    assert status == 409 and "stale attempt" in answer["error"]
+    current = {"X-Metashard-Epoch": str(epoch), "X-Metashard-Slot-Generation": str(generation)}
+    status, _ = await asyncio.to_thread(call, "POST", "/sync", {"parent": parent}, **current)
+    assert status == 200
+
+    await kube.patch(
+        notices, "maintenance", {"spec": {"message": "Postponed."}}, namespace=namespace
+    )
+    await eventually(lambda: published(2), message="the new message was not published")
+    _, outbox = await asyncio.to_thread(call, "GET", "/outbox")
+    assert [(o["generation"], o["message"]) for o in outbox] == [
+        (1, "The cluster is upgraded on Sunday."),
+        (2, "Postponed."),
+    ]
+    assert tuple(outbox[1]["token"]) >= (epoch, generation)
 
 
 async def test_decorator(kube: Client, namespace: str, run_example: Run) -> None:
