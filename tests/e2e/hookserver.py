@@ -4,11 +4,14 @@
 its own thread and event loop, so it outlives any one test's event loop and can be shared by a
 module. ``program(controller, handler)`` sets how one controller's hooks answer:
 ``handler(hook, request)`` gets the hook name (``sync``, ``finalize``) and the decoded request,
-and returns a ``Reply`` or, for a plain 200, the JSON answer itself. ``calls(controller)``
-lists what was received, ``(time, hook, request)``. ``url(controller, hook)`` is what the
-CompositeController's webhook points at. ``overlaps(controller)`` lists the calls that arrived
-for a parent (by uid) while another call for the same parent was still being answered: the
-runtime promises there are none.
+and returns a ``Reply`` or, for a plain 200, the JSON answer itself; ``program(...,
+with_headers=True)`` passes the request's headers as a third argument. ``calls(controller)``
+lists what was received, ``(time, hook, request)``; ``received(controller)`` the same as
+``Received`` records, with the headers and when the answer was done (the chaos test judges
+overlapping calls by them). ``url(controller, hook)`` is what the CompositeController's webhook
+points at. ``measure_pauses()`` starts a ticker on the server's event loop (every 10 ms) that
+records each time it woke more than 20 ms late (``pauses()``): the server itself was paused,
+and calls it handled then may look longer, or later, than they were.
 
 Transport features, for the hook-transport tests: ``HookServer(tls=context)`` serves HTTPS
 (``url`` says ``https``) and closes every connection after its answer, so each call makes a
@@ -47,7 +50,21 @@ class Reply:
         return cls(body=orjson.dumps(answer), **kwargs)
 
 
-Handler = Callable[[str, dict[str, Any]], "Reply | dict[str, Any]"]
+Handler = Callable[..., "Reply | dict[str, Any]"]
+"""``handler(hook, request)``, or ``handler(hook, request, headers)`` (module docstring)."""
+PAUSE_TICK = 0.01
+PAUSE_MIN = 0.02
+
+
+@dataclass
+class Received:
+    """One call a controller's hook answered (or is answering)."""
+
+    hook: str
+    request: dict[str, Any]
+    headers: dict[str, str]
+    arrived: float  # time.monotonic(), shared by the processes of this machine
+    answered: float | None = None  # None: still being answered
 
 
 @dataclass
@@ -57,6 +74,7 @@ class _Options:
     refused: int = 0
     full_answers: int = 0
     not_modified: int = 0
+    with_headers: bool = False
 
 
 class HookServer:
@@ -64,9 +82,9 @@ class HookServer:
         self._tls = tls
         self._options: dict[str, _Options] = {}
         self._handlers: dict[str, Handler] = {}
-        self._calls: dict[str, list[tuple[float, str, dict[str, Any]]]] = {}
-        self._answering: dict[tuple[str, str], int] = {}
-        self._overlaps: dict[str, list[tuple[float, str]]] = {}
+        self._received: dict[str, list[Received]] = {}
+        self._pauses: list[tuple[float, float]] = []
+        self._metering = False
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -95,11 +113,13 @@ class HookServer:
         *,
         authorization: str | None = None,
         etag: bool = False,
+        with_headers: bool = False,
     ) -> None:
         with self._lock:
             self._handlers[controller] = handler
             options = self._options.setdefault(controller, _Options())
             options.authorization, options.etag = authorization, etag
+            options.with_headers = with_headers
 
     def refused(self, controller: str) -> int:
         """Calls answered 401 for a missing or wrong ``Authorization`` header."""
@@ -115,17 +135,40 @@ class HookServer:
         with self._lock:
             return self._options.get(controller, _Options()).not_modified
 
-    def overlaps(self, controller: str) -> list[tuple[float, str]]:
-        """``(time, parent uid)`` of each call that overlapped another for the same parent."""
+    def received(self, controller: str) -> list[Received]:
         with self._lock:
-            return list(self._overlaps.get(controller, ()))
+            return list(self._received.get(controller, ()))
 
     def calls(
         self, controller: str, hook: str | None = None
     ) -> list[tuple[float, str, dict[str, Any]]]:
+        return [
+            (r.arrived, r.hook, r.request)
+            for r in self.received(controller)
+            if hook is None or r.hook == hook
+        ]
+
+    def measure_pauses(self) -> None:
+        """Start recording the server's own pauses (module docstring), once."""
         with self._lock:
-            found = list(self._calls.get(controller, ()))
-        return [c for c in found if hook is None or c[1] == hook]
+            if self._metering:
+                return
+            self._metering = True
+        asyncio.run_coroutine_threadsafe(self._meter(), self._loop)
+
+    def pauses(self) -> list[tuple[float, float]]:
+        """``(start, end)`` of each pause measured so far."""
+        with self._lock:
+            return list(self._pauses)
+
+    async def _meter(self) -> None:
+        while True:
+            due = time.monotonic() + PAUSE_TICK
+            await asyncio.sleep(PAUSE_TICK)
+            now = time.monotonic()
+            if now - due > PAUSE_MIN:
+                with self._lock:
+                    self._pauses.append((due, now))
 
     async def _serve(self) -> None:
         app = web.Application(client_max_size=64 << 20)
@@ -139,23 +182,18 @@ class HookServer:
         self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        controller = request.match_info["controller"]
+        arrived = time.monotonic()
         body = orjson.loads(await request.read())
-        parent = body.get("parent") or body.get("object") or {}
-        uid = str((parent.get("metadata") or {}).get("uid", ""))
-        ident = (controller, uid)
-        with self._lock:
-            if uid and self._answering.get(ident, 0):
-                self._overlaps.setdefault(controller, []).append((time.monotonic(), uid))
-            self._answering[ident] = self._answering.get(ident, 0) + 1
+        received = Received(
+            request.match_info["hook"], body, dict(request.headers), arrived, answered=None
+        )
         try:
-            return await self._answer(request, body)
+            return await self._answer(request, received)
         finally:
-            with self._lock:
-                self._answering[ident] -= 1
+            received.answered = time.monotonic()
 
-    async def _answer(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
-        controller, hook = request.match_info["controller"], request.match_info["hook"]
+    async def _answer(self, request: web.Request, received: Received) -> web.StreamResponse:
+        controller, hook, body = request.match_info["controller"], received.hook, received.request
         with self._lock:
             options = self._options.get(controller, _Options())
             if options.authorization and request.headers.get("Authorization") != (
@@ -163,12 +201,15 @@ class HookServer:
             ):
                 options.refused += 1
                 return self._close(web.Response(status=401, text="wrong or missing credentials"))
-            self._calls.setdefault(controller, []).append((time.monotonic(), hook, body))
+            self._received.setdefault(controller, []).append(received)
             handler = self._handlers.get(controller)
         if handler is None:
             return web.Response(status=404, text=f"no handler for {controller}")
         try:
-            answer = handler(hook, body)
+            if options.with_headers:
+                answer = handler(hook, body, received.headers)
+            else:
+                answer = handler(hook, body)
         except Exception as err:  # a broken test handler answers 500 and says why
             return web.Response(status=500, text=f"handler failed: {err!r}")
         reply = answer if isinstance(answer, Reply) else Reply.json(answer)
