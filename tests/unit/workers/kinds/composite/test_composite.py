@@ -17,7 +17,7 @@ import structlog
 from proto.api.errors import InvalidControllerError
 from proto.hooks.errors import HookRetryAfter, HookStatusError, HookTransportError
 from proto.kube import errors
-from proto.wire import ControllerDef, ControllerKind
+from proto.wire import ControllerDef, ControllerKind, ParentKey
 from tests.unit.workers.composite_world import (
     CONFIGMAPS,
     NS,
@@ -31,7 +31,7 @@ from tests.unit.workers.composite_world import (
 )
 from workers.apply import LAST_APPLIED_ANNOTATION
 from workers.kinds.composite.rollouts import REVISIONS
-from workers.reconcile import Claim, Outcome, RequeueAfter
+from workers.reconcile import Claim, Outcome, ReconcileRequest, RequeueAfter
 from workers.sync.errors import StaleSnapshot, SyncFailure
 
 pytestmark = pytest.mark.asyncio
@@ -104,6 +104,32 @@ async def test_sync_request_carries_the_attempt_headers_of_its_claim_and_parent(
         "X-Metashard-Parent-Resource-Version": meta["resourceVersion"],
         "X-Metashard-Parent-Generation": str(meta["generation"]),
     }
+
+
+async def test_a_stale_owners_writes_fail_on_their_preconditions_and_change_nothing() -> None:
+    """A worker that lost the parent syncs from the snapshot it had: the child update and the
+    status write it makes carry the resourceVersions it saw, so both fail with a conflict
+    (left to the next sync) and overwrite nothing the new owner wrote."""
+    world = World()
+    await world.parent(spec={"children": 1, "data": "one"})
+    await world.sync()
+    key = ParentKey("CompositeController", "cc", "things.e2e.metashard.io", NS, "p")
+    stale = world.cluster.snapshot(key, THINGS, [CONFIGMAPS])  # the old owner's snapshot
+    await world.cluster.patch(THINGS, "p", {"spec": {"data": "two"}}, namespace=NS)
+    await world.sync()  # the new owner
+    child, parent = world.get("p-0"), world.cluster.get(THINGS, NS, "p")
+    assert child is not None and child["data"]["value"] == "two"
+    world.answer = lambda request: {
+        "status": {"by": "the old owner"},
+        "children": [{**fanout(request)["children"][0], "data": {"value": "stale", "index": "0"}}],
+    }
+    world.cluster.calls.clear()
+    await world.reconciler.reconcile(ReconcileRequest(key, stale))  # conflicts are let go
+    assert world.writes() == [
+        ("PUT", "configmaps", "", "ns", "p-0"),
+        ("PUT", "things", "status", "ns", "p"),
+    ]
+    assert world.get("p-0") == child and world.cluster.get(THINGS, NS, "p") == parent
 
 
 async def test_v2_hooks_see_namespace_slash_name_keys_and_related_objects() -> None:
