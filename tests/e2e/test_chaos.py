@@ -332,6 +332,12 @@ async def create_things(kube: Client, namespace: str, controller: str) -> dict[s
     return expected
 
 
+def private_endpoint(procs: Processes) -> None:
+    """Coordinators bind an ipc socket in the test's directory: a TCP port chosen up front can
+    be taken by another program of a busy machine before the first coordinator binds it."""
+    procs.endpoint = f"ipc://{procs.workdir}/coordinator-{secrets.token_hex(3)}"
+
+
 def findings(hooks: HookServer, controller: str, procs: Processes, writes: Writes) -> list[Finding]:
     """Every overlap, stale call and stale write, with what explains it."""
     calls = [
@@ -371,6 +377,7 @@ async def test_chaos(
     rng = random.Random(int(os.environ.get("METASHARD_CHAOS_SEED", "0")) or None)
     expected = await create_things(kube, namespace, chaos_controller)
     names = sorted(expected)
+    private_endpoint(procs)
     chaos = Chaos(procs, faults, rng)
     chaos.coordinator()
     chaos.coordinator()
@@ -478,6 +485,7 @@ async def test_a_broken_fence_is_caught(
     expected = await create_things(kube, namespace, chaos_controller)
     procs.env["METASHARD_HOLD"] = "0.5"
     held = "tests.e2e.held:factory"
+    private_endpoint(procs)
     procs.coordinator()
     procs.worker("steady", reconciler=held)
     extra = ["--unsafe-fence-timeout", "30s"] if fence == "broken" else []
