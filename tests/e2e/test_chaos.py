@@ -146,6 +146,7 @@ class Chaos:
         self.workers: dict[str, Proc] = {}
         self.killed: set[int] = set()  # pids the test killed (SIGKILL)
         self.stopped: set[int] = set()  # pids the test stopped (SIGTERM)
+        self.logged: dict[int, int] = {}  # a worker's pid -> the size of its log at its start
         self.next_worker = 0
         self.next_coordinator = 0
 
@@ -158,7 +159,8 @@ class Chaos:
         if worker_id is None:
             worker_id = f"w{self.next_worker}"
             self.next_worker += 1
-        self.workers[worker_id] = self.procs.worker(worker_id)
+        proc = self.workers[worker_id] = self.procs.worker(worker_id)
+        self.logged[proc.popen.pid] = proc.log.stat().st_size  # a restart appends to the log
 
     def live_workers(self) -> list[str]:
         return [w for w, p in self.workers.items() if p.alive]
@@ -246,13 +248,16 @@ class Chaos:
             self.worker()
 
     def unexpected_exits(self) -> list[str]:
-        """Processes that exited though the test did not stop them, or stopped uncleanly."""
+        """Processes that exited though the test did not stop them, or stopped uncleanly: a
+        stopped one exits 0, or by the SIGTERM itself if it came before the worker had set up
+        anything (it logged nothing)."""
         found = []
         for proc in self.procs.procs:
             code, pid = proc.popen.poll(), proc.popen.pid
             if code is None or pid in self.killed:
                 continue
-            if pid not in self.stopped or code != 0:
+            unborn = code == -signal.SIGTERM and self.logged.get(pid) == proc.log.stat().st_size
+            if pid not in self.stopped or not (code == 0 or unborn):
                 found.append(f"{proc.name} (pid {pid}) exited {code}")
         return found
 
