@@ -116,7 +116,7 @@ class Stale(Exception):
 @pytest.mark.asyncio
 async def test_ready_is_asked_before_every_attempt_and_may_stop_a_retry_unsent() -> None:
     clock = FakeClock()
-    calls: list[tuple[str, int]] = []
+    metrics = Attempts()
     asked: list[float] = []
     server = FakeApiServer()
     server.route("PUT", PATH, THROTTLED, OK)
@@ -126,13 +126,11 @@ async def test_ready_is_asked_before_every_attempt_and_may_stop_a_retry_unsent()
         if len(asked) > 1:  # the retry, 2 s later: no longer allowed
             raise Stale
 
-    async with serve(
-        server, clock=clock, on_response=lambda m, s, _t: calls.append((m, s))
-    ) as session:
+    async with serve(server, clock=clock, metrics=metrics) as session:
         with pytest.raises(Stale):
             await session.request("PUT", PATH, body=b"{}", ready=ready)
     assert len(server.received) == 1  # the retry never went out
-    assert calls == [("PUT", 429)]  # and is not counted
+    assert metrics.calls == [("PUT", 429)]  # and is not counted
     assert asked[1] - asked[0] == pytest.approx(2.0)
 
 

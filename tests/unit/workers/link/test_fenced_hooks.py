@@ -17,9 +17,9 @@ from proto.hooks.client import HookEndpoint
 from proto.hooks.metrics import PrometheusHookMetrics
 from proto.runtime.http1 import HttpClient
 from proto.wire import ParentKey, Snapshot
-from workers.link.fencing import FencedHookClient
+from workers.link.fencing import Fence, FencedHookClient
 from workers.reconcile import ReconcileRequest
-from workers.runner.runner import KeyDropped
+from workers.runner.runner import OutOfContact
 from workers.sync.errors import SyncFailure
 from workers.sync.hookcall import HookCaller
 
@@ -30,11 +30,19 @@ ANSWERS = {"ok": b'{"status": {}, "children": []}', "garbage": b"<html>oops</htm
 
 
 class Contact:
+    """In contact, with no deadline in sight, until ``on`` is cleared."""
+
     def __init__(self) -> None:
         self.on = True
 
+    def may_start(self) -> bool:
+        return self.on
+
     def in_contact(self) -> bool:
         return self.on
+
+    def deadline(self) -> float:
+        return float("inf")
 
 
 @pytest_asyncio.fixture
@@ -83,7 +91,9 @@ def count(registry: CollectorRegistry, url: str, code: str) -> float | None:
 async def test_a_200_the_decoder_refuses_counts_as_invalid_response(base: str) -> None:
     registry = CollectorRegistry()
     async with HttpClient() as http:
-        client = FencedHookClient(http, metrics=PrometheusHookMetrics(registry), contact=Contact())
+        client = FencedHookClient(
+            http, metrics=PrometheusHookMetrics(registry), fence=Fence(Contact())
+        )
         ok, garbage = f"{base}/ok", f"{base}/garbage"
         answer = await caller(client, ok).call(
             HookName.SYNC, b"{}", request=request(), decode=decode_sync_response, failed="sync"
@@ -107,15 +117,17 @@ async def test_out_of_contact_nothing_is_sent_or_counted(base: str) -> None:
     contact = Contact()
     contact.on = False
     async with HttpClient() as http:
-        client = FencedHookClient(http, metrics=PrometheusHookMetrics(registry), contact=contact)
+        client = FencedHookClient(
+            http, metrics=PrometheusHookMetrics(registry), fence=Fence(contact)
+        )
         url = f"{base}/ok"
         endpoint = HookEndpoint(
             HookName.SYNC, Webhook(url=url, timeout_seconds=5.0), "CompositeController", "cc"
         )
-        with pytest.raises(KeyDropped):
+        with pytest.raises(OutOfContact):
             await caller(client, url).call(
                 HookName.SYNC, b"{}", request=request(), decode=decode_sync_response, failed="x"
             )
-        with pytest.raises(KeyDropped):
+        with pytest.raises(OutOfContact):
             await client.call(endpoint, b"{}")
     assert count(registry, url, "200") is None
