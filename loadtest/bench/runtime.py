@@ -23,30 +23,23 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import zmq
-import zmq.asyncio
 
 from loadtest.apiserver.background import ClusterProcess
 from loadtest.bench import _rawframes
 from loadtest.bench._report import header, row
+from loadtest.bench._term import CONFIGMAPS, running_term
 from loadtest.dev.crds import install, simple_crd
 from loadtest.dev.processes import Proc, Processes
 from manager.informers.store import Cached, Store
-from manager.kinds.composite import CompositeView
-from manager.settings import CoordinatorSettings
-from manager.term.grace import Grace
-from manager.term.term import Term
-from proto.api.controllers import parse_composite_controller
 from proto.api.crds import load_crds
 from proto.kube.client import Client
 from proto.kube.config import load_config
 from proto.kube.resources import Resource
 from proto.kube.session import Session
-from proto.wire import Fetch, Hello, Keys, Snapshot, Welcome
+from proto.wire import Fetch, Keys, Snapshot
 from workers.link.dealer import DealerLink
 
 THINGS = Resource("bench.metashard.io", "v1", "things", "Thing", True, subresources=("status",))
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 CCS = Resource(
     "metacontroller.k8s.io", "v1alpha1", "compositecontrollers", "CompositeController", False
 )
@@ -90,121 +83,55 @@ def _obj(kind: str, name: str, owner: str | None, rv: int, size: int) -> Cached:
     return Cached.from_object(obj, orjson.dumps(obj))
 
 
-class _Informer:
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.last_resource_version = "1"
-        self.synced = True
-
-
-class _Informers:
-    def __init__(self, stores: dict[str, Store]) -> None:
-        self._informers = {name: _Informer(s) for name, s in stores.items()}
-        self.synced = True
-
-    def get(self, resource: Resource) -> _Informer | None:
-        return self._informers.get(resource.name)
-
-    def store(self, resource: Resource) -> Store | None:
-        informer = self._informers.get(resource.name)
-        return informer.store if informer is not None else None
-
-
-async def _worker(ctx: zmq.asyncio.Context, endpoint: str, wid: str) -> DealerLink:
-    link = DealerLink(wid, endpoint, context=ctx)
-    for _ in range(100):
-        if await link.send(Hello(wid, f"inc-{wid}", 16, os.getpid())):
-            break
-        await asyncio.sleep(0.01)
-    return link
-
-
 async def _in_process(parents: int, events: int) -> tuple[float, float]:
     parent_store, child_store = Store(), Store()
     for i in range(parents):
         parent_store.upsert(_obj("Thing", f"p{i}", None, i + 1, 300))
         for k in range(3):
             child_store.upsert(_obj("ConfigMap", f"p{i}-{k}", f"uid-p{i}", i + 1, 900))
-    informers = _Informers({"things": parent_store, "configmaps": child_store})
-    endpoint = f"ipc://{tempfile.mkdtemp()}/bench.sock"
-    unused: Any = None  # the term is driven directly: no discovery, events or hooks
-    term = Term(
-        epoch=1,
-        coordinator_id="bench",
-        settings=CoordinatorSettings(bind=endpoint),
-        grace=Grace(4.0),
-        discovery=unused,
-        informers=informers,  # type: ignore[arg-type]
-        recorder=unused,
-        hooks=unused,
-    )
-    view = CompositeView(
-        parse_composite_controller(CC), orjson.dumps(CC), "1", THINGS, (CONFIGMAPS,)
-    )
-    term.controllers.views = {view.id: view}
-    term.router.controllers_changed([view], [view])
-    term.link.bind(endpoint)
-    ctx = zmq.asyncio.Context()
-    tasks = [
-        asyncio.create_task(term.sessions.receive()),
-        asyncio.create_task(term.sessions.send()),
-    ]
-    links = [await _worker(ctx, endpoint, f"w{i}") for i in range(2)]
-    for link in links:
-        assert isinstance(await link.recv(), Welcome)
-    term.membership.start_at = 0
-    term.dispatch.emit(term.membership.tick(time.monotonic()))
-    for link in links:
-        await link.recv()  # ASSIGN
+    stores = {"things": parent_store, "configmaps": child_store}
+    async with running_term(stores, parent=THINGS, workers=2) as (term, links):
+        received = 0
+        done = asyncio.Event()
 
-    received = 0
-    done = asyncio.Event()
+        async def drain(link: DealerLink) -> None:
+            nonlocal received
+            while True:
+                msg = await link.recv()
+                if isinstance(msg, Keys):
+                    received += len(msg.keys)
+                    if received >= events:
+                        done.set()
 
-    async def drain(link: DealerLink) -> None:
-        nonlocal received
-        while True:
-            msg = await link.recv()
-            if isinstance(msg, Keys):
-                received += len(msg.keys)
-                if received >= events:
-                    done.set()
+        drains = [asyncio.create_task(drain(link)) for link in links]
+        handler = term.router.handler(CONFIGMAPS)
+        children = list(child_store)
+        started = time.perf_counter()
+        for i in range(events):
+            child = children[(i * 3) % len(children)]
+            handler("MODIFIED", child, child, False)
+            if i % 256 == 255:
+                await asyncio.sleep(0)
+        await asyncio.wait_for(done.wait(), 60)
+        routing = events / (time.perf_counter() - started)
+        for task in drains:
+            task.cancel()
+        # A link has one reader: the drains must have left recv() before the fetches read.
+        await asyncio.gather(*drains, return_exceptions=True)
 
-    drains = [asyncio.create_task(drain(link)) for link in links]
-    handler = term.router.handler(CONFIGMAPS)
-    children = list(child_store)
-    started = time.perf_counter()
-    for i in range(events):
-        child = children[(i * 3) % len(children)]
-        handler("MODIFIED", child, child, False)
-        if i % 256 == 255:
-            await asyncio.sleep(0)
-    await asyncio.wait_for(done.wait(), 60)
-    routing = events / (time.perf_counter() - started)
-    for task in drains:
-        task.cancel()
-    # A link has one reader: the drains must have left recv() before the fetches read.
-    await asyncio.gather(*drains, return_exceptions=True)
+        link = links[0]
+        keys = [k for k in term.keys.keys_of(term.membership.slots_of("w0"))]
+        request_ids = itertools.count()
 
-    link = links[0]
-    keys = [k for k in term.keys.keys_of(term.membership.slots_of("w0"))]
-    request_ids = itertools.count()
+        async def fetch() -> None:
+            request_id = next(request_ids)
+            await link.send(Fetch(1, request_id, keys[request_id % len(keys)], {}))
 
-    async def fetch() -> None:
-        request_id = next(request_ids)
-        await link.send(Fetch(1, request_id, keys[request_id % len(keys)], {}))
+        async def snapshot() -> None:
+            while not isinstance(await link.recv(), Snapshot):
+                pass  # a heartbeat
 
-    async def snapshot() -> None:
-        while not isinstance(await link.recv(), Snapshot):
-            pass  # a heartbeat
-
-    fetches = await _rawframes.pump(20_000, fetch, snapshot)
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    for link in links:
-        link.close()
-    term.link.close()
-    ctx.destroy(linger=0)
+        fetches = await _rawframes.pump(20_000, fetch, snapshot)
     return routing, fetches
 
 

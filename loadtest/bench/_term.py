@@ -1,0 +1,130 @@
+"""A coordinator's term in this process, over stores the benchmark fills, with worker links.
+
+``running_term(stores, parent=..., workers=...)`` builds the real ``Term`` as the coordinator
+does, with one CompositeController (``composite_view``: parent ``parent``, ConfigMap children,
+``generateSelector``) and informers that are the given stores (already synced), binds it on
+ipc, runs its receive and send loops, connects ``workers`` ``DealerLink``s (``w0``, ``w1``...),
+assigns every slot and reads each link's WELCOME and ASSIGN. What the benchmark then does with
+the term (events into the router, keys into the dispatch, FETCHes on a link) is its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import orjson
+import zmq
+import zmq.asyncio
+
+from manager.informers.store import Store
+from manager.kinds.composite import CompositeView
+from manager.settings import CoordinatorSettings
+from manager.term.grace import Grace
+from manager.term.term import Term
+from proto.api.controllers import parse_composite_controller
+from proto.kube.resources import Resource
+from proto.wire import Hello, Welcome
+from workers.link.dealer import DealerLink
+
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
+
+
+def composite_view(parent: Resource) -> CompositeView:
+    """A CompositeController ``bench`` of ``parent`` with ConfigMap children."""
+    api_version = f"{parent.group}/{parent.version}" if parent.group else parent.version
+    controller = {
+        "apiVersion": "metacontroller.k8s.io/v1alpha1",
+        "kind": "CompositeController",
+        "metadata": {"name": "bench", "uid": "cc-uid"},
+        "spec": {
+            "generateSelector": True,
+            "parentResource": {"apiVersion": api_version, "resource": parent.name},
+            "childResources": [{"apiVersion": "v1", "resource": "configmaps"}],
+            "hooks": {"sync": {"webhook": {"url": "http://127.0.0.1:9/unused"}}},
+        },
+    }
+    spec = parse_composite_controller(controller)
+    return CompositeView(spec, orjson.dumps(controller), "1", parent, (CONFIGMAPS,))
+
+
+class _Informer:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.last_resource_version = "1"
+        self.synced = True
+
+
+class Informers:
+    """Synced informers that are the given stores, by resource name."""
+
+    def __init__(self, stores: Mapping[str, Store]) -> None:
+        self._informers = {name: _Informer(s) for name, s in stores.items()}
+        self.synced = True
+
+    def get(self, resource: Resource) -> _Informer | None:
+        return self._informers.get(resource.name)
+
+    def store(self, resource: Resource) -> Store | None:
+        informer = self._informers.get(resource.name)
+        return informer.store if informer is not None else None
+
+
+async def _worker(ctx: zmq.asyncio.Context, endpoint: str, wid: str) -> DealerLink:
+    link = DealerLink(wid, endpoint, context=ctx)
+    for _ in range(100):
+        if await link.send(Hello(wid, f"inc-{wid}", 16, os.getpid())):
+            break
+        await asyncio.sleep(0.01)
+    return link
+
+
+@contextlib.asynccontextmanager
+async def running_term(
+    stores: Mapping[str, Store], *, parent: Resource, workers: int
+) -> AsyncIterator[tuple[Term, list[DealerLink]]]:
+    """The term and its worker links (see the module docstring)."""
+    informers = Informers(stores)
+    endpoint = f"ipc://{tempfile.mkdtemp()}/bench.sock"
+    unused: Any = None  # the term is driven directly: no discovery, events or hooks
+    term = Term(
+        epoch=1,
+        coordinator_id="bench",
+        settings=CoordinatorSettings(bind=endpoint),
+        grace=Grace(4.0),
+        discovery=unused,
+        informers=informers,  # type: ignore[arg-type]
+        recorder=unused,
+        hooks=unused,
+    )
+    view = composite_view(parent)
+    term.controllers.views = {view.id: view}
+    term.router.controllers_changed([view], [view])
+    term.link.bind(endpoint)
+    ctx = zmq.asyncio.Context()
+    tasks = [
+        asyncio.create_task(term.sessions.receive()),
+        asyncio.create_task(term.sessions.send()),
+    ]
+    links = [await _worker(ctx, endpoint, f"w{i}") for i in range(workers)]
+    try:
+        for link in links:
+            assert isinstance(await link.recv(), Welcome)
+        term.membership.start_at = 0
+        term.dispatch.emit(term.membership.tick(time.monotonic()))
+        for link in links:
+            await link.recv()  # ASSIGN
+        yield term, links
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for link in links:
+            link.close()
+        term.link.close()
+        ctx.destroy(linger=0)
