@@ -1,0 +1,227 @@
+"""The coordinator at scale, in this process: memory per cached object, and a fresh key behind
+a resync.
+
+1. **Memory per cached object** (tracemalloc), for the scale benchmark's objects
+   (``loadtest.bench._scale_objects``: N Fanout parents, 3 ConfigMaps each), decoded from
+   watch lines one by one as the informer does: what each store holds per object (``Cached``,
+   raw bytes, what is shared, indexes; the ConfigMaps' indexes built as the first snapshot
+   builds them) against the raw JSON bytes, and what the key index (``KeyIndex``, the slots
+   of the keys included) adds per parent. Target: everything together <= 1.5x the JSON (the
+   issue's "coordinator RSS <= 1.5x the raw JSON it caches + 100 MB").
+2. **A LIVE key behind a resync** (the real ``Term``, ipc, 2 worker links in this process,
+   ``loadtest.bench._term``): 100,000 LOW keys are pushed in one loop turn (as a full resync
+   does), then, one turn later, one LIVE key; measured from that push until a worker link
+   has received it. Baseline: the same LIVE key with nothing queued. Also printed: how long
+   the LOW keys take to be received.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import random
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import uvloop
+
+from loadtest.bench._report import header, row
+from loadtest.bench._scale_objects import configmap, fanout, watch_line
+from loadtest.bench._term import CONFIGMAPS, Informers, composite_view, running_term
+from manager.informers.store import Cached, Store
+from manager.routing.router import KeyIndex, Router
+from proto.kube.resources import Resource
+from proto.kube.watch import decode_event
+from proto.runtime.logs import configure
+from proto.wire import Keys, ParentKey, Priority
+from workers.link.dealer import DealerLink
+
+FANOUTS = Resource("bench.metashard.io", "v1", "fanouts", "Fanout", True, subresources=("status",))
+NAMESPACE = "scale-bench"
+
+
+# --- 1. memory ---------------------------------------------------------------------------------
+
+
+def _load(
+    lines: list[bytes], then: Callable[[Store], object] = lambda _: None
+) -> tuple[Store, float, float]:
+    """(store, bytes held per object, raw JSON bytes per object) of ``lines`` decoded one by
+    one into a store, and ``then(store)`` (what builds its indexes)."""
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    store = Store()
+    raw = 0
+    for line in lines:
+        event = decode_event(line)
+        store.upsert(Cached.from_object(event.object, event.raw))
+        raw += len(event.raw)
+        del event
+    then(store)
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    return store, held / len(lines), raw / len(lines)
+
+
+class _NoSink:
+    def push(self, key: ParentKey, priority: Priority) -> None:
+        pass
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """Bytes per object held, and raw JSON bytes per object."""
+
+    parent_held: float
+    parent_raw: float
+    child_held: float
+    child_raw: float
+    key_index: float  # per parent
+
+    @property
+    def per_object(self) -> tuple[float, float]:
+        """(held, raw JSON) per object, all together."""
+        held = self.parent_held + self.key_index + 3 * self.child_held
+        return held / 4, (self.parent_raw + 3 * self.child_raw) / 4
+
+
+def memory(n: int) -> Memory:
+    """What the stores and the key index hold for ``n`` Fanouts x 3 ConfigMaps."""
+    rng = random.Random(31)
+    parents = [fanout(i, NAMESPACE, rng) for i in range(n)]
+    parent_lines = [watch_line("ADDED", p) for p in parents]
+    child_lines = [watch_line("ADDED", configmap(p, k)) for p in parents for k in range(3)]
+    del parents
+    view = composite_view(FANOUTS)
+    parent_store, parent_held, parent_raw = _load(parent_lines)
+    first = next(iter(parent_store))
+    child_store, child_held, child_raw = _load(
+        child_lines, lambda store: view.children_of(first, CONFIGMAPS, store)
+    )
+    informers = Informers({"fanouts": parent_store, "configmaps": child_store})
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    keys = KeyIndex()
+    Router(sink=_NoSink(), keys=keys, stores=informers).controllers_changed([view], [view])
+    key_held = (tracemalloc.get_traced_memory()[0] - before) / n
+    tracemalloc.stop()
+    return Memory(parent_held, parent_raw, child_held, child_raw, key_held)
+
+
+# --- 2. a LIVE key behind a resync -------------------------------------------------------------
+
+
+LIVE_KEY = ParentKey("CompositeController", "bench", "fanouts.bench.metashard.io", "x", "live")
+
+
+class _Arrivals:
+    """When the LIVE key, and the last of the LOW keys expected, reached a worker link."""
+
+    def __init__(self) -> None:
+        self.live = self.low = 0.0
+        self._low_expected = self._low_seen = 0
+        self._done = asyncio.Event()
+
+    def expect(self, low: int) -> None:
+        self.live = self.low = 0.0
+        self._low_expected, self._low_seen = low, 0
+        self._done.clear()
+
+    async def drain(self, link: DealerLink) -> None:
+        while True:
+            msg = await link.recv()
+            if not isinstance(msg, Keys):
+                continue
+            now = time.perf_counter()
+            if msg.priority is Priority.LIVE and LIVE_KEY in msg.keys:
+                self.live = now
+            else:
+                self._low_seen += len(msg.keys)
+                if self._low_seen >= self._low_expected:
+                    self.low = now
+            if self.live and (self.low or not self._low_expected):
+                self._done.set()
+
+    async def wait(self) -> None:
+        await self._done.wait()
+
+
+async def live_latency(low: int, repeat: int) -> tuple[float, float, float]:
+    """(median seconds until the LIVE key arrives behind ``low`` LOW keys, the same with
+    nothing queued, median seconds until every LOW key arrived)."""
+    parent_store = Store()
+    rng = random.Random(7)
+    for i in range(64):
+        parent_store.upsert(Cached.from_object(fanout(i, NAMESPACE, rng), b"{}"))
+    stores = {"fanouts": parent_store, "configmaps": Store()}
+    async with running_term(stores, parent=FANOUTS, workers=2) as (term, links):
+        arrivals = _Arrivals()
+        drains = [asyncio.create_task(arrivals.drain(link)) for link in links]
+        behind: list[float] = []
+        alone: list[float] = []
+        low_done: list[float] = []
+        try:
+            for run in range(repeat):
+                for queued, results in ((low, behind), (0, alone)):
+                    arrivals.expect(queued)
+                    started = time.perf_counter()
+                    for i in range(queued):
+                        key = ParentKey(*LIVE_KEY[:4], f"low-{run}-{i}")
+                        term.dispatch.push(key, Priority.LOW)
+                    await asyncio.sleep(0)  # the LOW keys are queued as KEYS messages
+                    pushed = time.perf_counter()
+                    term.dispatch.push(LIVE_KEY, Priority.LIVE)
+                    await asyncio.wait_for(arrivals.wait(), 120)
+                    results.append(arrivals.live - pushed)
+                    if queued:
+                        low_done.append(arrivals.low - started)
+        finally:
+            for task in drains:
+                task.cancel()
+            await asyncio.gather(*drains, return_exceptions=True)
+    return statistics.median(behind), statistics.median(alone), statistics.median(low_done)
+
+
+def main(quick: bool) -> None:
+    configure(fmt="console", level="warning")  # the term's info lines are not results
+    n = 2_000 if quick else 20_000
+    m = memory(n)
+    header(f"memory per cached object, {n} Fanouts x 3 ConfigMaps (tracemalloc)")
+    row("Fanout parent: store", m.parent_held, "bytes", baseline=m.parent_raw, vs="its JSON")
+    row(
+        "ConfigMap child: store, indexes built",
+        m.child_held,
+        "bytes",
+        baseline=m.child_raw,
+        vs="its JSON",
+    )
+    row("key index, per parent", m.key_index, "bytes")
+    held, raw = m.per_object
+    row(
+        "all: stores + key index, per object",
+        held,
+        "bytes",
+        baseline=raw,
+        vs="the JSON",
+        target="<= 1.5x",
+    )
+    row("baseline: raw JSON, per object", raw, "bytes")
+
+    low = 10_000 if quick else 100_000
+    repeat = 1 if quick else 5
+    behind, alone, low_done = uvloop.run(live_latency(low, repeat))
+    header(f"a LIVE key pushed after {low:,} LOW keys (real Term, ipc, 2 worker links)")
+    row(
+        f"LIVE key received, {low:,} LOW keys queued before it",
+        behind * 1000,
+        "ms",
+        baseline=alone * 1000,
+        vs="nothing queued",
+    )
+    row("baseline: LIVE key received, nothing queued", alone * 1000, "ms")
+    row(f"all {low:,} LOW keys received", low_done * 1000, "ms")
