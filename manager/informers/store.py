@@ -11,13 +11,24 @@ One ``Store`` per informer (per resource). Invariants:
   which no selector value equals, so ``Exists``, ``!=`` and ``notin`` still match as on the
   real value, at no memory cost. Decoded dicts are never kept: a dict cache costs several
   times the JSON size, this little more than the JSON (``make bench BENCH=informer`` prints
-  both against the raw bytes).
-- Strings that repeat across objects (namespaces, label keys and values, and the owner's
-  kind, API version, name and uid) are interned, so a thousand objects in one namespace share
-  one string, and the Pods of one ReplicaSet share its name and uid.
-- Indexes always agree with the objects: by namespace, by controller-owner uid, by label
-  pair, and the orphans (no controller ownerRef) per namespace. Every method keeps them in
-  step; nothing else may mutate a ``Cached`` (it is frozen).
+  both against the raw bytes, ``make bench BENCH=coordinator`` per object of the fanout job).
+- Memory per object is what makes a cache of 100,000 parents fit, so what repeats is shared:
+  - strings that repeat across objects (namespaces, label keys and values, annotation keys,
+    and the owner's kind, API version, name and uid) are interned, so a thousand objects in
+    one namespace share one string, and the Pods of one ReplicaSet share its name and uid;
+  - equal label maps, annotation maps (after ``LONG_VALUE``) and controller ownerRefs seen
+    recently are one shared object (``_Recent``: a bounded table per process; the children of
+    one parent carry the same labels and ownerRef, and the children of one controller the
+    same annotation keys); the mappings are read-only by contract (typed ``Mapping``).
+- Objects are held by namespace, then name: "the objects of a namespace" is no index of its
+  own. The other indexes (by controller-owner uid, by label pair, the orphans without a
+  controller ownerRef per namespace) are built the first time they are asked for
+  (``owned_by``, ``select``, ``orphans``) and kept in step from then on, so a store nobody
+  asks that (the parents of a CompositeController, say) pays nothing for them. An index
+  bucket of up to ``SMALL_BUCKET`` objects is a tuple of keys, a larger one a set: most
+  buckets (a parent's children, a label value of one object) are small.
+- Indexes always agree with the objects: every method keeps the built ones in step; nothing
+  else may mutate a ``Cached`` (it is frozen).
 - ``Store`` is not thread-safe; it belongs to the coordinator's event loop.
 
 ``Stores`` is how the other parts reach the cache of a resource
@@ -27,9 +38,9 @@ One ``Store`` per informer (per resource). Invariants:
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from proto.api.selectors import Operator, Selector
 from proto.kube.resources import Resource
@@ -42,6 +53,33 @@ LONG_VALUE = "\0"
 """Stands for an annotation value longer than any label value (``Cached.annotations``)."""
 _LABEL_VALUE_MAX = 63
 _EQUALITY = (Operator.EQUALS, Operator.DOUBLE_EQUALS, Operator.IN)
+SMALL_BUCKET = 8
+"""Index buckets of up to this many keys are tuples (48-112 bytes), larger ones sets."""
+RECENT = 4096
+"""Distinct label maps, annotation maps and ownerRefs ``_Recent`` remembers."""
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class _Recent(Generic[K, V]):
+    """Equal values built from equal keys are one object, while their key was seen within the
+    last ``RECENT`` distinct keys (the table is emptied when it is full: bounded, and a value
+    already shared stays shared)."""
+
+    __slots__ = ("_table",)
+
+    def __init__(self) -> None:
+        self._table: dict[K, V] = {}
+
+    def get(self, key: K, build: Callable[[K], V]) -> V:
+        table = self._table
+        value = table.get(key)
+        if value is None:
+            if len(table) >= RECENT:
+                table.clear()
+            value = table[key] = build(key)
+        return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,18 +119,15 @@ class Cached:
         labels = meta.get("labels")
         annotations = meta.get("annotations")
         finalizers = meta.get("finalizers")
+        refs = meta.get("ownerReferences")
         return cls(
             namespace=sys.intern(meta.get("namespace") or ""),
             name=meta.get("name") or "",
             uid=meta.get("uid") or "",
             resource_version=meta.get("resourceVersion") or "",
             generation=meta.get("generation") or 0,
-            labels=(
-                {sys.intern(k): sys.intern(v) for k, v in labels.items()}
-                if labels
-                else _EMPTY_LABELS
-            ),
-            owner=_controller_ref(meta.get("ownerReferences")),
+            labels=_RECENT_LABELS.get(tuple(labels.items()), _labels) if labels else _EMPTY_LABELS,
+            owner=_controller_ref(refs) if refs else None,
             deleting=meta.get("deletionTimestamp") is not None,
             finalizers=tuple(map(sys.intern, finalizers)) if finalizers else (),
             raw=raw,
@@ -100,44 +135,91 @@ class Cached:
         )
 
 
+def _labels(items: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
+    return {sys.intern(k): sys.intern(v) for k, v in items}
+
+
+def _annotation_map(items: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
+    return {sys.intern(k): v for k, v in items}
+
+
 def _annotations(annotations: Mapping[str, Any]) -> Mapping[str, str]:
-    return {
-        sys.intern(k): v if isinstance(v, str) and len(v) <= _LABEL_VALUE_MAX else LONG_VALUE
+    items = tuple(
+        (k, v if isinstance(v, str) and len(v) <= _LABEL_VALUE_MAX else LONG_VALUE)
         for k, v in annotations.items()
-    }
+    )
+    return _RECENT_ANNOTATIONS.get(items, _annotation_map)
+
+
+def _owner(fields: tuple[str, str, str, str]) -> OwnerRef:
+    return OwnerRef(*map(sys.intern, fields))
 
 
 def _controller_ref(refs: Any) -> OwnerRef | None:
-    if not refs:
-        return None
     for ref in refs:
         if ref.get("controller"):
-            return OwnerRef(
-                api_version=sys.intern(ref.get("apiVersion", "")),
-                kind=sys.intern(ref.get("kind", "")),
-                name=sys.intern(ref.get("name", "")),
-                uid=sys.intern(ref.get("uid", "")),
+            fields = (
+                ref.get("apiVersion", ""),
+                ref.get("kind", ""),
+                ref.get("name", ""),
+                ref.get("uid", ""),
             )
+            return _RECENT_OWNERS.get(fields, _owner)
     return None
 
 
-def _add(index: dict[Any, set[ObjectKey]], key: Any, value: ObjectKey) -> None:
-    bucket = index.get(key)
+_RECENT_LABELS: _Recent[tuple[tuple[str, str], ...], Mapping[str, str]] = _Recent()
+_RECENT_ANNOTATIONS: _Recent[tuple[tuple[str, str], ...], Mapping[str, str]] = _Recent()
+_RECENT_OWNERS: _Recent[tuple[str, str, str, str], OwnerRef] = _Recent()
+
+Bucket = tuple[ObjectKey, ...] | set[ObjectKey]
+Index = dict[Hashable, Bucket]
+NamesOf = Callable[["Cached"], Iterable[Hashable]]
+"""What an index files an object under (owner uid, label pairs, namespace of an orphan)."""
+
+
+def _add(index: Index, name: Hashable, key: ObjectKey) -> None:
+    bucket = index.get(name)
     if bucket is None:
-        index[key] = {value}
+        index[name] = (key,)
+    elif type(bucket) is tuple:
+        if key not in bucket:
+            index[name] = (*bucket, key) if len(bucket) < SMALL_BUCKET else {*bucket, key}
     else:
-        bucket.add(value)
+        bucket.add(key)  # type: ignore[union-attr]
 
 
-def _remove(index: dict[Any, set[ObjectKey]], key: Any, value: ObjectKey) -> None:
-    bucket = index.get(key)
-    if bucket is not None:
-        bucket.discard(value)
+def _remove(index: Index, name: Hashable, key: ObjectKey) -> None:
+    bucket = index.get(name)
+    if bucket is None:
+        return
+    if type(bucket) is tuple:
+        rest = tuple(k for k in bucket if k != key)
+        if rest:
+            index[name] = rest
+        else:
+            del index[name]
+    else:
+        bucket.discard(key)  # type: ignore[union-attr]
         if not bucket:
-            del index[key]
+            del index[name]
 
 
-_Change = Callable[[dict[Any, set[ObjectKey]], Any, ObjectKey], None]
+def _owner_uid(obj: Cached) -> Iterable[Hashable]:
+    return (obj.owner.uid,) if obj.owner is not None else ()
+
+
+def _orphan_namespace(obj: Cached) -> Iterable[Hashable]:
+    return (obj.namespace,) if obj.owner is None else ()
+
+
+def _label_pairs(obj: Cached) -> Iterable[Hashable]:
+    return obj.labels.items()
+
+
+_INDEXES: tuple[NamesOf, ...] = (_owner_uid, _orphan_namespace, _label_pairs)
+"""Every index: what it files an object under. They are built together, so that they share
+one key tuple per object."""
 
 
 class Stores(Protocol):
@@ -147,75 +229,100 @@ class Stores(Protocol):
 
 
 class Store:
-    """Objects of one resource, keyed by (namespace, name), with routing indexes."""
+    """Objects of one resource by namespace and name, with routing indexes."""
 
     def __init__(self) -> None:
-        self._objects: dict[ObjectKey, Cached] = {}
-        self._by_namespace: dict[str, set[ObjectKey]] = {}
-        self._by_owner: dict[str, set[ObjectKey]] = {}
-        self._by_label: dict[tuple[str, str], set[ObjectKey]] = {}
-        self._orphans: dict[str, set[ObjectKey]] = {}
+        self._namespaces: dict[str, dict[str, Cached]] = {}
+        self._count = 0
+        # One per ``_INDEXES``, built together when one is first asked for (() until then).
+        self._indexes: tuple[Index, ...] = ()
 
     def __len__(self) -> int:
-        return len(self._objects)
+        return self._count
 
     def __iter__(self) -> Iterator[Cached]:
-        return iter(list(self._objects.values()))
+        return iter([obj for names in self._namespaces.values() for obj in names.values()])
 
     def keys(self) -> set[ObjectKey]:
-        return set(self._objects)
+        return {(ns, name) for ns, names in self._namespaces.items() for name in names}
 
     def get(self, namespace: str, name: str) -> Cached | None:
-        return self._objects.get((namespace, name))
+        names = self._namespaces.get(namespace)
+        return names.get(name) if names is not None else None
 
     def upsert(self, obj: Cached) -> Cached | None:
         """Insert or replace ``obj``; return the previous version, if any."""
-        key = obj.key
-        old = self._objects.get(key)
-        self._objects[key] = obj
-        if old is not None:
+        names = self._namespaces.get(obj.namespace)
+        if names is None:
+            names = self._namespaces[obj.namespace] = {}
+        old = names.get(obj.name)
+        names[obj.name] = obj
+        if old is None:
+            self._count += 1
+        else:
             if old.labels == obj.labels and old.owner == obj.owner:
                 return old  # the usual update: every index entry stays as it is
-            self._index(old, key, _remove)
-        self._index(obj, key)
+            self._index(old, _remove)
+        self._index(obj, _add)
         return old
 
     def delete(self, namespace: str, name: str) -> Cached | None:
         """Remove an object; return what was cached, if anything."""
-        key = (namespace, name)
-        old = self._objects.pop(key, None)
+        names = self._namespaces.get(namespace)
+        if names is None:
+            return None
+        old = names.pop(name, None)
         if old is not None:
-            self._index(old, key, _remove)
+            self._count -= 1
+            if not names:
+                del self._namespaces[namespace]
+            self._index(old, _remove)
         return old
 
-    # The indexes share the caller's key tuple instead of building one each.
-    def _index(self, obj: Cached, key: ObjectKey, change: _Change = _add) -> None:
-        """Enter ``obj`` in every index; with ``change=_remove``, take it out of them."""
-        change(self._by_namespace, obj.namespace, key)
-        if obj.owner is not None:
-            change(self._by_owner, obj.owner.uid, key)
-        else:
-            change(self._orphans, obj.namespace, key)
-        for pair in obj.labels.items():
-            change(self._by_label, pair, key)
+    def _index(self, obj: Cached, change: Callable[[Index, Hashable, ObjectKey], None]) -> None:
+        """Enter ``obj`` in the indexes, if built; with ``change=_remove``, take it out."""
+        if not self._indexes:
+            return
+        key = (obj.namespace, obj.name)
+        for names_of, index in zip(_INDEXES, self._indexes, strict=True):
+            for name in names_of(obj):
+                change(index, name, key)
+
+    def _built(self, names_of: NamesOf) -> Index:
+        """The index filing objects under ``names_of(obj)``; the first time one is asked
+        for, every index is built from the objects."""
+        if not self._indexes:
+            self._indexes = tuple({} for _ in _INDEXES)
+            for names in self._namespaces.values():
+                for obj in names.values():
+                    key = (obj.namespace, obj.name)
+                    for index_of, index in zip(_INDEXES, self._indexes, strict=True):
+                        for name in index_of(obj):
+                            _add(index, name, key)
+        return self._indexes[_INDEXES.index(names_of)]
 
     def _resolve(self, keys: Iterable[ObjectKey]) -> list[Cached]:
-        objects = self._objects
-        return [objects[k] for k in sorted(keys)]
+        namespaces = self._namespaces
+        return [namespaces[ns][name] for ns, name in sorted(keys)]
+
+    def _sorted(self) -> list[Cached]:
+        return [obj for ns in sorted(self._namespaces) for obj in self.in_namespace(ns)]
 
     def in_namespace(self, namespace: str) -> list[Cached]:
         """Objects of one namespace ("" = the cluster-scoped ones), sorted by name."""
-        return self._resolve(self._by_namespace.get(namespace, ()))
+        names = self._namespaces.get(namespace)
+        return [names[name] for name in sorted(names)] if names else []
 
     def owned_by(self, uid: str) -> list[Cached]:
         """Objects whose controller ownerReference has this uid."""
-        return self._resolve(self._by_owner.get(uid, ()))
+        return self._resolve(self._built(_owner_uid).get(uid, ()))
 
     def orphans(self, namespace: str | None) -> list[Cached]:
         """Objects without a controller ownerReference, in one namespace or (None) all."""
+        orphans = self._built(_orphan_namespace)
         if namespace is not None:
-            return self._resolve(self._orphans.get(namespace, ()))
-        return self._resolve(k for keys in self._orphans.values() for k in keys)
+            return self._resolve(orphans.get(namespace, ()))
+        return self._resolve(k for keys in orphans.values() for k in keys)
 
     def select(self, selector: Selector, *, namespace: str | None = None) -> list[Cached]:
         """Objects matching ``selector``, optionally within one namespace, sorted by key.
@@ -224,21 +331,21 @@ class Store:
         """
         if selector.matches_nothing:
             return []
-        narrowest: set[ObjectKey] | None = None
+        narrowest: Bucket | None = None
         for req in selector.requirements:
             if req.operator in _EQUALITY and len(req.values) == 1:
-                bucket = self._by_label.get((req.key, req.values[0]), set())
+                bucket = self._built(_label_pairs).get((req.key, req.values[0]), ())
                 if narrowest is None or len(bucket) < len(narrowest):
                     narrowest = bucket
-        candidates: Iterable[ObjectKey]
+        candidates: list[Cached]
         if narrowest is not None:
-            candidates = narrowest
+            candidates = self._resolve(narrowest)
         elif namespace is not None:
-            candidates = self._by_namespace.get(namespace, ())
+            candidates = self.in_namespace(namespace)
         else:
-            candidates = self._objects
+            candidates = self._sorted()
         return [
             obj
-            for obj in self._resolve(candidates)
+            for obj in candidates
             if (namespace is None or obj.namespace == namespace) and selector.matches(obj.labels)
         ]

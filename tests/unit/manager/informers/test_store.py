@@ -5,7 +5,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from manager.informers.store import Cached, OwnerRef, Store
+from manager.informers.store import LONG_VALUE, SMALL_BUCKET, Cached, OwnerRef, Store
 from proto.api.selectors import parse
 
 
@@ -81,20 +81,68 @@ def test_interning_shares_repeated_strings() -> None:
     assert ka is kb and va is vb
 
 
+def test_objects_that_repeat_labels_annotations_and_owner_share_them() -> None:
+    """The children of one parent: one label map, one annotation map, one ownerRef."""
+    long = "x" * 64
+
+    def child(name: str, value: str) -> Cached:
+        meta = {
+            "namespace": "n",
+            "name": name,
+            "labels": {"controller-uid": "p-uid"},
+            "annotations": {"last-applied": value, "note": "same"},
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "P", "name": "p", "uid": "p-uid", "controller": True}
+            ],
+        }
+        return Cached.from_object({"metadata": meta}, b"{}")
+
+    a, b = child("a", long), child("b", long + "y")
+    assert a.labels is b.labels and a.owner is b.owner
+    assert a.annotations is b.annotations
+    assert a.annotations == {"last-applied": LONG_VALUE, "note": "same"}
+    c = child("c", "short")
+    assert c.annotations == {"last-applied": "short", "note": "same"}
+    assert c.labels is a.labels
+
+
+def test_large_index_buckets_stay_exact() -> None:
+    """Buckets grow past ``SMALL_BUCKET`` and shrink back to empty."""
+    store = Store()
+    count = 3 * SMALL_BUCKET
+    for i in range(count):
+        store.upsert(_obj("n", f"c{i:02d}", {"app": "x"}, "p1", i))
+    owned = store.owned_by("p1")
+    assert [o.name for o in owned] == [f"c{i:02d}" for i in range(count)]
+    assert len(store.select(parse("app=x"))) == count
+    for i in range(0, count, 2):
+        store.upsert(_obj("n", f"c{i:02d}", {"app": "y"}, None, 100 + i))
+    assert len(store.owned_by("p1")) == len(store.select(parse("app=x"))) == count // 2
+    assert [o.name for o in store.orphans("n")] == [f"c{i:02d}" for i in range(0, count, 2)]
+    for i in range(count):
+        store.delete("n", f"c{i:02d}")
+    assert store.owned_by("p1") == store.orphans(None) == store.select(parse("app")) == []
+    assert len(store) == 0 and store.keys() == set()
+
+
 NAMESPACES = st.sampled_from(["", "a", "b"])
-NAMES = st.sampled_from(["n1", "n2", "n3", "n4"])
+NAMES = st.sampled_from([f"n{i}" for i in range(12)])
 LABELS = st.dictionaries(st.sampled_from(["app", "tier"]), st.sampled_from(["x", "y"]), max_size=2)
 OWNERS = st.sampled_from([None, "p1", "p2"])
 
 
 class StoreMachine(RuleBasedStateMachine):
-    """Every index answer equals a brute-force scan of a plain dict model."""
+    """Every answer equals a brute-force scan of a plain dict model. The indexes are built
+    the first time ``check_indexes`` runs, at any point of a run, and kept in step after."""
 
     def __init__(self) -> None:
         super().__init__()
         self.store = Store()
         self.model: dict[tuple[str, str], Cached] = {}
         self.rv = 0
+
+    def _sorted(self) -> list[Cached]:
+        return sorted(self.model.values(), key=lambda o: o.key)
 
     @rule(ns=NAMESPACES, name=NAMES, labels=LABELS, owner=OWNERS)
     def upsert(self, ns: str, name: str, labels: dict[str, str], owner: str | None) -> None:
@@ -107,13 +155,10 @@ class StoreMachine(RuleBasedStateMachine):
     def delete(self, ns: str, name: str) -> None:
         assert self.store.delete(ns, name) == self.model.pop((ns, name), None)
 
-    @invariant()
-    def indexes_agree(self) -> None:
-        objs = sorted(self.model.values(), key=lambda o: o.key)
-        assert len(self.store) == len(objs)
-        assert sorted(self.store, key=lambda o: o.key) == objs
+    @rule()
+    def check_indexes(self) -> None:
+        objs = self._sorted()
         for ns in ("", "a", "b"):
-            assert self.store.in_namespace(ns) == [o for o in objs if o.namespace == ns]
             assert self.store.orphans(ns) == [
                 o for o in objs if o.namespace == ns and o.owner is None
             ]
@@ -131,6 +176,17 @@ class StoreMachine(RuleBasedStateMachine):
                     if (scope is None or o.namespace == scope) and selector.matches(o.labels)
                 ]
 
+    @invariant()
+    def objects_agree(self) -> None:
+        objs = self._sorted()
+        assert len(self.store) == len(objs)
+        assert sorted(self.store, key=lambda o: o.key) == objs
+        assert self.store.keys() == set(self.model)
+        for ns in ("", "a", "b"):
+            assert self.store.in_namespace(ns) == [o for o in objs if o.namespace == ns]
+        for key, obj in self.model.items():
+            assert self.store.get(*key) is obj
+
 
 TestStoreMachine = StoreMachine.TestCase
-TestStoreMachine.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+TestStoreMachine.settings = settings(max_examples=100, stateful_step_count=60, deadline=None)
