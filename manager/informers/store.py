@@ -255,7 +255,9 @@ class Store:
         names = self._namespaces.get(obj.namespace)
         if names is None:
             names = self._namespaces[obj.namespace] = {}
-        old = names.get(obj.name)
+        # Popped, not replaced: the name string of the new version becomes the key, so the
+        # old version's is freed with it.
+        old = names.pop(obj.name, None)
         names[obj.name] = obj
         if old is None:
             self._count += 1

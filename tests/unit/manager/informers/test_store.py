@@ -106,6 +106,22 @@ def test_objects_that_repeat_labels_annotations_and_owner_share_them() -> None:
     assert c.labels is a.labels
 
 
+def test_a_new_version_does_not_keep_the_old_versions_name_alive() -> None:
+    def decoded(rv: str) -> Cached:
+        raw = orjson.dumps(
+            {"metadata": {"namespace": "n", "name": "a-name", "resourceVersion": rv}}
+        )
+        return Cached.from_object(orjson.loads(raw), raw)
+
+    store = Store()
+    first, second = decoded("1"), decoded("2")
+    assert first.name == second.name and first.name is not second.name
+    store.upsert(first)
+    store.upsert(second)
+    ((_, name),) = store.keys()
+    assert name is second.name
+
+
 def test_large_index_buckets_stay_exact() -> None:
     """Buckets grow past ``SMALL_BUCKET`` and shrink back to empty."""
     store = Store()
