@@ -2,7 +2,8 @@
 
 Contract:
 - ``push(key, priority)`` (the term's ``manager.routing.router.KeySink``) notes a parent key for
-  the owner of its slot (``SlotOwners.dispatch_target``); all keys pushed in one event-loop
+  the owner of its slot (``SlotOwners.dispatch_target``; the slot from ``SlotOf``, the key
+  index, which remembers the slot of every parent it holds); all keys pushed in one event-loop
   turn go out as KEYS messages (at most ``KEYS_BATCH`` keys each, each key once per
   priority), in priority order. A key whose slot is in transit is dropped (the
   ASSIGN that ends the move carries every key of the slot). A key whose snapshot is being
@@ -19,15 +20,22 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from typing import Protocol
 
 from manager.term.membership import Outbox, SlotOwners
 from manager.term.metrics import TermMetrics
-from proto.wire import Keys, Message, ParentKey, Priority, Revoke, slot_of
+from proto.wire import Keys, Message, ParentKey, Priority, Revoke
 
 KEYS_BATCH = 512
 
 Target = str | bytes
 """A worker id, or the routing id of a connection that is not a member."""
+
+
+class SlotOf(Protocol):
+    def slot(self, key: ParentKey) -> int:
+        """The slot of ``key`` (``manager.routing.router.KeyIndex``)."""
+        ...
 
 
 class Dispatch:
@@ -36,10 +44,12 @@ class Dispatch:
         *,
         epoch: int,
         owners: SlotOwners,
+        slots: SlotOf,
         metrics: TermMetrics,
     ) -> None:
         self._epoch = epoch
         self._owners = owners
+        self._slots = slots
         self._metrics = metrics
         self._outbox: asyncio.Queue[tuple[Target, Message]] = asyncio.Queue()
         self._pending: dict[str, dict[Priority, list[ParentKey]]] = defaultdict(
@@ -48,7 +58,7 @@ class Dispatch:
         self._flush_scheduled = False
 
     def push(self, key: ParentKey, priority: Priority) -> None:
-        worker = self._owners.dispatch_target(slot_of(key))
+        worker = self._owners.dispatch_target(self._slots.slot(key))
         if worker is None:
             return
         self._pending[worker][priority].append(key)

@@ -54,10 +54,10 @@ from manager.informers.shared import Informers
 from manager.informers.store import Cached, Stores
 from manager.informers.watermark import parse_resource_version
 from manager.routing.related import Related
-from manager.term.dispatch import Dispatch
+from manager.term.dispatch import Dispatch, SlotOf
 from manager.term.membership import SlotOwners
 from manager.term.metrics import TermMetrics
-from proto.wire import Fetch, Nack, NackReason, ParentKey, Snapshot, slot_of
+from proto.wire import Fetch, Nack, NackReason, ParentKey, Snapshot
 
 Children = dict[str, tuple[bytes, ...]]
 RelatedOf = Callable[[ControllerView, Cached], Children]
@@ -114,6 +114,7 @@ class SnapshotServer:
         *,
         epoch: int,
         owners: SlotOwners,
+        slots: SlotOf,
         controllers: ControllerSet,
         informers: Informers,
         related: Related,
@@ -123,6 +124,7 @@ class SnapshotServer:
     ) -> None:
         self._epoch = epoch
         self._owners = owners
+        self._slots = slots
         self._controllers = controllers
         self._informers = informers
         self._related = related
@@ -136,7 +138,7 @@ class SnapshotServer:
         if msg.epoch != self._epoch:
             detail = f"current epoch is {self._epoch}"
             return self._refuse(worker, msg, NackReason.STALE_EPOCH, detail)
-        if self._owners.owner(slot_of(key)) != worker:
+        if self._owners.owner(self._slots.slot(key)) != worker:
             return self._refuse(worker, msg, NackReason.NOT_OWNER, "the key's slot is not yours")
         view = self._controllers.get((key.kind, key.controller))
         if view is None:
@@ -201,7 +203,7 @@ class SnapshotServer:
         results = await asyncio.gather(*waits)
         if not all(results):
             self._metrics.barrier_timeout()
-        if self._owners.owner(slot_of(msg.key)) == worker:
+        if self._owners.owner(self._slots.slot(msg.key)) == worker:
             self._answer(worker, msg, view)
 
     def _answer(self, worker: str, msg: Fetch, view: ControllerView) -> None:

@@ -117,7 +117,9 @@ class Term:
             start_at=math.inf,
             timing=Timing(settings.heartbeat_interval, settings.worker_timeout),
         )
-        self.dispatch = Dispatch(epoch=epoch, owners=self.membership, metrics=metrics)
+        self.dispatch = Dispatch(
+            epoch=epoch, owners=self.membership, slots=self.keys, metrics=metrics
+        )
         self.related = Related(
             epoch=epoch,
             hooks=hooks,
@@ -133,6 +135,7 @@ class Term:
         self.snapshots = SnapshotServer(
             epoch=epoch,
             owners=self.membership,
+            slots=self.keys,
             controllers=self.controllers,
             informers=informers,
             related=self.related,

@@ -49,7 +49,7 @@ from proto.wire.messages import (
     Snapshot,
     Welcome,
 )
-from proto.wire.slots import SLOT_COUNT, assign, moves, slot_of
+from proto.wire.slots import SLOT_COUNT, assign, moves, slot_hash, slot_of
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
@@ -88,5 +88,6 @@ __all__ = [
     "dropped_frames_counter",
     "encode",
     "moves",
+    "slot_hash",
     "slot_of",
 ]

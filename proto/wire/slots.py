@@ -2,7 +2,9 @@
 
 - ``slot_of(key)``: BLAKE2b (8-byte digest) of ``key.canonical()``, read big-endian, modulo
   ``SLOT_COUNT``. Stable across processes, runs, Python versions and machines (never Python's
-  ``hash()``, which is salted per process); the tests pin known values.
+  ``hash()``, which is salted per process); the tests pin known values. The slots of the last
+  ``SLOT_CACHE`` keys are remembered; ``slot_hash`` computes the same slot without remembering
+  it, for a caller that keeps the slots of its keys itself (the coordinator's key index).
 - ``assign(slots, worker_ids)``: rendezvous (highest-random-weight) hashing. The weight of a
   (worker, slot) pair is BLAKE2b of the worker id's UTF-8 bytes followed by the slot as 4
   big-endian bytes; each slot goes to the worker of highest weight. The result depends only on
@@ -46,17 +48,18 @@ def slot_of(key: ParentKey, *, slot_count: int = SLOT_COUNT) -> int:
     """The slot of ``key`` (``0 <= slot < slot_count``); remembered for ``SLOT_COUNT`` only."""
     if slot_count == SLOT_COUNT:
         return _cached_slot(key)
-    return _slot(key, slot_count)
+    return slot_hash(key, slot_count=slot_count)
 
 
-def _slot(key: ParentKey, slot_count: int) -> int:
+def slot_hash(key: ParentKey, *, slot_count: int = SLOT_COUNT) -> int:
+    """The slot of ``key``, computed every time (``slot_of`` remembers it)."""
     digest = blake2b(key.canonical(), digest_size=8).digest()
     return int.from_bytes(digest, "big") % slot_count
 
 
 @functools.lru_cache(maxsize=SLOT_CACHE)
 def _cached_slot(key: ParentKey) -> int:
-    return _slot(key, SLOT_COUNT)
+    return slot_hash(key)
 
 
 def _weights(worker_id: str, slots: Iterable[int]) -> list[tuple[int, int]]:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proto.wire import SLOT_COUNT, ParentKey, assign, moves, slot_of
+from proto.wire import SLOT_COUNT, ParentKey, assign, moves, slot_hash, slot_of
 from tests.unit.proto.wire_strategies import parent_keys
 
 # --- keys to slots -------------------------------------------------------------------------
@@ -35,7 +35,7 @@ KNOWN_SLOTS = [
 
 @pytest.mark.parametrize(("key", "slot"), KNOWN_SLOTS)
 def test_slots_of_known_keys_never_change(key: ParentKey, slot: int) -> None:
-    assert slot_of(key) == slot
+    assert slot_of(key) == slot_hash(key) == slot
 
 
 def test_slot_is_blake2b_of_the_nul_joined_fields() -> None:
@@ -53,6 +53,7 @@ def test_slot_is_blake2b_of_the_nul_joined_fields() -> None:
 def test_slots_are_in_range(key: ParentKey, count: int) -> None:
     assert 0 <= slot_of(key) < SLOT_COUNT
     assert 0 <= slot_of(key, slot_count=count) < count
+    assert slot_hash(key, slot_count=count) == slot_of(key, slot_count=count)
 
 
 def test_every_field_of_the_key_matters() -> None:

@@ -4,6 +4,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from manager.informers.store import Cached, Store
 from manager.kinds.composite import CompositeView
@@ -378,3 +380,45 @@ def test_revision_parents_are_the_older_revisions_with_children_materialized() -
     assert orjson.loads(raw)["spec"] == {**SELECTOR, "image": "v1"}
     assert orjson.loads(raw)["metadata"]["name"] == "p1"
     assert controller().revision_parents(parent, (old,)) == ()  # keeps no revisions
+
+
+KEYS = st.builds(
+    ParentKey,
+    st.just("CompositeController"),
+    st.just("cc"),
+    st.sampled_from(["things.example.com", "configmaps"]),
+    st.sampled_from(["", "a"]),
+    st.sampled_from([f"p{i}" for i in range(40)]),
+)
+
+
+@given(st.lists(st.tuples(st.booleans(), KEYS), max_size=120))
+def test_the_key_index_holds_what_was_added_and_not_discarded_with_their_slots(
+    steps: list[tuple[bool, ParentKey]],
+) -> None:
+    index, model = KeyIndex(), set[ParentKey]()
+    for add, key in steps:
+        # Each key built afresh, as the router does: equal keys, not the same object.
+        fresh = ParentKey(*((field + ".")[:-1] for field in key))
+        if add:
+            index.add(fresh)
+            model.add(key)
+        else:
+            index.discard(fresh)
+            model.discard(key)
+    assert index.keys_of(range(1024)) == tuple(sorted(model))
+    for slot in {slot_of(k) for k in model}:
+        assert index.keys_of([slot]) == tuple(sorted(k for k in model if slot_of(k) == slot))
+    for _, key in steps:
+        assert index.slot(key) == slot_of(key)
+    held = index.keys_of(range(1024))
+    assert len({id(k.resource) for k in held}) <= 2  # one string per group-resource
+
+
+def test_a_cleared_key_index_holds_nothing_and_still_knows_slots() -> None:
+    index = KeyIndex()
+    key = ParentKey("CompositeController", "cc", "things.example.com", "ns", "p")
+    index.add(key)
+    index.clear()
+    assert index.keys_of(range(1024)) == ()
+    assert index.slot(key) == slot_of(key)

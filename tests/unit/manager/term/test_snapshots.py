@@ -13,6 +13,7 @@ from manager.controllers.view import ControllerView
 from manager.informers.shared import Informers
 from manager.informers.store import Cached
 from manager.routing.related import Related
+from manager.routing.router import KeyIndex
 from manager.term.dispatch import Dispatch, Target
 from manager.term.metrics import TermMetrics
 from manager.term.snapshots import SnapshotServer
@@ -59,7 +60,7 @@ class World:
     def __init__(self) -> None:
         self.owned_by = "a"
         self.informer = Informer()
-        self.dispatch = Dispatch(epoch=7, owners=self, metrics=TermMetrics(None))
+        self.dispatch = Dispatch(epoch=7, owners=self, slots=KeyIndex(), metrics=TermMetrics(None))
         controllers = ControllerSet()
         controllers.replace({("CompositeController", "cc"): cast(ControllerView, View())})
         informers: Any = type(
@@ -68,6 +69,7 @@ class World:
         self.server = SnapshotServer(
             epoch=7,
             owners=self,
+            slots=KeyIndex(),
             controllers=controllers,
             informers=cast(Informers, informers),
             related=cast(Related, None),
