@@ -1,25 +1,57 @@
-"""What the coordinator sends to workers, in order: the outbox, and KEYS batched per loop turn.
+"""What the coordinator sends to workers, and when: fresh work first, LOW keys against a window.
 
 Contract:
 - ``push(key, priority)`` (the term's ``manager.routing.router.KeySink``) notes a parent key for
   the owner of its slot (``SlotOwners.dispatch_target``; the slot from ``SlotOf``, the key
-  index, which remembers the slot of every parent it holds); all keys pushed in one event-loop
-  turn go out as KEYS messages (at most ``KEYS_BATCH`` keys each, each key once per
-  priority), in priority order. A key whose slot is in transit is dropped (the
-  ASSIGN that ends the move carries every key of the slot). A key whose snapshot is being
-  held back still goes out: only the worker knows whether it still waits for that snapshot
-  (it drops KEYS of a key it is fetching, since the snapshot follows them on the same pipe).
+  index, which remembers the slot of every parent it holds). A key whose slot is in transit
+  is dropped (the ASSIGN that ends the move carries every key of the slot). A key whose
+  snapshot is being held back still goes out: only the worker knows whether it still waits
+  for that snapshot (it drops KEYS of a key it is fetching, since the snapshot follows them
+  on the same pipe).
+- LIVE keys pushed in one event-loop turn go out as KEYS messages (at most ``KEYS_BATCH``
+  keys each, each key once) at the end of the turn. LOW keys (resyncs, initial lists,
+  relists) wait per worker, each key once (a key pushed again while it waits keeps its place;
+  a key pushed LIVE meanwhile goes with the LIVE ones and no longer waits), and go out in the
+  order first pushed, as KEYS of at most ``KEYS_BATCH`` keys, when ``next()`` gets to them.
+  A waiting key whose slot no longer goes to that worker is dropped when its turn comes (the
+  ASSIGN of the slot to its next owner carries it).
 - ``send(target, msg)`` queues one message: ``target`` is a worker id (resolved to its current
   connection when sent, and dropped if it is no longer a member, unless it is a NACK or BYE)
   or a routing id (``bytes``: an answer to a connection that is not a member).
 - ``emit(outbox)`` queues what ``manager.term.membership`` returned, counting revoked slots.
-- ``next()`` waits for the next message to send, in the order queued.
+- ``next()`` waits for the next message to send. **Fresh work first**: everything but LOW
+  keys (LIVE KEYS, SNAPSHOT, NACK, WELCOME, ASSIGN, REVOKE, CONTROLLERS, HEARTBEAT) goes out
+  in the order it was queued, and LOW keys only when nothing of that waits. Before each LOW
+  KEYS message ``next()`` lets the event loop turn once, so that events and FETCHes that
+  arrived meanwhile go out before it: a LIVE key pushed after a resync's 100,000 LOW keys
+  overtakes those not yet sent (``make bench BENCH=coordinator``).
+- **LOW keys are sent against a window**: to each worker, only while its estimated backlog is
+  under ``LOW_WINDOW`` keys, the workers taking turns. The estimate is the queue depth of its
+  last HEARTBEAT (``reported``), plus the LOW keys sent to it since, minus the FETCHes it sent
+  since (``fetched``: each is a key taken from its queue). So what sits in a worker's pipe
+  ahead of a LIVE key stays small (the link's high-water mark is a safety valve, not flow
+  control), while the worker still has more queued than it runs between two heartbeats; and
+  keys a slow worker has not taken yet wait here once each, as in its own queue. Every
+  heartbeat corrects the estimate (a key the worker already had queued, or fetches twice,
+  makes it drift). The LOW keys waiting for a worker that is no longer a member are dropped:
+  its slots go to others with ASSIGNs that carry every key.
+- A LOW key therefore only ever goes out later than in the order pushed, never earlier than
+  anything queued before it; what that means to the worker (``workers.link.membership``):
+  - a SNAPSHOT queued before a KEYS is sent before it, as the worker's rule "drop KEYS of a
+    key whose FETCH is outstanding" needs (the snapshot reflects the change);
+  - a LOW key sent after a SNAPSHOT of it runs once more (a no-op reconcile) instead of being
+    dropped;
+  - a LOW key sent after a REVOKE of its slot is dropped here or by the worker: the ASSIGN
+    that gives the slot to its next owner carries it;
+  - a LOW key sent after a CONTROLLERS that removed its controller is dropped by the worker;
+    keys of a controller are pushed only once the CONTROLLERS that adds it is queued.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
+import itertools
+from collections import defaultdict, deque
 from typing import Protocol
 
 from manager.term.membership import Outbox, SlotOwners
@@ -27,6 +59,9 @@ from manager.term.metrics import TermMetrics
 from proto.wire import Keys, Message, ParentKey, Priority, Revoke
 
 KEYS_BATCH = 512
+LOW_WINDOW = 32 * KEYS_BATCH
+"""LOW keys a worker may have queued or on their way: 16,384, some 30 ms of its loop to read,
+and more than a worker reconciles between two heartbeats."""
 
 Target = str | bytes
 """A worker id, or the routing id of a connection that is not a member."""
@@ -38,53 +73,129 @@ class SlotOf(Protocol):
         ...
 
 
+class Members(Protocol):
+    def route(self, worker_id: str) -> bytes | None:
+        """The connection of a member, None for a worker that is not one
+        (``manager.term.membership.Membership``)."""
+        ...
+
+
 class Dispatch:
     def __init__(
         self,
         *,
         epoch: int,
         owners: SlotOwners,
+        members: Members,
         slots: SlotOf,
         metrics: TermMetrics,
     ) -> None:
         self._epoch = epoch
         self._owners = owners
+        self._members = members
         self._slots = slots
         self._metrics = metrics
-        self._outbox: asyncio.Queue[tuple[Target, Message]] = asyncio.Queue()
-        self._pending: dict[str, dict[Priority, list[ParentKey]]] = defaultdict(
-            lambda: defaultdict(list)
-        )
+        self._first: deque[tuple[Target, Message]] = deque()
+        # LOW keys waiting, by worker (in turn), each in the order first pushed.
+        self._low: dict[str, dict[ParentKey, None]] = {}
+        self._backlog: dict[str, int] = {}  # estimated keys queued or on their way, by worker
+        self._queued = asyncio.Event()
+        self._live: dict[str, dict[ParentKey, None]] = defaultdict(dict)  # pushed this turn
         self._flush_scheduled = False
 
     def push(self, key: ParentKey, priority: Priority) -> None:
         worker = self._owners.dispatch_target(self._slots.slot(key))
         if worker is None:
             return
-        self._pending[worker][priority].append(key)
         self._metrics.keys_pushed(priority)
+        if priority is Priority.LOW:
+            waiting = self._low.get(worker)
+            if waiting is None:
+                waiting = self._low[worker] = {}
+            if key not in waiting:
+                waiting[key] = None
+                self._may_send_low(worker)
+            return
+        self._live[worker][key] = None
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_scheduled = False
-        pending, self._pending = self._pending, defaultdict(lambda: defaultdict(list))
-        for worker, by_priority in pending.items():
-            for priority, keys in sorted(by_priority.items()):
-                unique = list(dict.fromkeys(keys))
-                for i in range(0, len(unique), KEYS_BATCH):
-                    batch = tuple(unique[i : i + KEYS_BATCH])
-                    self._outbox.put_nowait((worker, Keys(self._epoch, priority, batch)))
+        live, self._live = self._live, defaultdict(dict)
+        for worker, keys in live.items():
+            waiting = self._low.get(worker)
+            if waiting:
+                for key in keys:
+                    waiting.pop(key, None)
+            unique = list(keys)
+            for i in range(0, len(unique), KEYS_BATCH):
+                batch = tuple(unique[i : i + KEYS_BATCH])
+                self._first.append((worker, Keys(self._epoch, Priority.LIVE, batch)))
+        self._queued.set()
 
     def send(self, target: Target, msg: Message) -> None:
-        self._outbox.put_nowait((target, msg))
+        self._first.append((target, msg))
+        self._queued.set()
 
     def emit(self, out: Outbox) -> None:
         for worker, msg in out:
             if isinstance(msg, Revoke):
                 self._metrics.revoked(len(msg.slots))
-            self._outbox.put_nowait((worker, msg))
+            self._first.append((worker, msg))
+        self._queued.set()
+
+    def reported(self, worker: str, queue_depth: int) -> None:
+        """A HEARTBEAT of ``worker``: ``queue_depth`` keys wait in its queues."""
+        self._backlog[worker] = queue_depth
+        self._may_send_low(worker)
+
+    def fetched(self, worker: str) -> None:
+        """A FETCH of ``worker``: it took a key from its queues."""
+        self._backlog[worker] = max(self._backlog.get(worker, 0) - 1, 0)
+        self._may_send_low(worker)
+
+    def _may_send_low(self, worker: str) -> None:
+        if self._low.get(worker) and self._backlog.get(worker, 0) < LOW_WINDOW:
+            self._queued.set()
+
+    def _low_worker(self) -> str | None:
+        """A worker whose LOW keys may go now, in turn; forgets those of non-members."""
+        for worker in list(self._low):
+            if not self._low[worker] or self._members.route(worker) is None:
+                del self._low[worker]
+            elif self._backlog.get(worker, 0) < LOW_WINDOW:
+                return worker
+        return None
+
+    def _low_keys(self, worker: str) -> Keys | None:
+        """The next LOW KEYS for ``worker`` (None: none of its keys is its own any more)."""
+        waiting = self._low.pop(worker)
+        taken = list(itertools.islice(waiting, KEYS_BATCH))
+        for key in taken:
+            del waiting[key]
+        if waiting:
+            self._low[worker] = waiting  # at the back: the other workers' turn first
+        target = self._owners.dispatch_target
+        slot = self._slots.slot
+        batch = tuple(key for key in taken if target(slot(key)) == worker)
+        if not batch:
+            return None
+        self._backlog[worker] = self._backlog.get(worker, 0) + len(batch)
+        return Keys(self._epoch, Priority.LOW, batch)
 
     async def next(self) -> tuple[Target, Message]:
-        return await self._outbox.get()
+        while True:
+            if self._first:
+                return self._first.popleft()
+            if self._low_worker() is not None:
+                await asyncio.sleep(0)  # what arrived meanwhile goes first
+                if self._first:
+                    return self._first.popleft()
+                worker = self._low_worker()
+                if worker is not None and (msg := self._low_keys(worker)) is not None:
+                    return worker, msg
+                continue
+            self._queued.clear()
+            await self._queued.wait()

@@ -8,7 +8,8 @@ Contract:
   second per connection, and one log line per process until it is welcomed. Any other message from
   a connection that is not a member's gets NACK(STALE_EPOCH) so the worker joins again.
   Members' messages count as contact; FETCH goes to the snapshot server, RELEASED and BYE to
-  membership.
+  membership; HEARTBEAT (its queue depth) and FETCH also tell the dispatch how much LOW work
+  the worker may be sent (``manager.term.dispatch``).
 - ``send()`` sends what ``Dispatch`` queued, to the member's current connection. A message
   that cannot be delivered to a member ends its membership (it fences itself for lack of
   contact and joins again): no key notification is silently lost to a live member. A
@@ -114,9 +115,11 @@ class WorkerSessions:
                 continue
             if isinstance(msg, Heartbeat):
                 membership.seen(worker, now, in_flight=msg.in_flight, queue_depth=msg.queue_depth)
+                self._dispatch.reported(worker, msg.queue_depth)
                 continue
             membership.seen(worker, now)
             if isinstance(msg, Fetch):
+                self._dispatch.fetched(worker)
                 self._snapshots.fetch(worker, msg)
             elif isinstance(msg, Released):
                 self._dispatch.emit(membership.released(worker, msg.slots, now))

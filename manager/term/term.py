@@ -118,7 +118,11 @@ class Term:
             timing=Timing(settings.heartbeat_interval, settings.worker_timeout),
         )
         self.dispatch = Dispatch(
-            epoch=epoch, owners=self.membership, slots=self.keys, metrics=metrics
+            epoch=epoch,
+            owners=self.membership,
+            members=self.membership,
+            slots=self.keys,
+            metrics=metrics,
         )
         self.related = Related(
             epoch=epoch,

@@ -33,6 +33,12 @@ class Dispatch:
     def emit(self, out: Outbox) -> None:
         self.emitted.extend(out)
 
+    def reported(self, worker: str, queue_depth: int) -> None:
+        pass
+
+    def fetched(self, worker: str) -> None:
+        pass
+
 
 class Link:
     """What ``receive()`` reads: the given messages, then nothing more."""

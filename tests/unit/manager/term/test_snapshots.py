@@ -60,7 +60,9 @@ class World:
     def __init__(self) -> None:
         self.owned_by = "a"
         self.informer = Informer()
-        self.dispatch = Dispatch(epoch=7, owners=self, slots=KeyIndex(), metrics=TermMetrics(None))
+        self.dispatch = Dispatch(
+            epoch=7, owners=self, members=self, slots=KeyIndex(), metrics=TermMetrics(None)
+        )
         controllers = ControllerSet()
         controllers.replace({("CompositeController", "cc"): cast(ControllerView, View())})
         informers: Any = type(
@@ -83,6 +85,9 @@ class World:
 
     def dispatch_target(self, slot: int) -> str | None:
         return self.owned_by
+
+    def route(self, worker_id: str) -> bytes | None:
+        return worker_id.encode()
 
     async def sent(self) -> list[tuple[Target, Message]]:
         for _ in range(5):

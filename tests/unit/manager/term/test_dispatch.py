@@ -1,0 +1,277 @@
+"""manager.term.dispatch: KEYS batched per loop turn; LOW KEYS wait until nothing else does."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from manager.term.dispatch import KEYS_BATCH, LOW_WINDOW, Dispatch, Target
+from manager.term.metrics import TermMetrics
+from proto.wire import Assign, Keys, Message, ParentKey, Priority, Revoke, Snapshot, slot_of
+
+EPOCH = 3
+
+
+class Owners:
+    """Every slot is owned by ``w``, except those in transit (and those ``owned`` says)."""
+
+    def __init__(self) -> None:
+        self.moving: set[int] = set()
+        self.owned: dict[int, str] = {}
+        self.members = {"w"}
+
+    def owner(self, slot: int) -> str | None:
+        return self.owned.get(slot, "w")
+
+    def dispatch_target(self, slot: int) -> str | None:
+        return None if slot in self.moving else self.owner(slot)
+
+    def route(self, worker_id: str) -> bytes | None:
+        return worker_id.encode() if worker_id in self.members else None
+
+
+class Slots:
+    def slot(self, key: ParentKey) -> int:
+        return slot_of(key)
+
+
+def key(name: str) -> ParentKey:
+    return ParentKey("CompositeController", "cc", "things.example.com", "ns", name)
+
+
+def dispatch(owners: Owners | None = None) -> Dispatch:
+    owners = owners or Owners()
+    return Dispatch(
+        epoch=EPOCH, owners=owners, members=owners, slots=Slots(), metrics=TermMetrics(None)
+    )
+
+
+async def queued(d: Dispatch) -> list[tuple[Target, Message]]:
+    """Everything queued, in the order ``next()`` hands it out (after this loop turn)."""
+    await asyncio.sleep(0)
+    out = []
+    while True:
+        try:
+            out.append(await asyncio.wait_for(d.next(), 0.01))
+        except TimeoutError:
+            return out
+
+
+def snapshot(request_id: int) -> Snapshot:
+    return Snapshot(EPOCH, request_id, key("p"), b"{}", {}, (), {})
+
+
+@pytest.mark.asyncio
+async def test_keys_go_out_in_batches_each_once_and_a_live_push_takes_a_waiting_low_key() -> None:
+    d = dispatch()
+    names = [f"p{i}" for i in range(KEYS_BATCH + 2)]
+    for name in names + names:
+        d.push(key(name), Priority.LOW)
+        if name == "p1":
+            d.push(key(name), Priority.LIVE)
+    sent = await queued(d)
+    assert [(m.priority, len(m.keys)) for _, m in sent if isinstance(m, Keys)] == [
+        (Priority.LIVE, 1),
+        (Priority.LOW, KEYS_BATCH),
+        (Priority.LOW, 1),
+    ]
+    low = [k for _, m in sent if isinstance(m, Keys) and m.priority is Priority.LOW for k in m.keys]
+    assert low == [key(name) for name in names if name != "p1"]
+
+
+@pytest.mark.asyncio
+async def test_a_waiting_low_key_of_a_slot_that_moved_is_dropped() -> None:
+    owners = Owners()
+    d = dispatch(owners)
+    d.reported("w", LOW_WINDOW)  # the LOW keys wait
+    d.push(key("stays"), Priority.LOW)
+    d.push(key("moves"), Priority.LOW)
+    owners.moving.add(slot_of(key("moves")))
+    d.reported("w", 0)
+    assert [m.keys for _, m in await queued(d) if isinstance(m, Keys)] == [(key("stays"),)]
+
+
+@pytest.mark.asyncio
+async def test_a_key_of_a_slot_in_transit_is_dropped() -> None:
+    owners = Owners()
+    d = dispatch(owners)
+    owners.moving.add(slot_of(key("moving")))
+    d.push(key("moving"), Priority.LIVE)
+    assert await queued(d) == []
+
+
+@pytest.mark.asyncio
+async def test_a_live_key_pushed_after_100000_low_keys_is_sent_first() -> None:
+    d = dispatch()
+    for i in range(100_000):
+        d.push(key(f"low-{i}"), Priority.LOW)
+    await asyncio.sleep(0)  # a turn later: the LOW keys are queued KEYS messages
+    d.push(key("live"), Priority.LIVE)
+    await asyncio.sleep(0)
+    target, first = await d.next()
+    assert target == "w" and isinstance(first, Keys)
+    assert first.priority is Priority.LIVE and first.keys == (key("live"),)
+    rest: list[tuple[Target, Message]] = []
+    while batch := await queued(d):  # the worker reports an empty queue: more may go
+        rest.extend(batch)
+        d.reported("w", 0)
+    assert sum(len(m.keys) for _, m in rest if isinstance(m, Keys)) == 100_000
+    assert all(isinstance(m, Keys) and m.priority is Priority.LOW for _, m in rest)
+
+
+@pytest.mark.asyncio
+async def test_only_low_keys_wait_everything_else_keeps_its_order() -> None:
+    d = dispatch()
+    d.emit([("w", Assign(EPOCH, (1,), ()))])
+    d.push(key("low"), Priority.LOW)
+    await asyncio.sleep(0)
+    d.send("w", snapshot(1))
+    d.push(key("live"), Priority.LIVE)
+    await asyncio.sleep(0)
+    d.emit([("w", Revoke(EPOCH, (2,)))])
+    kinds = [
+        (type(m).__name__, m.priority.name if isinstance(m, Keys) else "")
+        for _, m in await queued(d)
+    ]
+    assert kinds == [
+        ("Assign", ""),
+        ("Snapshot", ""),
+        ("Keys", "LIVE"),
+        ("Revoke", ""),
+        ("Keys", "LOW"),
+    ]
+
+
+# What may happen: a control message queued (a snapshot), a key pushed LIVE or LOW, the end
+# of the loop turn (LIVE keys are flushed), the send loop taking one message.
+STEPS = st.lists(
+    st.sampled_from(["send", "live", "low", "turn", "take"]),
+    max_size=50,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(STEPS)
+def test_low_keys_only_ever_go_out_later_never_before_what_was_queued_first(
+    steps: list[str],
+) -> None:
+    async def run() -> None:
+        d = dispatch()
+        model: list[tuple[str, object]] = []  # what is queued, in order; LIVE keys per turn
+        live: list[tuple[str, object]] = []  # pushed LIVE this turn
+        sent: list[tuple[str, object]] = []
+        names = itertools.count()
+
+        def took(msg: Message) -> None:
+            if isinstance(msg, Keys):
+                sent.extend((msg.priority.name, k) for k in msg.keys)
+            else:
+                assert isinstance(msg, Snapshot)
+                sent.append(("send", msg.request_id))
+
+        async def turn() -> None:
+            await asyncio.sleep(0)
+            model.extend(live)
+            live.clear()
+
+        for step in steps:
+            if step == "send":
+                request_id = next(names)
+                d.send("w", snapshot(request_id))
+                model.append(("send", request_id))
+            elif step == "live":
+                k = key(f"k{next(names)}")
+                d.push(k, Priority.LIVE)
+                live.append(("LIVE", k))
+            elif step == "low":
+                k = key(f"k{next(names)}")
+                d.push(k, Priority.LOW)
+                model.append(("LOW", k))
+            elif step == "turn":
+                await turn()
+            elif len(sent) < len(model) + len(live):  # something is queued: next() won't wait
+                await turn()  # the send loop runs in turns of its own
+                took((await d.next())[1])
+        await turn()
+        for _, msg in await queued(d):
+            took(msg)
+
+        assert sorted(map(repr, sent)) == sorted(map(repr, model))  # each once, nothing lost
+        low = [item for item in model if item[0] == "LOW"]
+        assert [item for item in sent if item[0] == "LOW"] == low
+        assert [item for item in sent if item[0] != "LOW"] == [i for i in model if i not in low]
+        for item in low:  # nothing queued before it goes out after it
+            before = model[: model.index(item)]
+            assert all(sent.index(i) < sent.index(item) for i in before)
+
+    asyncio.run(run())
+
+
+async def low_sent(d: Dispatch) -> list[str]:
+    """The workers of the LOW KEYS ``next()`` hands out now, in order."""
+    return [str(t) for t, m in await queued(d) if isinstance(m, Keys)]
+
+
+def keys_of(worker: str, owners: Owners, count: int) -> list[ParentKey]:
+    """``count`` keys of slots that ``owners`` gives to ``worker`` (and to no other)."""
+    keys: list[ParentKey] = []
+    names = (key(f"{worker}-{i}") for i in itertools.count())
+    while len(keys) < count:
+        k = next(names)
+        if owners.owned.setdefault(slot_of(k), worker) == worker:
+            keys.append(k)
+    return keys
+
+
+@pytest.mark.asyncio
+async def test_low_keys_go_to_a_worker_only_while_its_backlog_is_under_the_window() -> None:
+    owners = Owners()
+    d = dispatch(owners)
+    for k in keys_of("w", owners, LOW_WINDOW + 2 * KEYS_BATCH):
+        d.push(k, Priority.LOW)
+    assert len(await low_sent(d)) == LOW_WINDOW // KEYS_BATCH  # then the window is full
+    d.fetched("w")  # one key taken: the backlog is one key under the window
+    assert len(await low_sent(d)) == 1
+    assert await low_sent(d) == []
+    d.reported("w", LOW_WINDOW)  # a heartbeat: that many still queued
+    assert await low_sent(d) == []
+    d.reported("w", 0)
+    assert len(await low_sent(d)) == 1
+    d.push(key("live"), Priority.LIVE)  # LIVE keys know no window
+    assert [type(m) for _, m in await queued(d)] == [Keys]
+
+
+@pytest.mark.asyncio
+async def test_workers_take_turns_and_a_full_one_does_not_hold_up_the_others() -> None:
+    owners = Owners()
+    owners.members |= {"a", "b"}
+    d = dispatch(owners)
+    d.reported("a", LOW_WINDOW)
+    for k in keys_of("a", owners, 3 * KEYS_BATCH) + keys_of("b", owners, 3 * KEYS_BATCH):
+        d.push(k, Priority.LOW)
+    assert await low_sent(d) == ["b", "b", "b"]
+    d.reported("a", 0)
+    for k in keys_of("b", owners, 2 * KEYS_BATCH):
+        d.push(k, Priority.LOW)
+    assert await low_sent(d) == ["a", "b", "a", "b", "a"]
+
+
+@pytest.mark.asyncio
+async def test_the_low_keys_of_a_worker_that_left_are_dropped() -> None:
+    owners = Owners()
+    owners.members.add("gone")
+    d = dispatch(owners)
+    d.reported("gone", LOW_WINDOW)
+    for k in keys_of("gone", owners, 10):
+        d.push(k, Priority.LOW)
+    assert await low_sent(d) == []
+    owners.members.discard("gone")
+    d.push(key("w-live"), Priority.LIVE)  # anything that wakes the dispatch
+    await queued(d)
+    owners.members.add("gone")  # joins again, with another queue: the old keys are gone
+    d.reported("gone", 0)
+    assert await low_sent(d) == []
