@@ -3,8 +3,9 @@
 One ``Store`` per informer (per resource). Invariants:
 
 - Each object is kept as the API server's raw JSON bytes (``Cached.raw``) and a few parsed
-  fields (namespace, name, uid, resourceVersion, generation, labels, annotations for
-  selectors, controller ownerRef, finalizers, whether it is being deleted).
+  fields (namespace, name, uid, resourceVersion, generation, ``status.observedGeneration``,
+  labels, annotations for selectors, controller ownerRef, finalizers, whether it is being
+  deleted).
 - ``annotations`` keeps every key, but a value only when it could match an annotation
   selector: annotation selectors are label selectors, whose values are at most 63
   characters. A longer value (last-applied configurations...) is kept as ``LONG_VALUE``,
@@ -94,7 +95,10 @@ class OwnerRef:
 
 @dataclass(frozen=True, slots=True)
 class Cached:
-    """One cached object: parsed metadata for routing, raw JSON bytes for everything else."""
+    """One cached object: parsed metadata for routing, raw JSON bytes for everything else.
+
+    ``observed_generation`` is ``status.observedGeneration`` when it is an integer, else None:
+    the generation a controller that writes it last synced (``manager.routing.router``)."""
 
     namespace: str
     name: str
@@ -107,6 +111,7 @@ class Cached:
     finalizers: tuple[str, ...]
     raw: bytes
     annotations: Mapping[str, str]
+    observed_generation: int | None = None
 
     @property
     def key(self) -> ObjectKey:
@@ -132,6 +137,7 @@ class Cached:
             finalizers=tuple(map(sys.intern, finalizers)) if finalizers else (),
             raw=raw,
             annotations=_annotations(annotations) if annotations else _EMPTY_LABELS,
+            observed_generation=_observed_generation(obj.get("status")),
         )
 
 
@@ -166,6 +172,13 @@ def _controller_ref(refs: Any) -> OwnerRef | None:
             )
             return _RECENT_OWNERS.get(fields, _owner)
     return None
+
+
+def _observed_generation(status: Any) -> int | None:
+    if type(status) is not dict:
+        return None
+    observed = status.get("observedGeneration")
+    return observed if type(observed) is int else None
 
 
 _RECENT_LABELS: _Recent[tuple[tuple[str, str], ...], Mapping[str, str]] = _Recent()

@@ -16,7 +16,9 @@ means is each controller kind's (``manager.controllers.view.ControllerView``):
   parent of a controller with a customize hook (``new`` is None once it is gone or no longer
   handled): the customize hooks hang on it (``manager.routing.related``).
 - The ``KeyIndex`` holds every parent key handled by a controller, by slot, what ASSIGN
-  carries, and remembers the slot of each (the dispatch and the snapshot server ask it): the
+  carries, and remembers the slot of each (the dispatch and the snapshot server ask it) and
+  whether the parent is ``behind`` (its last sync did not see its current generation: those
+  go LIVE after the ASSIGN, so after a failover the parents edited meanwhile go first): the
   router adds and removes keys as parent events come, and rebuilds it from the caches when
   the controllers change (``controllers_changed``, which also tells ``parents`` of every
   cached parent).
@@ -41,7 +43,7 @@ from manager.controllers.view import ControllerView, group_resource
 from manager.informers.informer import EventHandler
 from manager.informers.store import Cached, Stores
 from proto.kube.resources import Resource
-from proto.wire import SLOT_COUNT, ParentKey, Priority, slot_hash, slot_of
+from proto.wire import SLOT_COUNT, ControllerKind, ParentKey, Priority, slot_hash, slot_of
 
 
 class KeySink(Protocol):
@@ -50,14 +52,19 @@ class KeySink(Protocol):
         ...
 
 
-_SLOTS = tuple(range(SLOT_COUNT))
-"""One int object per slot, shared by every key of the slot."""
+_ENTRIES = tuple((slot, behind) for behind in (False, True) for slot in range(SLOT_COUNT))
+"""A key's entry, (slot, behind): one shared tuple per slot and flag."""
 
 
 class KeyIndex:
-    """Every handled parent key, with its slot (see the module docstring).
+    """Every handled parent key, with its slot and whether its parent is behind (see the
+    module docstring).
 
+    - ``add(key, behind=...)`` holds a key, or updates whether it is behind; ``discard`` and
+      ``clear`` forget keys;
     - ``keys_of(slots)``: every key of ``slots``, sorted (what ASSIGN carries);
+    - ``behind_of(slots)``: the keys of ``slots`` whose parent's last sync did not see its
+      current generation, sorted (pushed LIVE after the ASSIGN, ``manager.term.dispatch``);
     - ``slot(key)``: the slot of any key, a lookup for the keys held (hashed once, when
       added), hashed for others (``proto.wire.slot_of``);
     - memory per key: the key itself (its group-resource string shared with every other key:
@@ -66,14 +73,18 @@ class KeyIndex:
     """
 
     def __init__(self) -> None:
-        self._slots: dict[ParentKey, int] = {}
+        self._entries: dict[ParentKey, tuple[int, bool]] = {}
         self._by_slot: dict[int, list[ParentKey]] = {}
 
-    def add(self, key: ParentKey) -> None:
-        if key in self._slots:
+    def add(self, key: ParentKey, *, behind: bool = False) -> None:
+        entry = self._entries.get(key)
+        if entry is not None:
+            if entry[1] is not behind:
+                self._entries[key] = _ENTRIES[entry[0] + SLOT_COUNT * behind]
             return
         key = ParentKey(key.kind, key.controller, sys.intern(key.resource), *key[3:])
-        slot = self._slots[key] = _SLOTS[slot_hash(key)]
+        slot = slot_hash(key)
+        self._entries[key] = _ENTRIES[slot + SLOT_COUNT * behind]
         keys = self._by_slot.get(slot)
         if keys is None:
             self._by_slot[slot] = [key]
@@ -81,20 +92,20 @@ class KeyIndex:
             keys.append(key)
 
     def discard(self, key: ParentKey) -> None:
-        slot = self._slots.pop(key, None)
-        if slot is not None:
-            keys = self._by_slot[slot]
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            keys = self._by_slot[entry[0]]
             keys.remove(key)
             if not keys:
-                del self._by_slot[slot]
+                del self._by_slot[entry[0]]
 
     def clear(self) -> None:
-        self._slots = {}
+        self._entries = {}
         self._by_slot = {}
 
     def slot(self, key: ParentKey) -> int:
-        slot = self._slots.get(key)
-        return slot if slot is not None else slot_of(key)
+        entry = self._entries.get(key)
+        return entry[0] if entry is not None else slot_of(key)
 
     def keys_of(self, slots: Iterable[int]) -> tuple[ParentKey, ...]:
         """Every key of ``slots``, sorted."""
@@ -102,6 +113,27 @@ class KeyIndex:
         for slot in slots:
             keys.extend(self._by_slot.get(slot, ()))
         return tuple(sorted(keys))
+
+    def behind_of(self, slots: Iterable[int]) -> tuple[ParentKey, ...]:
+        """The keys of ``slots`` whose parent is behind, sorted."""
+        entries = self._entries
+        keys: list[ParentKey] = []
+        for slot in slots:
+            keys.extend(k for k in self._by_slot.get(slot, ()) if entries[k][1])
+        return tuple(sorted(keys))
+
+
+def behind(view: ControllerView, parent: Cached) -> bool:
+    """Whether ``parent``'s last sync by ``view`` did not see its current generation, as far as
+    its status tells: its ``status.observedGeneration`` is below its ``metadata.generation``,
+    or missing (never synced, or synced before metashard). Only a kind whose every sync writes
+    ``observedGeneration`` can tell: CompositeController (``workers.sync.status``, as
+    Metacontroller). A DecoratorController writes what its hook returns, so the
+    ``observedGeneration`` of its targets, if any, is their own controller's: never behind."""
+    if view.kind is not ControllerKind.COMPOSITE:
+        return False
+    observed = parent.observed_generation
+    return observed is None or observed < parent.generation
 
 
 @dataclass(slots=True)
@@ -156,7 +188,8 @@ class Router:
         for view in self._views:
             listener = self._parents if view.customize is not None else None
             for resource, parent in self.parents(view):
-                self._keys.add(view.key(resource, parent.namespace, parent.name))
+                key = view.key(resource, parent.namespace, parent.name)
+                self._keys.add(key, behind=behind(view, parent))
                 if listener is not None:
                     listener.parent_changed(view, resource, parent, None)
 
@@ -207,8 +240,8 @@ class Router:
         selected_now = new is not None and view.handles(resource, new)
         if self._parents is not None and view.customize is not None:
             self._parents.parent_changed(view, resource, new if selected_now else None, old)
-        if selected_now:
-            self._keys.add(key)
+        if selected_now and new is not None:
+            self._keys.add(key, behind=behind(view, new))
         else:
             self._keys.discard(key)
         if not selected_now and not (old is not None and view.handles(resource, old)):

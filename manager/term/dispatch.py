@@ -19,6 +19,10 @@ Contract:
   connection when sent, and dropped if it is no longer a member, unless it is a NACK or BYE)
   or a routing id (``bytes``: an answer to a connection that is not a member).
 - ``emit(outbox)`` queues what ``manager.term.membership`` returned, counting revoked slots.
+  An ASSIGN, whose keys the worker queues at LOW priority, is followed by KEYS at LIVE
+  priority of those of its keys whose parent is behind (``IndexedKeys.behind_of``: the last
+  sync did not see the parent's generation), which the worker's queue promotes: after a
+  failover, or any new term, the parents edited since their last sync go first.
 - ``next()`` waits for the next message to send. **Fresh work first**: everything but LOW
   keys (LIVE KEYS, SNAPSHOT, NACK, WELCOME, ASSIGN, REVOKE, CONTROLLERS, HEARTBEAT) goes out
   in the order it was queued, and LOW keys only when nothing of that waits. Before each LOW
@@ -52,11 +56,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import defaultdict, deque
+from collections.abc import Iterable
 from typing import Protocol
 
 from manager.term.membership import Outbox, SlotOwners
 from manager.term.metrics import TermMetrics
-from proto.wire import Keys, Message, ParentKey, Priority, Revoke
+from proto.wire import Assign, Keys, Message, ParentKey, Priority, Revoke
 
 KEYS_BATCH = 512
 LOW_WINDOW = 32 * KEYS_BATCH
@@ -70,6 +75,14 @@ Target = str | bytes
 class SlotOf(Protocol):
     def slot(self, key: ParentKey) -> int:
         """The slot of ``key`` (``manager.routing.router.KeyIndex``)."""
+        ...
+
+
+class IndexedKeys(SlotOf, Protocol):
+    """What the dispatch asks the key index (``manager.routing.router.KeyIndex``)."""
+
+    def behind_of(self, slots: Iterable[int]) -> tuple[ParentKey, ...]:
+        """The keys of ``slots`` whose parent's last sync did not see its generation."""
         ...
 
 
@@ -87,7 +100,7 @@ class Dispatch:
         epoch: int,
         owners: SlotOwners,
         members: Members,
-        slots: SlotOf,
+        slots: IndexedKeys,
         metrics: TermMetrics,
     ) -> None:
         self._epoch = epoch
@@ -144,6 +157,12 @@ class Dispatch:
             if isinstance(msg, Revoke):
                 self._metrics.revoked(len(msg.slots))
             self._first.append((worker, msg))
+            if isinstance(msg, Assign):
+                behind = self._slots.behind_of(msg.slots)
+                self._metrics.keys_pushed(Priority.LIVE, len(behind))
+                for i in range(0, len(behind), KEYS_BATCH):
+                    batch = behind[i : i + KEYS_BATCH]
+                    self._first.append((worker, Keys(self._epoch, Priority.LIVE, batch)))
         self._queued.set()
 
     def reported(self, worker: str, queue_depth: int) -> None:

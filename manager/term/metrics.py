@@ -57,9 +57,9 @@ class TermMetrics:
         if self._enabled:
             self._workers.set(count)
 
-    def keys_pushed(self, priority: Priority) -> None:
+    def keys_pushed(self, priority: Priority, count: int = 1) -> None:
         if self._enabled:
-            self._keys_by_priority[priority].inc()
+            self._keys_by_priority[priority].inc(count)
 
     def fetch(self, result: str) -> None:
         if self._enabled:

@@ -106,6 +106,19 @@ def test_objects_that_repeat_labels_annotations_and_owner_share_them() -> None:
     assert c.labels is a.labels
 
 
+def test_observed_generation_is_read_from_the_status() -> None:
+    def cached(status: object) -> Cached:
+        obj = {"metadata": {"name": "p", "generation": 3}, "status": status}
+        return Cached.from_object(obj, b"{}")
+
+    assert cached({"observedGeneration": 2}).observed_generation == 2
+    assert cached({"observedGeneration": 3}).observed_generation == 3
+    assert cached({}).observed_generation is None
+    assert cached(None).observed_generation is None
+    assert cached({"observedGeneration": "3"}).observed_generation is None
+    assert cached({"observedGeneration": True}).observed_generation is None
+
+
 def test_a_new_version_does_not_keep_the_old_versions_name_alive() -> None:
     def decoded(rv: str) -> Cached:
         raw = orjson.dumps(

@@ -151,6 +151,19 @@ def test_a_target_carrying_our_finalizer_stays_handled() -> None:
     assert w.keys.keys_of(range(1024)) == (pod_key("p"),)
 
 
+def test_a_target_is_never_behind_whatever_its_status_says() -> None:
+    """A DecoratorController writes no observedGeneration: a target's is its own controller's."""
+    w = World(view(POD_RULE))
+    selected = cached("p", labels={"app": "web"}, annotations={"service-per-pod": "true"})
+    obj = orjson.loads(selected.raw)
+    for status in (None, {"observedGeneration": 1}):
+        obj["metadata"]["generation"] = 2
+        obj["status"] = status
+        w.event(PODS, Cached.from_object(obj, orjson.dumps(obj)))
+        assert w.keys.keys_of(range(1024)) == (pod_key("p"),)
+        assert w.keys.behind_of(range(1024)) == ()
+
+
 def test_long_annotation_values_still_match_exists_but_never_equal() -> None:
     rule = {
         "apiVersion": "v1",

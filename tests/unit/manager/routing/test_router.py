@@ -422,3 +422,40 @@ def test_a_cleared_key_index_holds_nothing_and_still_knows_slots() -> None:
     index.clear()
     assert index.keys_of(range(1024)) == ()
     assert index.slot(key) == slot_of(key)
+
+
+@pytest.mark.parametrize(
+    ("generation", "status", "is_behind"),
+    [
+        (2, {"observedGeneration": 2}, False),  # synced at its generation
+        (3, {"observedGeneration": 2}, True),  # edited since its last sync
+        (1, None, True),  # never synced
+        (1, {"children": 3}, True),  # a status without observedGeneration
+    ],
+)
+def test_a_composite_parent_is_behind_when_its_status_did_not_observe_its_generation(
+    generation: int, status: dict[str, Any] | None, is_behind: bool
+) -> None:
+    w = World(controller())
+    if status is None:
+        w.parent(cached("p", spec=SELECTOR, generation=generation))
+    else:
+        w.parent(cached("p", spec=SELECTOR, generation=generation, status=status))
+    assert w.keys.behind_of(range(1024)) == ((key("p"),) if is_behind else ())
+    assert w.keys.keys_of(range(1024)) == (key("p"),)
+
+
+def test_behind_follows_the_parent_and_the_rebuild() -> None:
+    view = controller()
+    w = World(view)
+    w.parent(cached("p", rv=1, spec=SELECTOR, generation=2, status={"observedGeneration": 1}))
+    w.parent(cached("q", rv=1, spec=SELECTOR, generation=1, status={"observedGeneration": 1}))
+    assert w.keys.behind_of(range(1024)) == (key("p"),)
+    w.parent(cached("p", rv=2, spec=SELECTOR, generation=2, status={"observedGeneration": 2}))
+    w.parent(cached("q", rv=2, spec=SELECTOR, generation=2, status={"observedGeneration": 1}))
+    assert w.keys.behind_of(range(1024)) == (key("q"),)
+    w.router.controllers_changed([view], [])  # rebuilt from the caches
+    assert w.keys.behind_of(range(1024)) == (key("q"),)
+    slot = slot_of(key("q"))
+    assert w.keys.behind_of([slot]) == (key("q"),)
+    assert w.keys.behind_of([s for s in range(1024) if s != slot]) == ()

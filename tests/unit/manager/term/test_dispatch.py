@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from manager.routing.router import KeyIndex
 from manager.term.dispatch import KEYS_BATCH, LOW_WINDOW, Dispatch, Target
 from manager.term.metrics import TermMetrics
 from proto.wire import Assign, Keys, Message, ParentKey, Priority, Revoke, Snapshot, slot_of
@@ -34,19 +35,15 @@ class Owners:
         return worker_id.encode() if worker_id in self.members else None
 
 
-class Slots:
-    def slot(self, key: ParentKey) -> int:
-        return slot_of(key)
-
-
 def key(name: str) -> ParentKey:
     return ParentKey("CompositeController", "cc", "things.example.com", "ns", name)
 
 
-def dispatch(owners: Owners | None = None) -> Dispatch:
+def dispatch(owners: Owners | None = None, keys: KeyIndex | None = None) -> Dispatch:
     owners = owners or Owners()
+    keys = keys or KeyIndex()
     return Dispatch(
-        epoch=EPOCH, owners=owners, members=owners, slots=Slots(), metrics=TermMetrics(None)
+        epoch=EPOCH, owners=owners, members=owners, slots=keys, metrics=TermMetrics(None)
     )
 
 
@@ -93,6 +90,29 @@ async def test_a_waiting_low_key_of_a_slot_that_moved_is_dropped() -> None:
     owners.moving.add(slot_of(key("moves")))
     d.reported("w", 0)
     assert [m.keys for _, m in await queued(d) if isinstance(m, Keys)] == [(key("stays"),)]
+
+
+@pytest.mark.asyncio
+async def test_an_assign_is_followed_by_live_keys_of_its_parents_that_are_behind() -> None:
+    keys = KeyIndex()
+    names = [f"p{i}" for i in range(3 * KEYS_BATCH)]
+    for i, name in enumerate(names):
+        keys.add(key(name), behind=i % 2 == 0)
+    slots = sorted({slot_of(key(name)) for name in names})
+    mine, others = slots[: len(slots) // 2], slots[len(slots) // 2 :]
+    d = dispatch(keys=keys)
+    d.emit([("w", Assign(EPOCH, tuple(mine), keys.keys_of(mine)))])
+    d.push(key("fresh"), Priority.LIVE)
+    sent = [m for _, m in await queued(d)]
+    assert isinstance(sent[0], Assign)
+    live = [m for m in sent[1:-1] if isinstance(m, Keys) and m.priority is Priority.LIVE]
+    assert len(live) == len(sent) - 2 and all(len(m.keys) <= KEYS_BATCH for m in live)
+    behind = [k for m in live for k in m.keys]
+    assert behind == sorted(
+        key(name) for i, name in enumerate(names) if i % 2 == 0 and slot_of(key(name)) in mine
+    )
+    assert not set(behind) & set(keys.keys_of(others))
+    assert sent[-1] == Keys(EPOCH, Priority.LIVE, (key("fresh"),))  # after them
 
 
 @pytest.mark.asyncio

@@ -269,6 +269,29 @@ async def test_a_term_runs_its_parts_and_walks_a_key_and_a_fetch_through_them() 
     assert not PARTS & {task.get_name() for task in asyncio.all_tasks()}
 
 
+async def test_a_new_term_sends_the_parents_edited_since_their_last_sync_live() -> None:
+    """After a failover, what was edited while there was no leader does not wait in the full
+    pass of every parent: ASSIGN queues every key LOW, then KEYS LIVE promote those."""
+    world = World()
+    things = world.informers.informers["things"].store
+    for name, generation, observed in (("p1", 1, 1), ("p2", 2, 1), ("p3", 1, None)):
+        obj = orjson.loads(thing(name, "2").raw)
+        obj["metadata"]["generation"] = generation
+        if observed is not None:
+            obj["status"] = {"observedGeneration": observed}
+        things.upsert(cached(obj))
+    running = asyncio.create_task(world.term.run())
+    await world.settle()
+    await world.join()
+    world.link.taken(Welcome)
+    await world.step(0.1)
+    assign, live = (msg for _, msg in world.link.sent)
+    assert isinstance(assign, Assign) and [k.name for k in assign.keys] == ["p1", "p2", "p3"]
+    assert live == Keys(7, Priority.LIVE, (KEY._replace(name="p2"), KEY._replace(name="p3")))
+    running.cancel()
+    await asyncio.gather(running, return_exceptions=True)
+
+
 async def test_a_part_that_fails_ends_the_term_with_its_error() -> None:
     world = World(discovery=FakeDiscovery(RuntimeError("boom")))
     with pytest.raises(TermFailed, match=r"controllers failed: RuntimeError\('boom'\)") as e:
