@@ -1,11 +1,14 @@
 """A coordinator's term in this process, over stores the benchmark fills, with worker links.
 
-``running_term(stores, parent=..., workers=...)`` builds the real ``Term`` as the coordinator
-does, with one CompositeController (``composite_view``: parent ``parent``, ConfigMap children,
-``generateSelector``) and informers that are the given stores (already synced), binds it on
-ipc, runs its receive and send loops, connects ``workers`` ``DealerLink``s (``w0``, ``w1``...),
-assigns every slot and reads each link's WELCOME and ASSIGN. What the benchmark then does with
-the term (events into the router, keys into the dispatch, FETCHes on a link) is its own.
+``term_over(stores, parent=...)`` builds the real ``Term`` as the coordinator does, with one
+CompositeController (``composite_view``: parent ``parent``, ConfigMap children,
+``generateSelector``) and informers that are the given stores (already synced).
+``running_term(stores, parent=..., workers=...)`` also binds it on ipc, runs its receive and
+send loops, connects ``workers`` ``DealerLink``s (``w0``, ``w1``...), assigns every slot and
+reads each link's WELCOME and ASSIGN; ``assigned(term, workers)`` only gives every slot to
+workers that joined without a socket (what the term queues for them stays in its dispatch).
+What the benchmark then does with the term (events into the router, keys into the dispatch,
+FETCHes) is its own.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import contextlib
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -24,6 +27,7 @@ import zmq.asyncio
 
 from manager.informers.store import Store
 from manager.kinds.composite import CompositeView
+from manager.link.router import RouterLink
 from manager.settings import CoordinatorSettings
 from manager.term.grace import Grace
 from manager.term.term import Term
@@ -84,27 +88,50 @@ async def _worker(ctx: zmq.asyncio.Context, endpoint: str, wid: str) -> DealerLi
     return link
 
 
+def term_over(
+    stores: Mapping[str, Store],
+    *,
+    parent: Resource,
+    endpoint: str = "",
+    link: RouterLink | None = None,
+) -> Term:
+    """The term over ``stores`` (see the module docstring), not running; ``link``: its
+    socket, when not a real one."""
+    unused: Any = None  # the term is driven directly: no discovery, events or hooks
+    term = Term(
+        epoch=1,
+        coordinator_id="bench",
+        settings=CoordinatorSettings(bind=endpoint or "ipc:///unused"),
+        grace=Grace(4.0),
+        discovery=unused,
+        informers=Informers(stores),  # type: ignore[arg-type]
+        recorder=unused,
+        hooks=unused,
+        link=link,
+    )
+    view = composite_view(parent)
+    term.controllers.views = {view.id: view}
+    term.router.controllers_changed([view], [view])
+    return term
+
+
+def assigned(term: Term, workers: Sequence[str]) -> None:
+    """Every slot of ``term`` given to ``workers``, which join without a socket."""
+    now = time.monotonic()
+    for worker in workers:
+        welcome = term.membership.hello(worker, f"inc-{worker}", 16, now, worker.encode())
+        term.dispatch.emit(welcome or [])
+    term.membership.start_at = 0
+    term.dispatch.emit(term.membership.tick(now))
+
+
 @contextlib.asynccontextmanager
 async def running_term(
     stores: Mapping[str, Store], *, parent: Resource, workers: int
 ) -> AsyncIterator[tuple[Term, list[DealerLink]]]:
     """The term and its worker links (see the module docstring)."""
-    informers = Informers(stores)
     endpoint = f"ipc://{tempfile.mkdtemp()}/bench.sock"
-    unused: Any = None  # the term is driven directly: no discovery, events or hooks
-    term = Term(
-        epoch=1,
-        coordinator_id="bench",
-        settings=CoordinatorSettings(bind=endpoint),
-        grace=Grace(4.0),
-        discovery=unused,
-        informers=informers,  # type: ignore[arg-type]
-        recorder=unused,
-        hooks=unused,
-    )
-    view = composite_view(parent)
-    term.controllers.views = {view.id: view}
-    term.router.controllers_changed([view], [view])
+    term = term_over(stores, parent=parent, endpoint=endpoint)
     term.link.bind(endpoint)
     ctx = zmq.asyncio.Context()
     tasks = [

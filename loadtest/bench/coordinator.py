@@ -14,6 +14,11 @@ a resync.
    has received it. Baseline: the same LIVE key with nothing queued. Also printed: how long
    the LOW keys take to be received. The worker links read at once, and answer every KEYS
    with a HEARTBEAT saying their queue is empty (a worker that keeps up).
+3. **Coordinator CPU per FETCH and per event** (process time, the real ``Term`` whose send
+   loop encodes every message, no socket): a FETCH of every parent answered (snapshot built,
+   encoded), against encoding the same SNAPSHOT; a MODIFIED event of every ConfigMap and of
+   every Fanout decoded, cached and routed (its key's KEYS encoded), against decoding the
+   same line. And what that makes per reconcile of the scale benchmark's cold start.
 """
 
 from __future__ import annotations
@@ -26,18 +31,39 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
+import orjson
 import uvloop
 
 from loadtest.bench._report import header, row
 from loadtest.bench._scale_objects import configmap, fanout, watch_line
-from loadtest.bench._term import CONFIGMAPS, Informers, composite_view, running_term
+from loadtest.bench._term import (
+    CONFIGMAPS,
+    Informers,
+    assigned,
+    composite_view,
+    running_term,
+    term_over,
+)
 from manager.informers.store import Cached, Store
+from manager.link.router import RouterLink, SendResult
 from manager.routing.router import KeyIndex, Router
 from proto.kube.resources import Resource
 from proto.kube.watch import decode_event
 from proto.runtime.logs import configure
-from proto.wire import Heartbeat, Keys, ParentKey, Priority
+from proto.wire import (
+    SLOT_COUNT,
+    Fetch,
+    Heartbeat,
+    Keys,
+    Message,
+    ParentKey,
+    Priority,
+    Snapshot,
+    encode,
+    slot_of,
+)
 from workers.link.dealer import DealerLink
 
 FANOUTS = Resource("bench.metashard.io", "v1", "fanouts", "Fanout", True, subresources=("status",))
@@ -192,6 +218,124 @@ async def live_latency(low: int, repeat: int) -> tuple[float, float, float]:
     return statistics.median(behind), statistics.median(alone), statistics.median(low_done)
 
 
+# --- 3. CPU per FETCH and per event ----------------------------------------------------------
+
+
+class _EncodingLink:
+    """The term's link, minus the socket: each message is encoded as ``RouterLink.send`` does,
+    then dropped; ``sent`` counts them by type, ``snapshots`` keeps the SNAPSHOTs."""
+
+    def __init__(self) -> None:
+        self.sent: dict[type, int] = {}
+        self.snapshots: list[Snapshot] = []
+        self._changed = asyncio.Event()
+
+    def bind(self, endpoint: str) -> str:
+        return endpoint
+
+    def close(self) -> None:
+        pass
+
+    async def send(self, route: bytes, msg: Message) -> SendResult:
+        encode(msg)
+        self.sent[type(msg)] = self.sent.get(type(msg), 0) + 1
+        if isinstance(msg, Snapshot):
+            self.snapshots.append(msg)
+        self._changed.set()
+        return SendResult.SENT
+
+    async def until(self, kind: type, count: int) -> None:
+        while self.sent.get(kind, 0) < count:
+            self._changed.clear()
+            await self._changed.wait()
+
+
+@dataclass(frozen=True, slots=True)
+class Cpu:
+    """Microseconds of CPU per FETCH answered (snapshot built and encoded), per ConfigMap and
+    per Fanout watch event (decoded, cached, routed, its key's KEYS encoded); and their
+    baselines: encoding the same SNAPSHOT, decoding the same event line."""
+
+    fetch: float
+    encode: float
+    child_event: float
+    parent_event: float
+    decode: float
+
+    @property
+    def reconcile(self) -> float:
+        """Per reconcile of the scale benchmark's cold start: 2 FETCHes, the events of its
+        3 children and of its status."""
+        return 2 * self.fetch + 3 * self.child_event + self.parent_event
+
+
+def _per(count: int, started: float) -> float:
+    """Microseconds of this process's CPU per item since ``started`` (``process_time``)."""
+    return (time.process_time() - started) / count * 1e6
+
+
+async def cpu(n: int) -> Cpu:
+    """Coordinator CPU per FETCH and per event, over ``n`` Fanouts x 3 ConfigMaps (the term's
+    send loop runs; its link encodes and drops)."""
+    rng = random.Random(5)
+    parents = [fanout(i, NAMESPACE, rng) for i in range(n)]
+    children = [configmap(p, k) for p in parents for k in range(3)]
+    stores = {"fanouts": Store(), "configmaps": Store()}
+    for name, objects in (("fanouts", parents), ("configmaps", children)):
+        for obj in objects:
+            stores[name].upsert(Cached.from_object(obj, orjson.dumps(obj)))
+    link = _EncodingLink()
+    term = term_over(stores, parent=FANOUTS, link=cast(RouterLink, link))
+    assigned(term, ["w0", "w1"])
+    sender = asyncio.create_task(term.sessions.send())
+    try:
+        keys = term.keys.keys_of(range(SLOT_COUNT))
+        fetches = [Fetch(1, i, key, {}) for i, key in enumerate(keys)]
+        owners = [term.membership.owner(slot_of(key)) or "" for key in keys]
+        gc.collect()
+        started = time.process_time()
+        for i, (owner, msg) in enumerate(zip(owners, fetches, strict=True)):
+            term.snapshots.fetch(owner, msg)
+            if i % 64 == 63:
+                await asyncio.sleep(0)  # the send loop takes its turn, as with FETCHes arriving
+        await link.until(Snapshot, len(fetches))
+        per_fetch = _per(len(fetches), started)
+        started = time.process_time()
+        for snapshot in link.snapshots:
+            encode(snapshot)
+        per_encode = _per(len(link.snapshots), started)
+
+        per_event: list[float] = []
+        decoded: list[float] = []
+        for resource, objects in ((CONFIGMAPS, children), (FANOUTS, parents)):
+            lines = []
+            for obj in objects:
+                meta = obj["metadata"]
+                meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 10_000_000)
+                lines.append(watch_line("MODIFIED", obj))
+            store, handler = stores[resource.name], term.router.handler(resource)
+            keys_sent = link.sent.get(Keys, 0)
+            gc.collect()
+            started = time.process_time()
+            for i, line in enumerate(lines):
+                event = decode_event(line)
+                new = Cached.from_object(event.object, event.raw)
+                handler("MODIFIED", store.upsert(new), new, False)
+                if i % 256 == 255:
+                    await asyncio.sleep(0)  # a chunk of the watch stream
+            await asyncio.sleep(0)
+            await link.until(Keys, keys_sent + 1)
+            per_event.append(_per(len(lines), started))
+            started = time.process_time()
+            for line in lines:
+                decode_event(line)
+            decoded.append(_per(len(lines), started))
+        return Cpu(per_fetch, per_encode, per_event[0], per_event[1], statistics.mean(decoded))
+    finally:
+        sender.cancel()
+        await asyncio.gather(sender, return_exceptions=True)
+
+
 def main(quick: bool) -> None:
     configure(fmt="console", level="warning")  # the term's info lines are not results
     n = 2_000 if quick else 20_000
@@ -230,3 +374,12 @@ def main(quick: bool) -> None:
     )
     row("baseline: LIVE key received, nothing queued", alone * 1000, "ms")
     row(f"all {low:,} LOW keys received", low_done * 1000, "ms")
+
+    c = uvloop.run(cpu(n))
+    header(f"coordinator CPU, {n} Fanouts x 3 ConfigMaps (process time; send loop encodes)")
+    row("FETCH answered: SNAPSHOT built and encoded", c.fetch, "us", baseline=c.encode)
+    row("baseline: encoding the same SNAPSHOT", c.encode, "us")
+    row("ConfigMap event: decoded, cached, routed, KEYS", c.child_event, "us", baseline=c.decode)
+    row("Fanout event: decoded, cached, routed, KEYS", c.parent_event, "us", baseline=c.decode)
+    row("baseline: decoding the event line", c.decode, "us")
+    row("per reconcile: 2 FETCHes, 3 ConfigMap + 1 Fanout events", c.reconcile, "us")

@@ -6,7 +6,7 @@ import random
 import orjson
 
 from loadtest.bench._scale_objects import configmap, fanout, watch_line
-from loadtest.bench.coordinator import live_latency, memory
+from loadtest.bench.coordinator import cpu, live_latency, memory
 from proto.kube.watch import decode_event
 
 
@@ -34,3 +34,10 @@ def test_memory_is_measured_per_object_against_the_json() -> None:
 def test_a_live_key_is_measured_behind_low_ones_and_alone() -> None:
     behind, alone, low_done = asyncio.run(live_latency(300, 1))
     assert behind > 0 and alone > 0 and low_done > 0
+
+
+def test_cpu_is_measured_per_fetch_and_per_event_against_the_codec() -> None:
+    c = asyncio.run(cpu(30))
+    assert c.fetch > c.encode > 0
+    assert c.child_event > c.decode > 0 and c.parent_event > c.decode
+    assert c.reconcile == 2 * c.fetch + 3 * c.child_event + c.parent_event
