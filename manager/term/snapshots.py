@@ -1,6 +1,6 @@
 """FETCH answered with a SNAPSHOT from the coordinator's caches: what a worker gets for one
-parent key (``snapshot_of``, ``revisions_of``), and the server that sends it or a NACK saying
-why not (``SnapshotServer``).
+parent (``parent_of`` a key, then ``snapshot_of``, ``revisions_of``), and the server that sends
+it or a NACK saying why not (``SnapshotServer``: the parent is looked up once per answer).
 
 What a snapshot holds (the parent and its claimable children, as raw JSON):
 - ``parent`` is the cached parent, or None when it is gone or no longer the controller's
@@ -57,6 +57,7 @@ from manager.routing.related import Related
 from manager.term.dispatch import Dispatch, SlotOf
 from manager.term.membership import SlotOwners
 from manager.term.metrics import TermMetrics
+from proto.kube.resources import Resource
 from proto.wire import Fetch, Nack, NackReason, ParentKey, Snapshot
 
 Children = dict[str, tuple[bytes, ...]]
@@ -64,6 +65,7 @@ RelatedOf = Callable[[ControllerView, Cached], Children]
 
 
 def parent_of(view: ControllerView, key: ParentKey, stores: Stores) -> Cached | None:
+    """The cached parent ``key`` names, if ``view`` handles it; None otherwise."""
     resource = view.parent_resource(key)
     store = stores.store(resource) if resource is not None else None
     if resource is None or store is None:
@@ -74,13 +76,12 @@ def parent_of(view: ControllerView, key: ParentKey, stores: Stores) -> Cached | 
 
 def snapshot_of(
     view: ControllerView,
-    key: ParentKey,
+    parent: Cached | None,
     *,
     stores: Stores,
     related: RelatedOf | None = None,
 ) -> tuple[bytes | None, Children, Children]:
-    """(parent, children, related) for ``key``."""
-    parent = parent_of(view, key, stores)
+    """(parent, children, related) of ``parent`` (``parent_of`` a key; None: gone)."""
     if parent is None:
         return None, {}, {}
     keeper = keeps_revisions(view)
@@ -96,13 +97,14 @@ def snapshot_of(
     return parent.raw, children, related(view, parent) if related is not None else {}
 
 
-def revisions_of(view: ControllerView, key: ParentKey, *, stores: Stores) -> tuple[bytes, ...]:
-    """The ControllerRevisions of the parent ``key`` names (none when the controller keeps
-    none, or the parent is gone)."""
+def revisions_of(
+    view: ControllerView, parent: Cached | None, *, stores: Stores
+) -> tuple[bytes, ...]:
+    """The ControllerRevisions of ``parent`` (``parent_of`` a key): none when the controller
+    keeps none, or the parent is gone."""
     keeper = keeps_revisions(view)
     resource = keeper.revision_resource() if keeper is not None else None
     store = stores.store(resource) if resource is not None else None
-    parent = parent_of(view, key, stores) if store is not None else None
     if keeper is None or store is None or parent is None:
         return ()
     return keeper.revisions_of(parent, store)
@@ -151,7 +153,7 @@ class SnapshotServer:
         waits = self._barrier_waits(view, msg.barrier)
         parent = parent_of(view, key, self._informers)
         if parent is not None and view.customize is not None:
-            versions = _versions(view, parent, revisions_of(view, key, stores=self._informers))
+            versions = _versions(view, parent, revisions_of(view, parent, stores=self._informers))
             if not self._related.ready(view, resource, parent, versions):
                 waits.append(
                     asyncio.ensure_future(
@@ -165,7 +167,7 @@ class SnapshotServer:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         else:
-            self._answer(worker, msg, view)
+            self._answer(worker, msg, view, resource, parent)
         return None
 
     def close(self) -> list[asyncio.Task[None]]:
@@ -203,16 +205,24 @@ class SnapshotServer:
         results = await asyncio.gather(*waits)
         if not all(results):
             self._metrics.barrier_timeout()
-        if self._owners.owner(self._slots.slot(msg.key)) == worker:
-            self._answer(worker, msg, view)
+        resource = view.parent_resource(msg.key)
+        if resource is not None and self._owners.owner(self._slots.slot(msg.key)) == worker:
+            self._answer(worker, msg, view, resource, parent_of(view, msg.key, self._informers))
 
-    def _answer(self, worker: str, msg: Fetch, view: ControllerView) -> None:
+    def _answer(
+        self,
+        worker: str,
+        msg: Fetch,
+        view: ControllerView,
+        resource: Resource,
+        parent: Cached | None,
+    ) -> None:
+        """Send the snapshot of ``parent`` (as the cache holds it now; None: gone) of
+        ``resource``, or NACK NOT_READY."""
         related = None
         revision_related: dict[str, dict[str, tuple[bytes, ...]]] = {}
-        resource = view.parent_resource(msg.key)
-        revisions = revisions_of(view, msg.key, stores=self._informers)
-        if view.customize is not None and resource is not None:
-            parent = parent_of(view, msg.key, self._informers)
+        revisions = revisions_of(view, parent, stores=self._informers)
+        if view.customize is not None:
             if parent is not None:
                 versions = _versions(view, parent, revisions)
                 if not self._related.ready(view, resource, parent, versions):
@@ -220,7 +230,7 @@ class SnapshotServer:
                     return self._refuse(worker, msg, NackReason.NOT_READY, detail)
                 revision_related = self._related.revision_related_of(view, parent)
             related = self._related.related_of
-        raw, children, objects = snapshot_of(view, msg.key, stores=self._informers, related=related)
+        raw, children, objects = snapshot_of(view, parent, stores=self._informers, related=related)
         self._metrics.fetch("snapshot")
         snapshot = Snapshot(
             self._epoch,

@@ -11,7 +11,7 @@ import pytest
 from manager.informers.store import LONG_VALUE, Cached, Store
 from manager.kinds.decorator import DecoratorView
 from manager.routing.router import KeyIndex, Router
-from manager.term.snapshots import snapshot_of
+from manager.term.snapshots import parent_of, snapshot_of
 from proto.api.decorator import parse_decorator_controller
 from proto.api.names import DECORATOR_ANNOTATION
 from proto.kube.resources import Resource
@@ -233,7 +233,9 @@ def test_snapshot_holds_our_attachments_and_annotated_orphans() -> None:
     w.event(SERVICES, cached("orphan", annotations=OURS))
     w.event(SERVICES, cached("plain"))
     w.event(SERVICES, cached("elsewhere", ns="other", annotations=OURS))
-    parent, children, related = snapshot_of(w.view, pod_key("p"), stores=w.stores)
+    parent, children, related = snapshot_of(
+        w.view, parent_of(w.view, pod_key("p"), w.stores), stores=w.stores
+    )
     assert parent is not None and orjson.loads(parent)["metadata"]["name"] == "p"
     names = [orjson.loads(r)["metadata"]["name"] for r in children["Service.v1"]]
     assert names == ["ours", "orphan"]
@@ -241,7 +243,9 @@ def test_snapshot_holds_our_attachments_and_annotated_orphans() -> None:
     assert related == {}
     # A key of a target that is no longer selected: no parent.
     w.event(PODS, cached("p", labels={"app": "db"}))
-    assert snapshot_of(w.view, pod_key("p"), stores=w.stores)[0] is None
+    assert (
+        snapshot_of(w.view, parent_of(w.view, pod_key("p"), w.stores), stores=w.stores)[0] is None
+    )
 
 
 def test_cluster_scoped_target_sees_attachments_in_every_namespace() -> None:
@@ -250,7 +254,9 @@ def test_cluster_scoped_target_sees_attachments_in_every_namespace() -> None:
     owner = ("rbac.authorization.k8s.io/v1", "ClusterRole", "admin")
     w.event(BINDINGS, cached("a", ns="one", annotations=OURS, owner=owner))
     w.event(BINDINGS, cached("b", ns="two", annotations=OURS, owner=owner))
-    _, children, _ = snapshot_of(w.view, role_key("admin"), stores=w.stores)
+    _, children, _ = snapshot_of(
+        w.view, parent_of(w.view, role_key("admin"), w.stores), stores=w.stores
+    )
     names = [
         orjson.loads(r)["metadata"]["name"]
         for r in children["RoleBinding.rbac.authorization.k8s.io/v1"]

@@ -32,7 +32,7 @@ from manager.informers.informer import EventHandler
 from manager.informers.store import Cached, Store
 from manager.kinds import Context, Kind
 from manager.routing.router import KeyIndex, Router
-from manager.term.snapshots import snapshot_of
+from manager.term.snapshots import parent_of, snapshot_of
 from proto.api.controllers import Hook, HookName
 from proto.api.endpoints import Settings
 from proto.api.fields import Fields
@@ -223,7 +223,9 @@ async def test_a_kind_without_revisions_is_hosted_routed_and_snapshotted() -> No
     world.router.handler(THINGS)("ADDED", None, new, False)
     key_b = ParentKey("MinimalController", "m", "things.example.com", "ns", "b")
     assert world.pushed == [key_b]
-    parent, children, related = snapshot_of(view, key_b, stores=world.stores)
+    parent, children, related = snapshot_of(
+        view, parent_of(view, key_b, world.stores), stores=world.stores
+    )
     assert parent == new.raw and children == {} and related == {}
     assert [r.resource for r in view.definition.resources] == ["things"]
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from manager.informers.store import Cached, Store
 from manager.kinds.composite import CompositeView
 from manager.routing.router import KeyIndex, Router
-from manager.term.snapshots import revisions_of, snapshot_of
+from manager.term.snapshots import parent_of, revisions_of, snapshot_of
 from proto.api.controllers import parse_composite_controller
 from proto.kube.resources import Resource
 from proto.wire import ParentKey, Priority, slot_of
@@ -163,7 +163,7 @@ def test_label_selector_and_finalizer_decide_which_parents_are_handled() -> None
     )
     w.parent(kept)  # carries our finalizer: must still be finalized
     assert w.keys.keys_of(range(1024)) == (key("p"),)
-    parent, _, _ = snapshot_of(view, key("p"), stores=w.stores)
+    parent, _, _ = snapshot_of(view, parent_of(view, key("p"), w.stores), stores=w.stores)
     assert parent == kept.raw
 
 
@@ -229,11 +229,17 @@ def test_snapshot_has_owned_children_and_matching_orphans_only() -> None:
         cached("elsewhere", ns="other", labels={"app": "a"}),
     ):
         w.stores["configmaps"].upsert(obj)
-    parent, children, related = snapshot_of(view, key("p1"), stores=w.stores)
+    parent, children, related = snapshot_of(
+        view, parent_of(view, key("p1"), w.stores), stores=w.stores
+    )
     assert parent is not None and related == {}
     names = [orjson.loads(raw)["metadata"]["name"] for raw in children["ConfigMap.v1"]]
     assert names == ["owned", "orphan"]
-    assert snapshot_of(view, key("gone"), stores=w.stores) == (None, {}, {})
+    assert snapshot_of(view, parent_of(view, key("gone"), w.stores), stores=w.stores) == (
+        None,
+        {},
+        {},
+    )
 
 
 def test_a_parent_without_a_usable_selector_claims_no_orphans() -> None:
@@ -244,7 +250,7 @@ def test_a_parent_without_a_usable_selector_claims_no_orphans() -> None:
     )
     w.stores["configmaps"].upsert(cached("orphan", labels={"app": "a"}))
     w.stores["configmaps"].upsert(cached("owned", owner="p1"))
-    _, children, _ = snapshot_of(view, key("p1"), stores=w.stores)
+    _, children, _ = snapshot_of(view, parent_of(view, key("p1"), w.stores), stores=w.stores)
     assert [orjson.loads(r)["metadata"]["name"] for r in children["ConfigMap.v1"]] == ["owned"]
 
 
@@ -312,15 +318,17 @@ def test_revisions_are_routed_to_their_parent_and_sent_apart_from_children() -> 
         assert len(w.pushed) == len(parents)
 
     stores = w.stores
-    _, children, _ = snapshot_of(w.view, key("p1"), stores=stores)
+    _, children, _ = snapshot_of(w.view, parent_of(w.view, key("p1"), stores), stores=stores)
     assert list(children) == ["ConfigMap.v1"]
     names = [
         orjson.loads(raw)["metadata"]["name"]
-        for raw in revisions_of(w.view, key("p1"), stores=stores)
+        for raw in revisions_of(w.view, parent_of(w.view, key("p1"), stores), stores=stores)
     ]
     assert names == ["r-owned", "r-orphan"]
-    assert revisions_of(w.view, key("gone"), stores=stores) == ()
-    assert revisions_of(controller(), key("p1"), stores=stores) == ()
+    assert revisions_of(w.view, parent_of(w.view, key("gone"), stores), stores=stores) == ()
+    assert (
+        revisions_of(controller(), parent_of(controller(), key("p1"), stores), stores=stores) == ()
+    )
 
 
 def test_revisions_of_cluster_scoped_parents_live_in_the_cluster_revision_namespace() -> None:
@@ -351,7 +359,7 @@ def test_revisions_of_cluster_scoped_parents_live_in_the_cluster_revision_namesp
     stores = w.stores
     names = [
         orjson.loads(raw)["metadata"]["name"]
-        for raw in revisions_of(view, key("p1", ns=""), stores=stores)
+        for raw in revisions_of(view, parent_of(view, key("p1", ns=""), stores), stores=stores)
     ]
     assert names == ["r-owned", "r-orphan"]
 
