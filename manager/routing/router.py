@@ -29,7 +29,7 @@ Where keys go and are kept:
   (``manager.routing.related``) and the resyncs (``manager.term.resync``) push through it.
 - ``KeyIndex`` is state only: it sends nothing. ``manager.term.membership`` reads it
   (``keys_of``) for ASSIGN, ``manager.term.dispatch`` and ``manager.term.snapshots`` for
-  slots (``slot``).
+  slots (``slot``), ``manager.term.resync`` for the keys of a controller (``of_controller``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from manager.controllers.view import ControllerView, group_resource
+from manager.controllers.view import ControllerId, ControllerView, group_resource
 from manager.informers.informer import EventHandler
 from manager.informers.store import Cached, Stores
 from proto.kube.resources import Resource
@@ -63,6 +63,7 @@ class KeyIndex:
     - ``add(key, behind=...)`` holds a key, or updates whether it is behind; ``discard`` and
       ``clear`` forget keys;
     - ``keys_of(slots)``: every key of ``slots``, sorted (what ASSIGN carries);
+      ``of_controller(id)``: every key of one controller (what a resync pushes);
     - ``behind_of(slots)``: the keys of ``slots`` whose parent's last sync did not see its
       current generation, sorted (pushed LIVE after the ASSIGN, ``manager.term.dispatch``);
     - ``slot(key)``: the slot of any key, a lookup for the keys held (hashed once, when
@@ -106,6 +107,11 @@ class KeyIndex:
     def slot(self, key: ParentKey) -> int:
         entry = self._entries.get(key)
         return entry[0] if entry is not None else slot_of(key)
+
+    def of_controller(self, controller: ControllerId) -> list[ParentKey]:
+        """Every key of one controller (its ``(kind, name)``), in no particular order."""
+        kind, name = controller
+        return [key for key in self._entries if key.controller == name and key.kind == kind]
 
     def keys_of(self, slots: Iterable[int]) -> tuple[ParentKey, ...]:
         """Every key of ``slots``, sorted."""
@@ -201,10 +207,6 @@ class Router:
             if store is not None:
                 found.extend((resource, p) for p in store if view.handles(resource, p))
         return found
-
-    def parent_keys(self, view: ControllerView) -> list[ParentKey]:
-        """The keys of every cached parent ``view`` handles."""
-        return [view.key(r, p.namespace, p.name) for r, p in self.parents(view)]
 
     # --- events -------------------------------------------------------------------------------
 

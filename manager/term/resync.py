@@ -28,8 +28,9 @@ from proto.wire import ParentKey, Priority
 
 
 class ParentKeys(Protocol):
-    def parent_keys(self, view: ControllerView) -> list[ParentKey]:
-        """The keys of every cached parent ``view`` handles (``manager.routing.router``)."""
+    def of_controller(self, controller: ControllerId) -> list[ParentKey]:
+        """The keys of every cached parent one controller handles
+        (``manager.routing.router.KeyIndex``, which the router keeps in step)."""
         ...
 
 
@@ -73,7 +74,7 @@ class ResyncPlanner:
             if informer is None:
                 return
             await informer.wait_synced()
-        for key in self._parents.parent_keys(view):
+        for key in self._parents.of_controller(view.id):
             self._sink.push(key, Priority.LOW)
 
     def _jittered(self, period: float) -> float:
@@ -110,5 +111,5 @@ class ResyncPlanner:
                 if flush or (period is not None and now >= due[name]):
                     if period is not None:
                         due[name] = now + self._jittered(period)
-                    for key in self._parents.parent_keys(view):
+                    for key in self._parents.of_controller(name):
                         self._sink.push(key, Priority.LOW)

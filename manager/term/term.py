@@ -161,7 +161,7 @@ class Term:
         )
         self.resync = ResyncPlanner(
             controllers=self.controllers,
-            parents=self.router,
+            parents=self.keys,
             sink=self.dispatch,
             informers=informers,
             assigning=self.sessions.assigning,

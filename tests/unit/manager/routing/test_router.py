@@ -392,8 +392,8 @@ def test_revision_parents_are_the_older_revisions_with_children_materialized() -
 
 KEYS = st.builds(
     ParentKey,
-    st.just("CompositeController"),
-    st.just("cc"),
+    st.sampled_from(["CompositeController", "DecoratorController"]),
+    st.sampled_from(["cc", "dd"]),
     st.sampled_from(["things.example.com", "configmaps"]),
     st.sampled_from(["", "a"]),
     st.sampled_from([f"p{i}" for i in range(40)]),
@@ -421,6 +421,10 @@ def test_the_key_index_holds_what_was_added_and_not_discarded_with_their_slots(
         assert index.slot(key) == slot_of(key)
     held = index.keys_of(range(1024))
     assert len({id(k.resource) for k in held}) <= 2  # one string per group-resource
+    for controller in (("CompositeController", "cc"), ("DecoratorController", "dd")):
+        assert sorted(index.of_controller(controller)) == sorted(
+            k for k in model if (k.kind, k.controller) == controller
+        )
 
 
 def test_a_cleared_key_index_holds_nothing_and_still_knows_slots() -> None:

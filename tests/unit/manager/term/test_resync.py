@@ -80,8 +80,8 @@ class World:
             cache_flush_interval=FLUSH,
         )
 
-    def parent_keys(self, view: ControllerView) -> list[ParentKey]:
-        return [ParentKey(*view.id, "things.example.com", "ns", f"{view.name}-p")]
+    def of_controller(self, controller: tuple[str, str]) -> list[ParentKey]:
+        return [ParentKey(*controller, "things.example.com", "ns", f"{controller[1]}-p")]
 
     def push(self, key: ParentKey, priority: Priority) -> None:
         self.pushed.append((key, priority))
