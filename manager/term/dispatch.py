@@ -19,6 +19,8 @@ Contract:
   connection when sent, and dropped if it is no longer a member, unless it is a NACK or BYE)
   or a routing id (``bytes``: an answer to a connection that is not a member).
 - ``emit(outbox)`` queues what ``manager.term.membership`` returned, counting revoked slots.
+  Keys are counted (``metashard_coordinator_keys_pushed_total``) as they go into KEYS
+  messages, each once per message.
   An ASSIGN, whose keys the worker queues at LOW priority, is followed by KEYS at LIVE
   priority of those of its keys whose parent is behind (``IndexedKeys.behind_of``: the last
   sync did not see the parent's generation), which the worker's queue promotes: after a
@@ -120,7 +122,6 @@ class Dispatch:
         worker = self._owners.dispatch_target(self._slots.slot(key))
         if worker is None:
             return
-        self._metrics.keys_pushed(priority)
         if priority is Priority.LOW:
             waiting = self._low.get(worker)
             if waiting is None:
@@ -143,6 +144,7 @@ class Dispatch:
                 for key in keys:
                     waiting.pop(key, None)
             unique = list(keys)
+            self._metrics.keys_pushed(Priority.LIVE, len(unique))
             for i in range(0, len(unique), KEYS_BATCH):
                 batch = tuple(unique[i : i + KEYS_BATCH])
                 self._first.append((worker, Keys(self._epoch, Priority.LIVE, batch)))
@@ -202,6 +204,7 @@ class Dispatch:
         if not batch:
             return None
         self._backlog[worker] = self._backlog.get(worker, 0) + len(batch)
+        self._metrics.keys_pushed(Priority.LOW, len(batch))
         return Keys(self._epoch, Priority.LOW, batch)
 
     async def next(self) -> tuple[Target, Message]:

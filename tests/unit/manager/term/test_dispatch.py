@@ -8,6 +8,7 @@ import itertools
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
 
 from manager.routing.router import KeyIndex
 from manager.term.dispatch import KEYS_BATCH, LOW_WINDOW, Dispatch, Target
@@ -39,11 +40,18 @@ def key(name: str) -> ParentKey:
     return ParentKey("CompositeController", "cc", "things.example.com", "ns", name)
 
 
-def dispatch(owners: Owners | None = None, keys: KeyIndex | None = None) -> Dispatch:
+def dispatch(
+    owners: Owners | None = None,
+    keys: KeyIndex | None = None,
+    metrics: TermMetrics | None = None,
+) -> Dispatch:
     owners = owners or Owners()
-    keys = keys or KeyIndex()
     return Dispatch(
-        epoch=EPOCH, owners=owners, members=owners, slots=keys, metrics=TermMetrics(None)
+        epoch=EPOCH,
+        owners=owners,
+        members=owners,
+        slots=keys or KeyIndex(),
+        metrics=metrics or TermMetrics(None),
     )
 
 
@@ -78,6 +86,26 @@ async def test_keys_go_out_in_batches_each_once_and_a_live_push_takes_a_waiting_
     ]
     low = [k for _, m in sent if isinstance(m, Keys) and m.priority is Priority.LOW for k in m.keys]
     assert low == [key(name) for name in names if name != "p1"]
+
+
+@pytest.mark.asyncio
+async def test_keys_are_counted_as_they_go_into_keys_messages() -> None:
+    registry = CollectorRegistry()
+    keys = KeyIndex()
+    keys.add(key("behind"), behind=True)
+    d = dispatch(keys=keys, metrics=TermMetrics(registry))
+    for name in ("a", "b", "a"):
+        d.push(key(name), Priority.LIVE)
+        d.push(key(name), Priority.LOW)
+    d.push(key("c"), Priority.LOW)
+    d.emit([("w", Assign(EPOCH, (slot_of(key("behind")),), (key("behind"),)))])
+    await queued(d)
+
+    def counted(priority: str) -> float | None:
+        name = "metashard_coordinator_keys_pushed_total"
+        return registry.get_sample_value(name, {"priority": priority})
+
+    assert (counted("live"), counted("low")) == (3.0, 1.0)  # a, b, behind; c
 
 
 @pytest.mark.asyncio
