@@ -151,8 +151,10 @@ def _annotation_map(items: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
 
 def _annotations(annotations: Mapping[str, Any]) -> Mapping[str, str]:
     items = tuple(
-        (k, v if isinstance(v, str) and len(v) <= _LABEL_VALUE_MAX else LONG_VALUE)
-        for k, v in annotations.items()
+        [
+            (k, v if type(v) is str and len(v) <= _LABEL_VALUE_MAX else LONG_VALUE)
+            for k, v in annotations.items()
+        ]
     )
     return _RECENT_ANNOTATIONS.get(items, _annotation_map)
 
@@ -233,6 +235,7 @@ def _label_pairs(obj: Cached) -> Iterable[Hashable]:
 _INDEXES: tuple[NamesOf, ...] = (_owner_uid, _orphan_namespace, _label_pairs)
 """Every index: what it files an object under. They are built together, so that they share
 one key tuple per object."""
+_BY_OWNER, _ORPHANS, _BY_LABEL = range(len(_INDEXES))
 
 
 class Stores(Protocol):
@@ -303,9 +306,9 @@ class Store:
             for name in names_of(obj):
                 change(index, name, key)
 
-    def _built(self, names_of: NamesOf) -> Index:
-        """The index filing objects under ``names_of(obj)``; the first time one is asked
-        for, every index is built from the objects."""
+    def _built(self, which: int) -> Index:
+        """The index ``which`` (its place in ``_INDEXES``); the first time one is asked for,
+        every index is built from the objects."""
         if not self._indexes:
             self._indexes = tuple({} for _ in _INDEXES)
             for names in self._namespaces.values():
@@ -314,7 +317,7 @@ class Store:
                     for index_of, index in zip(_INDEXES, self._indexes, strict=True):
                         for name in index_of(obj):
                             _add(index, name, key)
-        return self._indexes[_INDEXES.index(names_of)]
+        return self._indexes[which]
 
     def _resolve(self, keys: Iterable[ObjectKey]) -> list[Cached]:
         namespaces = self._namespaces
@@ -330,11 +333,11 @@ class Store:
 
     def owned_by(self, uid: str) -> list[Cached]:
         """Objects whose controller ownerReference has this uid."""
-        return self._resolve(self._built(_owner_uid).get(uid, ()))
+        return self._resolve(self._built(_BY_OWNER).get(uid, ()))
 
     def orphans(self, namespace: str | None) -> list[Cached]:
         """Objects without a controller ownerReference, in one namespace or (None) all."""
-        orphans = self._built(_orphan_namespace)
+        orphans = self._built(_ORPHANS)
         if namespace is not None:
             return self._resolve(orphans.get(namespace, ()))
         return self._resolve(k for keys in orphans.values() for k in keys)
@@ -342,19 +345,24 @@ class Store:
     def select(self, selector: Selector, *, namespace: str | None = None) -> list[Cached]:
         """Objects matching ``selector``, optionally within one namespace, sorted by key.
 
-        Uses the label index for the most selective equality requirement when there is one.
+        Uses the label index for the most selective equality requirement when there is one
+        (and when that is the whole selector, every object of its bucket matches).
         """
         if selector.matches_nothing:
             return []
         narrowest: Bucket | None = None
         for req in selector.requirements:
             if req.operator in _EQUALITY and len(req.values) == 1:
-                bucket = self._built(_label_pairs).get((req.key, req.values[0]), ())
+                bucket = self._built(_BY_LABEL).get((req.key, req.values[0]), ())
                 if narrowest is None or len(bucket) < len(narrowest):
                     narrowest = bucket
         candidates: list[Cached]
         if narrowest is not None:
             candidates = self._resolve(narrowest)
+            if len(selector.requirements) == 1:
+                if namespace is None:
+                    return candidates
+                return [obj for obj in candidates if obj.namespace == namespace]
         elif namespace is not None:
             candidates = self.in_namespace(namespace)
         else:
