@@ -8,6 +8,9 @@ then on two clocks.
   Both periods are jittered by +-10% so that many controllers do not resync at once.
 - Nothing is pushed by the clocks before ``assigning`` is set (slots are assigned): the first
   assignment carries every parent key anyway.
+- The keys of one controller are pushed ``PUSH_CHUNK`` at a time, the event loop turning
+  between chunks: 100,000 pushes would hold it some 100 ms, during which no event or FETCH
+  would be served.
 - ``run()`` runs the clocks until cancelled; on the way out it cancels the pushes still
   waiting for informers.
 """
@@ -25,6 +28,9 @@ from manager.informers.shared import Informers
 from manager.routing.router import KeySink
 from proto.runtime.clock import Clock
 from proto.wire import ParentKey, Priority
+
+PUSH_CHUNK = 1024
+"""Keys pushed in one turn of the event loop (see the module docstring)."""
 
 
 class ParentKeys(Protocol):
@@ -74,8 +80,15 @@ class ResyncPlanner:
             if informer is None:
                 return
             await informer.wait_synced()
-        for key in self._parents.of_controller(view.id):
-            self._sink.push(key, Priority.LOW)
+        await self._push(self._parents.of_controller(view.id))
+
+    async def _push(self, keys: Sequence[ParentKey]) -> None:
+        push = self._sink.push
+        for start in range(0, len(keys), PUSH_CHUNK):
+            if start:
+                await asyncio.sleep(0)
+            for key in keys[start : start + PUSH_CHUNK]:
+                push(key, Priority.LOW)
 
     def _jittered(self, period: float) -> float:
         return period * self._rng.uniform(0.9, 1.1)
@@ -104,12 +117,11 @@ class ResyncPlanner:
                 flush_at = now + self._jittered(self._flush_interval)
             for name in set(due) - set(views):
                 del due[name]
-            for name, view in views.items():
+            for name, view in list(views.items()):
                 period = view.resync_period_seconds
                 if period is not None and name not in due:
                     due[name] = now + self._jittered(period)
                 if flush or (period is not None and now >= due[name]):
                     if period is not None:
                         due[name] = now + self._jittered(period)
-                    for key in self._parents.of_controller(name):
-                        self._sink.push(key, Priority.LOW)
+                    await self._push(self._parents.of_controller(name))

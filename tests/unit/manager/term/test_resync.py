@@ -15,7 +15,7 @@ import pytest_asyncio
 from manager.controllers.running import ControllerSet
 from manager.controllers.view import ControllerView
 from manager.informers.shared import Informers
-from manager.term.resync import ResyncPlanner
+from manager.term.resync import PUSH_CHUNK, ResyncPlanner
 from proto.kube.resources import Resource
 from proto.runtime.clock import FakeClock
 from proto.wire import ParentKey, Priority
@@ -68,6 +68,7 @@ class World:
         self.assigning = asyncio.Event()
         self.informer = Informer()
         self.pushed: list[tuple[ParentKey, Priority]] = []
+        self.many: dict[str, int] = {}  # controllers with that many parents (else one)
         informers: Any = type("I", (), {"get": lambda _, resource: self.informer})()
         self.resync = ResyncPlanner(
             controllers=self.controllers,
@@ -81,7 +82,10 @@ class World:
         )
 
     def of_controller(self, controller: tuple[str, str]) -> list[ParentKey]:
-        return [ParentKey(*controller, "things.example.com", "ns", f"{controller[1]}-p")]
+        name = controller[1]
+        count = self.many.get(name)
+        names = [f"{name}-p"] if count is None else [f"{name}-{i}" for i in range(count)]
+        return [ParentKey(*controller, "things.example.com", "ns", n) for n in names]
 
     def push(self, key: ParentKey, priority: Priority) -> None:
         self.pushed.append((key, priority))
@@ -192,3 +196,20 @@ async def test_ending_cancels_the_pushes_still_waiting_for_informers() -> None:
     for _ in range(3):
         await asyncio.sleep(0)
     assert world.names() == []
+
+
+async def test_many_keys_go_a_chunk_per_loop_turn(world: World) -> None:
+    world.assigning.set()
+    world.many["m"] = 2 * PUSH_CHUNK + 1
+    world.run(View("m"))
+    await world.step(43)
+    assert world.names() == []
+    world.clock.advance(1.0)  # the flush
+    seen: list[int] = []
+    while len(seen) < 50 and (not seen or seen[-1] < 2 * PUSH_CHUNK + 1):
+        await asyncio.sleep(0)
+        seen.append(len(world.pushed))
+    assert seen[-1] == 2 * PUSH_CHUNK + 1
+    steps = [b - a for a, b in zip([0, *seen], seen, strict=False)]
+    assert max(steps) == PUSH_CHUNK  # never more in one turn
+    assert world.names() == [f"m-{i}" for i in range(2 * PUSH_CHUNK + 1)]
