@@ -26,8 +26,8 @@ The hook contract (``decode_decorator_response``): the request is ``{controller,
 attachments, related, finalizing}``; the answer's ``labels`` and ``annotations`` map keys to a
 string or ``null`` (``null`` removes the key, keys not named are left alone), ``status``
 replaces ``.status`` unless ``null`` or absent, ``attachments`` lists the desired attachments
-(checked like a CompositeController's children), ``resyncAfterSeconds`` and ``finalized`` as
-for CompositeControllers.
+(checked like a CompositeController's children), ``resyncAfterSeconds``, ``finalized``,
+``events`` and ``conditions`` as for CompositeControllers.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ from proto.api.endpoints import EndpointConfig, Settings, parse_endpoint_configs
 from proto.api.errors import HookResponseError, InvalidControllerError
 from proto.api.fields import Fields, join, json_type
 from proto.api.hooks import check_child, decode_fields
+from proto.api.reports import CONDITIONS_SHAPE, EVENTS_SHAPE, NO_REPORTS, Reports, read_reports
 from proto.api.selectors import Selector, SelectorError, from_label_selector
 
 DecoratorHooks = CompositeHooks
@@ -181,6 +182,8 @@ _RESPONSE_SHAPE = Struct(
         "attachments": Items(OPAQUE),
         "resyncAfterSeconds": FREE,
         "finalized": FREE,
+        "events": EVENTS_SHAPE,
+        "conditions": CONDITIONS_SHAPE,
     }
 )
 
@@ -200,6 +203,8 @@ class DecoratorResponse:
     resync_after_seconds: float | None
     finalized: bool
     warnings: tuple[str, ...] = ()
+    reports: Reports = NO_REPORTS
+    """The answer's ``events`` and ``conditions`` (``proto.api.reports``)."""
 
 
 def _changes(top: Fields, key: str) -> MetadataChanges:
@@ -231,6 +236,7 @@ def decode_decorator_response(body: bytes, *, mode: ResponseMode) -> DecoratorRe
         resync_after_seconds=resync if resync is not None and resync > 0 else None,
         finalized=bool(top.get_bool("finalized")),
         warnings=warnings,
+        reports=read_reports(top),
     )
 
 

@@ -14,7 +14,9 @@ Responses:
   injecting ``observedGeneration`` (a DecoratorController leaves the status unchanged).
   ``resyncAfterSeconds`` <= 0 or absent means no resync (``None``). ``finalized`` matters for
   finalize. Each of ``children`` must be an object with ``apiVersion``, ``kind`` and
-  ``metadata.name``; ``children: [null]`` is an error here, not a crash later.
+  ``metadata.name``; ``children: [null]`` is an error here, not a crash later. ``events``
+  and ``conditions`` (metashard's) are read by ``proto.api.reports``: a malformed entry of
+  theirs is left out and described in ``reports.problems``, it does not refuse the answer.
 - ``decode_customize_response(body, ...)`` -> ``CustomizeResponse`` of related rules.
 - In ``strict`` mode unknown and duplicate fields are errors; in ``loose`` mode they come back
   as ``warnings`` for the caller to log (``proto.api.decoding`` says which fields count).
@@ -42,6 +44,7 @@ from proto.api.errors import HookResponseError
 from proto.api.fields import Fields, join, json_type
 from proto.api.objectmap import ObjectMap, TypeKey
 from proto.api.related import RelatedRule, check_rule_for_parent, parse_related_rule
+from proto.api.reports import CONDITIONS_SHAPE, EVENTS_SHAPE, NO_REPORTS, Reports, read_reports
 from proto.api.selectors import Selector
 
 # --- requests ---------------------------------------------------------------------------------
@@ -80,6 +83,8 @@ _SYNC_SHAPE = Struct(
         "children": Items(OPAQUE),
         "resyncAfterSeconds": FREE,
         "finalized": FREE,
+        "events": EVENTS_SHAPE,
+        "conditions": CONDITIONS_SHAPE,
     }
 )
 _SELECTOR_SHAPE = Struct(
@@ -117,6 +122,8 @@ class SyncResponse:
     finalized: bool
     warnings: tuple[str, ...] = ()
     """Loose-mode decoding problems (unknown or duplicate fields), to log."""
+    reports: Reports = NO_REPORTS
+    """The answer's ``events`` and ``conditions`` (``proto.api.reports``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +169,7 @@ def decode_sync_response(body: bytes, *, mode: ResponseMode) -> SyncResponse:
         resync_after_seconds=resync if resync is not None and resync > 0 else None,
         finalized=bool(top.get_bool("finalized")),
         warnings=warnings,
+        reports=read_reports(top),
     )
 
 
