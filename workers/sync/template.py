@@ -18,7 +18,10 @@ each kind; what differs, the kind supplies through its ``KindSteps`` (``workers.
    ``workers.sync.hookrequest``) and decodes the answer (``KindSpec.decode``); the parent's
    key is the ETag cache key, and the request carries the reconcile's attempt headers
    (``proto.hooks.attempt``: its ``Claim`` and the parent as sent). The kind checks the
-   desired children (``desired_children``) before anything is written.
+   desired children (``desired_children``) before anything is written. The answer's
+   ``events`` then go on the parent, and its malformed ``events`` and ``conditions`` entries
+   make one ``SyncError`` Warning event (``proto.api.reports``); its ``conditions`` the kind
+   merges into the status it writes.
 5. Then three phases, in the order the kind gives (``KindSpec.phases``; Metacontroller's
    order differs by kind):
 
@@ -57,6 +60,7 @@ from proto.api.errors import HookResponseError
 from proto.api.hooks import DesiredChild
 from proto.api.hooks import desired_children as check_children
 from proto.api.objectmap import TypeKey
+from proto.api.reports import NO_REPORTS, Reports
 from proto.api.selectors import Selector
 from proto.hooks.attempt import attempt_headers
 from proto.wire import ControllerDef, ParentKey
@@ -126,12 +130,15 @@ class Children:
 @dataclass(slots=True)
 class Answer(Generic[U]):
     """What the hook asked for: the desired children (checked), when to sync again, whether
-    the finalize hook is done, and what to write to the parent itself."""
+    the finalize hook is done, what to write to the parent itself, and the events and
+    conditions it reports (the kind merges ``reports.conditions`` into the status it writes:
+    ``workers.sync.conditions``)."""
 
     desired: tuple[DesiredChild, ...]
     resync_after_seconds: float | None
     finalized: bool
     update: U
+    reports: Reports = NO_REPORTS
 
 
 class KindSteps(Protocol[R, U]):
@@ -308,7 +315,24 @@ class SyncTemplate(Generic[R, U]):
         )
         call = HookCall(self._hooks, spec, self._controller, request, parent, children, finalizing)
         answer = await steps.answer(request, parent, children, call)
+        self._report(parent, answer.reports, finalizing=finalizing)
         return await self._write(request, parent, children, answer, finalizing=finalizing)
+
+    def _report(self, parent: Parent, reports: Reports, *, finalizing: bool) -> None:
+        """The answer's events, on the parent; its malformed events and conditions, in one
+        ``SyncError`` Warning event naming each (the rest of the answer applies)."""
+        obj = parent.obj
+        if reports.problems:
+            hook = HookName.FINALIZE if finalizing else HookName.SYNC
+            self._events.emit(
+                obj,
+                names.EVENT_TYPE_WARNING,
+                names.REASON_SYNC_ERROR,
+                f"Sync error: {hook.value} hook answer for {parent.describe()}: left out "
+                + "; ".join(reports.problems),
+            )
+        for event in reports.events:
+            self._events.emit(obj, event.type, event.reason, event.message)
 
     async def _write(
         self,

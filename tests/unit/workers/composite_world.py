@@ -4,7 +4,8 @@
 events the reconciler emitted; ``await world.sync(name)`` runs one reconcile of a parent from a
 fresh snapshot and returns its outcome (or raises what the reconcile raised). The hook answers with
 ``world.answer(request)``: by default the fanout job (``spec.children`` ConfigMaps named
-``<parent>-<i>`` with ``data.value = spec.data``); tests replace it.
+``<parent>-<i>`` with ``data.value = spec.data``); tests replace it. ``world.wall`` is the
+wall clock (seconds since the epoch) the steps stamp condition transitions with.
 """
 
 from __future__ import annotations
@@ -114,13 +115,20 @@ class World:
         self.events = Events()
         self.answer: Callable[[dict[str, Any]], Any] = fanout
         self.hooks = ScriptedHooks(self._respond)
+        self.wall = 1_767_225_600.0  # 2026-01-01T00:00:00Z, the steps' wall clock
         self.reconciler = self.built(definition(self.cc))
         self.last_request: ReconcileRequest | None = None
 
     def built(self, definition: ControllerDef, **options: Any) -> Reconciler:
         """A CompositeController reconciler of ``definition`` on this world's cluster, hook and
         events; ``options`` go to ``CompositeSteps``."""
-        steps = CompositeSteps(definition, writer=self.cluster, events=self.events, **options)
+        steps = CompositeSteps(
+            definition,
+            writer=self.cluster,
+            events=self.events,
+            wall_clock=lambda: self.wall,
+            **options,
+        )
         return SyncTemplate(
             definition, steps, writer=self.cluster, hooks=self.hooks, events=self.events
         )

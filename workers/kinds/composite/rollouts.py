@@ -25,10 +25,11 @@
    ``StaleSnapshot``.
 5. The result: the children to apply, each at its own revision's desired state; the latest
    answer's status with the ``Updated`` condition (a status of ``null`` becomes ``{}``, a
-   hook's own ``Updated`` condition is replaced and a warning logged, once per
-   controller); ``resyncAfterSeconds`` the smallest positive; ``finalized`` only when every
-   answer says so. A Normal event on the parent names each change of the condition
-   (rollout started or progressing, waiting, complete).
+   hook's own ``Updated`` condition, in its status or its ``conditions``, is replaced and a
+   warning logged, once per controller); the latest answer's ``events`` and other
+   ``conditions`` (older revisions' are not used); ``resyncAfterSeconds`` the smallest
+   positive; ``finalized`` only when every answer says so. A Normal event on the parent
+   names each change of the condition (rollout started or progressing, waiting, complete).
 
 The history limit (childless revisions kept for ``rollout history``/``undo``) is the
 controller's ``metashard.io/revision-history-limit`` annotation, else the worker's
@@ -237,6 +238,11 @@ class Rollouts:
             condition = {**condition, "message": message}
         latest_response = answers[0][0]
         status, replaced = rollout_plan.with_condition(latest_response.status, condition)
+        reports = latest_response.reports
+        if any(c.type == names.CONDITION_UPDATED for c in reports.conditions):
+            replaced = True
+            kept = tuple(c for c in reports.conditions if c.type != names.CONDITION_UPDATED)
+            reports = replace(reports, conditions=kept)
         if replaced and not self._warned_condition:
             self._warned_condition = True
             log.warning(
@@ -254,6 +260,7 @@ class Rollouts:
             resync_after_seconds=min(resync) if resync else None,
             finalized=all(r.finalized for r, _ in answers),
             update=status,
+            reports=reports,
         )
 
     # --- steps --------------------------------------------------------------------------

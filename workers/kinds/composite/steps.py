@@ -13,9 +13,10 @@ template (``SyncTemplate(definition, steps, ...)``) runs them:
   ``controller-uid`` added, types declared, labels matched by the selector.
 - The phases run as in Metacontroller: ``FINALIZER`` (``finalized: true`` from the finalize
   hook removes our finalizer), ``CHILDREN``, then ``PARENT``: the status
-  (``workers.sync.status``) is PUT to ``/status`` only when it differs, with the snapshot's
-  resourceVersion as the precondition; NotFound and Conflict are let go (the parent is gone,
-  or changed and will be synced again).
+  (``workers.sync.status``), with the answer's ``conditions`` merged in by type
+  (``workers.sync.conditions``), is PUT to ``/status`` only when it differs, with the
+  snapshot's resourceVersion as the precondition; NotFound and Conflict are let go (the
+  parent is gone, or changed and will be synced again).
 
 In ``loose`` mode, unknown or duplicate fields in hook answers are logged once per distinct
 problem and controller, not on every sync.
@@ -42,6 +43,8 @@ Differences from Metacontroller, on purpose:
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -58,7 +61,7 @@ from proto.wire import ControllerDef, ParentKey
 from workers.apply import ControllerRef
 from workers.kinds.composite import rollouts
 from workers.reconcile import ReconcileRequest
-from workers.sync import children, hookrequest, status
+from workers.sync import children, conditions, hookrequest, status
 from workers.sync.children import Target
 from workers.sync.claims import Claimant, claim, release_patch
 from workers.sync.errors import SyncFailure
@@ -98,7 +101,10 @@ class CompositeSteps:
         cluster_revision_namespace: str = "default",
         revision_history_limit: int = DEFAULT_HISTORY_LIMIT,
         server_side: bool = False,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
+        """``wall_clock``: seconds since the epoch, the ``lastTransitionTime`` of a condition
+        that changes."""
         spec = parse_composite_controller(orjson.loads(definition.object))
         if len(definition.resources) != 1 + len(spec.children):
             raise ValueError(
@@ -127,6 +133,7 @@ class CompositeSteps:
         )
         self._controller = spec
         self._writer = writer
+        self._wall_clock = wall_clock
         self._parent = Target.of(parent)
         self._rollouts = (
             rollouts.Rollouts(
@@ -226,15 +233,24 @@ class CompositeSteps:
             )
         response, desired = await checked(parent.obj, parent.raw, request.snapshot.related, None)
         return Answer(
-            desired, response.resync_after_seconds, response.finalized, update=response.status
+            desired,
+            response.resync_after_seconds,
+            response.finalized,
+            update=response.status,
+            reports=response.reports,
         )
 
     async def update_parent(
         self, request: ReconcileRequest, target: Target, obj: dict[str, Any], answer: Answer[Status]
     ) -> dict[str, Any]:
-        """The status, PUT to ``/status`` when it differs."""
+        """The status, with the answer's conditions, PUT to ``/status`` when it differs."""
         metadata = obj["metadata"]
-        wanted = status.desired(answer.update, metadata.get("generation"))
+        wanted = conditions.merged(
+            status.desired(answer.update, metadata.get("generation")),
+            answer.reports.conditions,
+            observed=obj.get("status"),
+            now=conditions.timestamp(self._wall_clock()),
+        )
         if not status.changed(obj, wanted):
             return obj
         try:

@@ -17,7 +17,9 @@
 - The phases run as in Metacontroller: ``PARENT`` first: the answer's labels and annotations
   are merged onto the target (``null`` removes a key); its status, when not null and
   different, replaces ``.status``: with a PUT to ``/status`` when the resource has the status
-  subresource, else within the object's update. Nothing is written when nothing differs.
+  subresource, else within the object's update. The answer's ``conditions`` are merged by
+  type into that status, or into the target's own when the answer's is null
+  (``workers.sync.conditions``). Nothing is written when nothing differs.
   NotFound and Conflict are let go (the target is gone, or changed and is synced again).
   Then ``CHILDREN``: attachments are created, updated (per the attachment's
   ``updateStrategy``) and deleted (under server-side apply without the last-applied
@@ -31,6 +33,8 @@ hook wants are adopted (by a target not being deleted) instead of failing with A
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -51,7 +55,7 @@ from proto.wire import ControllerDef, ParentKey
 from workers.apply import put_body
 from workers.kinds.decorator import attachments, metadata
 from workers.reconcile import ReconcileRequest
-from workers.sync import children, hookrequest, status, template
+from workers.sync import children, conditions, hookrequest, status, template
 from workers.sync.children import Target
 from workers.sync.errors import SyncFailure
 from workers.sync.hookrequest import HookRequest
@@ -82,7 +86,15 @@ def encode(request: HookRequest) -> bytes:
 class DecoratorSteps:
     """A DecoratorController's steps of the sync template (see the module docstring)."""
 
-    def __init__(self, definition: ControllerDef, *, writer: Writer) -> None:
+    def __init__(
+        self,
+        definition: ControllerDef,
+        *,
+        writer: Writer,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``wall_clock``: seconds since the epoch, the ``lastTransitionTime`` of a condition
+        that changes."""
         spec = parse_decorator_controller(orjson.loads(definition.object))
         count = len(spec.resources)
         if len(definition.resources) != count + len(spec.attachments):
@@ -105,6 +117,7 @@ class DecoratorSteps:
             noun="attachments",
         )
         self._writer = writer
+        self._wall_clock = wall_clock
         self._parents: dict[str, Target] = {}
         self._rules: dict[str, tuple[DecoratedResource, ...]] = {}
         for info, rule in zip(definition.resources[:count], spec.resources, strict=True):
@@ -154,18 +167,34 @@ class DecoratorSteps:
         )
         for child in desired:
             attachments.stamp(child.object, self.spec.name)
-        return Answer(desired, response.resync_after_seconds, response.finalized, update=response)
+        return Answer(
+            desired,
+            response.resync_after_seconds,
+            response.finalized,
+            update=response,
+            reports=response.reports,
+        )
 
     async def update_parent(
         self, request: ReconcileRequest, target: Target, obj: dict[str, Any], answer: Answer[Update]
     ) -> dict[str, Any]:
-        """Labels, annotations and status as the hook asked; nothing when nothing differs.
-        Returns the object as last written (``obj`` when nothing was)."""
+        """Labels, annotations and status as the hook asked, with the answer's conditions
+        merged into the status (the object's own when the answer's is null); nothing when
+        nothing differs. Returns the object as last written (``obj`` when nothing was)."""
         response = answer.update
         meta = obj["metadata"]
         labels = metadata.changes(meta.get("labels"), response.labels)
         annotations = metadata.changes(meta.get("annotations"), response.annotations)
         wanted = response.status
+        if answer.reports.conditions:
+            current = obj.get("status")
+            base = wanted if wanted is not None else current if isinstance(current, dict) else {}
+            wanted = conditions.merged(
+                base,
+                answer.reports.conditions,
+                observed=current,
+                now=conditions.timestamp(self._wall_clock()),
+            )
         if wanted is not None and not status.changed(obj, wanted):
             wanted = None  # null, or what the object already has: no status write
         resource = target.resource

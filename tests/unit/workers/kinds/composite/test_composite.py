@@ -654,3 +654,99 @@ async def test_unknown_fields_fail_strict_hooks_and_are_logged_once_for_loose_on
         await loose.sync()
     warned = [entry for entry in logs if entry["event"] == "loose decoding of a hook answer"]
     assert [entry["problem"] for entry in warned] == ['unknown field "Children"']
+
+
+# --- events and conditions from the hook ------------------------------------------------------
+
+
+def ready(status: str, reason: str = "Up") -> dict[str, Any]:
+    return {"type": "Ready", "status": status, "reason": reason}
+
+
+async def test_the_hooks_events_go_on_the_parent() -> None:
+    world = World()
+    await world.parent(spec={"children": 0})
+    world.answer = lambda _: {
+        "status": {},
+        "events": [
+            {"type": "Normal", "reason": "Provisioned", "message": "db is up"},
+            {"type": "Warning", "reason": "Slow"},
+        ],
+    }
+    await world.sync()
+    assert world.events.emitted == [
+        ("p", "Normal", "Provisioned", "db is up"),
+        ("p", "Warning", "Slow", ""),
+    ]
+
+
+async def test_conditions_are_merged_into_the_status_and_kept_until_they_change() -> None:
+    world = World()
+    await world.parent(spec={"children": 0})
+    world.answer = lambda _: {"status": {"phase": "Up"}, "conditions": [ready("True")]}
+    await world.sync()
+    since = "2026-01-01T00:00:00Z"
+    condition = {**ready("True"), "message": "", "lastTransitionTime": since}
+    status = {"phase": "Up", "conditions": [condition], "observedGeneration": 1}
+    assert world.cluster.get(THINGS, NS, "p")["status"] == status  # type: ignore[index]
+
+    world.wall += 60  # the same answer later: nothing to write
+    await world.sync()
+    assert world.writes() == []
+
+    world.answer = lambda _: {"status": {"phase": "Up"}, "conditions": [ready("True", "StillUp")]}
+    await world.sync()
+    written = world.cluster.get(THINGS, NS, "p")["status"]["conditions"]  # type: ignore[index]
+    assert written == [{**condition, "reason": "StillUp"}]  # the same status: the same time
+
+    world.answer = lambda _: {"status": {"phase": "Down"}, "conditions": [ready("False")]}
+    await world.sync()
+    written = world.cluster.get(THINGS, NS, "p")["status"]["conditions"]  # type: ignore[index]
+    assert written == [
+        {**ready("False"), "message": "", "lastTransitionTime": "2026-01-01T00:01:00Z"}
+    ]
+
+
+async def test_malformed_events_and_conditions_are_one_sync_error_and_the_rest_applies() -> None:
+    world = World()
+    await world.parent(spec={"children": 1, "data": "d"})
+
+    def answer(request: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **fanout(request),
+            "events": [{"type": "Info", "reason": "R"}, {"type": "Normal", "reason": "Good"}],
+            "conditions": [{"type": "Ready", "status": "yes", "reason": "Up"}, ready("True")],
+        }
+
+    world.answer = answer
+    assert await world.sync() == Outcome()
+    assert world.events.emitted == [
+        (
+            "p",
+            "Warning",
+            "SyncError",
+            "Sync error: sync hook answer for Thing ns/p: left out "
+            "events[0].type: must be Normal or Warning, not 'Info'; "
+            "conditions[0].status: must be True, False or Unknown, not 'yes'",
+        ),
+        ("p", "Normal", "Good", ""),
+    ]
+    assert world.get("p-0") is not None
+    status = world.cluster.get(THINGS, NS, "p")["status"]  # type: ignore[index]
+    assert status["children"] == 1 and [c["status"] for c in status["conditions"]] == ["True"]
+
+
+async def test_the_finalize_hook_reports_too() -> None:
+    world = World(finalize=True)
+    await world.parent(spec={"children": 0})
+    await world.sync()
+    await world.cluster.delete(THINGS, "p", namespace=NS)
+    world.answer = lambda _: {
+        "finalized": False,
+        "events": [{"type": "Normal", "reason": "Draining", "message": "1 left"}],
+        "conditions": [ready("False", "Draining")],
+    }
+    await world.sync()
+    assert ("p", "Normal", "Draining", "1 left") in world.events.emitted
+    conditions = world.cluster.get(THINGS, NS, "p")["status"]["conditions"]  # type: ignore[index]
+    assert [c["reason"] for c in conditions] == ["Draining"]

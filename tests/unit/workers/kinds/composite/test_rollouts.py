@@ -290,6 +290,33 @@ async def test_a_hook_without_status_and_with_its_own_updated_condition() -> Non
     assert updated(world)["reason"] == "OnLatestRevision"
 
 
+async def test_the_latest_answers_events_and_conditions_apply_but_not_its_updated() -> None:
+    def reporting(request: dict[str, Any]) -> dict[str, Any]:
+        answer = statefulset(request)
+        image = request["parent"]["spec"]["image"]
+        answer["events"] = [{"type": "Normal", "reason": "Seen", "message": image}]
+        answer["conditions"] = [
+            {"type": "Updated", "status": "False", "reason": "Mine"},
+            {"type": "Ready", "status": "True", "reason": image.upper()},
+        ]
+        return answer
+
+    world = rolling_world(answer=reporting)
+    await start(world, replicas=2)
+    await change_image(world, "v2")
+    world.events.emitted.clear()
+    calls = len(world.requests)
+    await world.sync()  # v1's revision still owns children: the hook answers for both
+    asked = {r["parent"]["spec"]["image"] for _, r in world.requests[calls:]}
+    assert asked == {"v1", "v2"}
+    assert [e for e in world.events.emitted if e[2] == "Seen"] == [("p", "Normal", "Seen", "v2")]
+    parent = world.cluster.get(THINGS, NS, "p")
+    assert parent is not None
+    conditions = {c["type"]: c for c in parent["status"]["conditions"]}
+    assert conditions["Ready"]["reason"] == "V2"
+    assert conditions["Updated"]["reason"] != "Mine"
+
+
 async def test_history_keeps_the_limit_of_childless_revisions() -> None:
     world = rolling_world(checks=False, history="1")
     await start(world, replicas=1)

@@ -132,7 +132,8 @@ class World:
             ),
             connections,
         )
-        steps = DecoratorSteps(definition, writer=self.cluster)
+        self.wall = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+        steps = DecoratorSteps(definition, writer=self.cluster, wall_clock=lambda: self.wall)
         self.reconciler = SyncTemplate(
             definition, steps, writer=self.cluster, hooks=self.keyed, events=self.events
         )
@@ -381,3 +382,27 @@ async def test_without_a_status_subresource_one_update_carries_everything() -> N
     pod = world.get(PODS, "p")
     assert pod is not None and pod["metadata"]["labels"] == {"decorated": "yes"}
     assert pod["metadata"]["annotations"] == {"seen": "p"}
+
+
+async def test_conditions_merge_into_the_targets_own_status_when_the_answer_has_none() -> None:
+    world = World(decorator())
+    ready = {"type": "Decorated", "status": "True", "reason": "Done"}
+    world.answer = lambda r: {
+        "conditions": [ready],
+        "events": [{"type": "Normal", "reason": "Decorated", "message": "ok"}],
+    }
+    created = await world.pod()
+    world.cluster.objects[("pods", NS, "p")] = {**created, "status": {"phase": "Running"}}
+    await world.sync()
+    written = {**ready, "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    pod = world.get(PODS, "p")
+    assert pod is not None and pod["status"] == {"phase": "Running", "conditions": [written]}
+    assert world.events.emitted == [("p", "Normal", "Decorated", "ok")]
+    world.wall += 30
+    await world.sync()
+    assert world.cluster.writes() == []
+    # With a status of its own, the answer's conditions go into that one.
+    world.answer = lambda r: {"status": {"decorated": True}, "conditions": [ready]}
+    await world.sync()
+    pod = world.get(PODS, "p")
+    assert pod is not None and pod["status"] == {"decorated": True, "conditions": [written]}
