@@ -109,6 +109,19 @@ async def make_controller(
     return name
 
 
+@contextlib.asynccontextmanager
+async def composite_controller(
+    kube: Client, hooks: HookServer, answer: Answer, **options: Any
+) -> AsyncIterator[str]:
+    """``make_controller``, deleted on the way out; its name."""
+    name = await make_controller(kube, hooks, answer, **options)
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(errors.NotFound):
+            await kube.delete(CCS, name)
+
+
 @pytest_asyncio.fixture
 async def controller(
     kube: Client, hooks: HookServer, stack: Processes

@@ -48,6 +48,7 @@ REVISIONS = Resource(
     "metacontroller.k8s.io", "v1alpha1", "controllerrevisions", "ControllerRevision", True
 )
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
+EVENTS = Resource("", "v1", "events", "Event", True)
 LOCAL_HOOK = re.compile(r"http://127\.0\.0\.1:\d+/")
 
 
@@ -253,6 +254,30 @@ async def test_decorator(kube: Client, namespace: str, run_example: Run) -> None
     await eventually(digested, message="no digest annotation")
     await kube.patch(CONFIGMAPS, "app-config", {"data": {"mode": "safe"}}, namespace=namespace)
     await eventually(digested, message="the digest did not follow the data")
+
+
+async def test_conditions(kube: Client, namespace: str, run_example: Run) -> None:
+    await run_example("conditions")
+    bulletins = await kube.resource("examples.metashard.io/v1", resource="bulletins")
+
+    async def published(status: str, reason: str) -> bool:
+        parent = await get(kube, bulletins, "news", namespace)
+        conditions = ((parent or {}).get("status") or {}).get("conditions") or []
+        return [(c["type"], c["status"], c["reason"]) for c in conditions] == [
+            ("Published", status, reason)
+        ]
+
+    await eventually(lambda: published("True", "OnBoard"), message="not published")
+    events = (await kube.list(EVENTS, namespace=namespace)).items
+    assert any(e["reason"] == "Publishing" and e["type"] == "Normal" for e in events)
+    await kube.patch(bulletins, "news", {"spec": {"text": ""}}, namespace=namespace)
+    await eventually(lambda: published("False", "NothingToPublish"), message="still published")
+
+    async def warned() -> bool:
+        events = (await kube.list(EVENTS, namespace=namespace)).items
+        return any(e["reason"] == "EmptyText" and e["type"] == "Warning" for e in events)
+
+    await eventually(warned, message="no EmptyText event")
 
 
 async def test_cluster_scoped_parent(kube: Client, run_example: Run) -> None:
