@@ -6,7 +6,8 @@ functions return both). Both fields are optional; a hook that sends neither sees
 - ``events``: ``[{type, reason, message}]``, Events to put on the parent. ``type`` is
   ``Normal`` or ``Warning``; ``reason`` a non-empty string of at most 128 characters (the
   limit of ``events.k8s.io``); ``message`` a string (absent: empty), cut at 1024 characters.
-  At most ``MAX_EVENTS`` per answer.
+  At most ``MAX_EVENTS`` entries per answer are read (kept or named as malformed); the rest
+  are ignored, with one problem saying so.
 - ``conditions``: ``[{type, status, reason, message, observedGeneration, lastTransitionTime}]``,
   as ``metav1.Condition`` validates them: ``type`` a qualified name (``Ready``,
   ``example.com/Synced``), ``status`` ``True``, ``False`` or ``Unknown``, ``reason`` CamelCase
@@ -108,8 +109,8 @@ def read_reports(top: Fields) -> Reports:
     """The ``events`` and ``conditions`` of a decoded answer (see the module docstring)."""
     problems: list[str] = []
     events: list[HookEvent] = []
-    for path, item in _entries(top, "events", problems):
-        if len(events) == MAX_EVENTS:
+    for index, (path, item) in enumerate(_entries(top, "events", problems)):
+        if index == MAX_EVENTS:
             problems.append(f"{path}: at most {MAX_EVENTS} events per answer, the rest are ignored")
             break
         try:
