@@ -48,7 +48,7 @@ from proto.runtime.ops import OpsServer
 from proto.wire import ControllerDef, dropped_frames_counter
 from workers.kinds.plugins import FactoryBuilder, WorkerContext, builtin, load
 from workers.link.dealer import DealerLink
-from workers.link.fencing import Fence, FencedHookClient, FencedWriter
+from workers.link.fencing import Fence
 from workers.link.membership import Membership
 from workers.link.snapshots import Snapshots
 from workers.link.standing import Standing
@@ -148,13 +148,13 @@ class Worker:
         standing = self.standing
         snapshots = Snapshots(link, standing)
         fence = Fence(standing, clock=self._clock)
-        hooks = FencedHookClient(
+        hooks = HookClient(
             http,
             metrics=hook_metrics,
             max_response_bytes=settings.hook_max_response_bytes,
-            fence=fence,
+            gate=fence,
         )
-        writer = FencedWriter(client, fence)
+        writer = client.gated(fence.write)
         ssa = (
             ServerSideApply(
                 writer,

@@ -10,9 +10,13 @@ returns ``decode(answer)``; ``call`` returns the answer's bytes as they came:
 - ``headers`` are sent with the request (the attempt's fencing headers:
   ``proto.hooks.attempt``); the client's own (``Content-Type``, ``Authorization``,
   ``If-None-Match``) win over them.
-- ``ready`` is called right before the request's bytes go out, with nothing awaited in between
-  (``proto.runtime.http1``); what it raises stops the call unsent and passes as it is,
-  uncounted (a fenced worker's check that it may still act: ``workers.link.fencing``).
+- A client made with a ``gate`` (a ``HookGate``: a fenced worker's check that it may still
+  act, ``workers.link.fencing``) asks it for each call's ``ready`` check, given the hook and
+  the attempt (the ``X-Metashard-Attempt`` header), called right before the request's bytes
+  go out, with nothing awaited in between (``proto.runtime.http1``): what it raises stops the
+  call unsent and passes as it is, uncounted. Once an answer is decoded, ``gate.answered()``
+  may refuse it by raising (the call is counted under its HTTP status, the answer discarded,
+  nothing cached).
 - The webhook's ``timeout`` bounds the whole call: waiting for a pooled connection, connect,
   TLS handshake, sending, and reading the whole body.
 - The endpoint's resolved ``Connection`` (``proto.api.endpoints``) supplies the
@@ -68,11 +72,12 @@ import time
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from proto.api.controllers import HookName, Webhook
 from proto.api.endpoints import Connection
 from proto.api.errors import HookResponseError
+from proto.hooks.attempt import ATTEMPT
 from proto.hooks.errors import (
     CONNECT,
     DNS,
@@ -244,6 +249,18 @@ def _as_is(body: bytes) -> bytes:
 # --- the client -------------------------------------------------------------------------------
 
 
+class HookGate(Protocol):
+    """What may stop a call or refuse its answer (``workers.link.fencing.Fence`` conforms)."""
+
+    def hook_call(self, hook: str, attempt: str) -> Ready:
+        """The ``ready`` check of one call of ``hook`` for ``attempt``."""
+        ...
+
+    def answered(self) -> None:
+        """Raise to discard the answer that just came."""
+        ...
+
+
 class HookClient:
     """Calls webhooks over one shared ``HttpClient``."""
 
@@ -255,6 +272,7 @@ class HookClient:
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        gate: HookGate | None = None,
     ) -> None:
         if max_response_bytes < 1:
             raise ValueError(f"max_response_bytes must be positive, got {max_response_bytes}")
@@ -263,6 +281,7 @@ class HookClient:
         self._max_response_bytes = max_response_bytes
         self._clock = clock
         self._wall_clock = wall_clock
+        self._gate = gate
         self._tls = TlsContexts(on_replaced=http.discard)
         self._etags: dict[tuple[str, str, HookName], ETagCache] = {}
 
@@ -274,7 +293,6 @@ class HookClient:
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
         headers: Mapping[str, str] | None = None,
-        ready: Ready | None = None,
     ) -> bytes:
         """``call_decoded`` without a decoder: the body of the 200 as it came, counted as
         ``"200"`` whatever it holds."""
@@ -285,7 +303,6 @@ class HookClient:
             cache_key=cache_key,
             cache_variant=cache_variant,
             headers=headers,
-            ready=ready,
         )
 
     async def call_decoded(
@@ -297,7 +314,6 @@ class HookClient:
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
         headers: Mapping[str, str] | None = None,
-        ready: Ready | None = None,
     ) -> T:
         """POST ``body``; ``decode`` of the 200's body. Raises ``HookError`` subclasses, and
         the ``proto.api.errors.HookResponseError`` of ``decode``.
@@ -306,7 +322,8 @@ class HookClient:
         ``invalid-response``, not ``"200"``, and is not kept for ETag reuse.
         ``cache_key`` (the parent) enables the ETag cache when the webhook asks for it;
         ``cache_variant`` (a revision) gives one parent's calls in one sync their own entries.
-        ``headers`` go with the request; ``ready`` may stop it right before it is sent.
+        ``headers`` go with the request; the gate, if any, may stop it right before it is
+        sent, and refuse its answer.
         """
         labels = endpoint.metric_labels
         self._metrics.started(endpoint.hook, labels)
@@ -322,9 +339,12 @@ class HookClient:
                 body,
                 etag=cached.etag if cached else None,
                 extra=headers,
-                ready=ready,
+                ready=self._ready(endpoint, headers),
             )
             seconds = self._clock() - start
+            if self._gate is not None:
+                code = str(response.status)  # counted as it came, should the gate refuse it
+                self._gate.answered()
             if response.status == 200:
                 result = decode(response.body)
                 etag = response.headers.get("etag")
@@ -391,6 +411,12 @@ class HookClient:
                 f"http error: {url}: the request cannot be sent (a malformed URL or header)",
                 url=url,
             ) from None
+
+    def _ready(self, endpoint: HookEndpoint, headers: Mapping[str, str] | None) -> Ready | None:
+        """The gate's check of one call, if the client has a gate."""
+        if self._gate is None:
+            return None
+        return self._gate.hook_call(endpoint.hook.value, (headers or {}).get(ATTEMPT, ""))
 
     def _refusal(self, endpoint: HookEndpoint, response: HttpResponse) -> HookError:
         """The error for an answer that is not a success: 429 or another status."""

@@ -19,9 +19,12 @@ Contract:
   that way already. ``replace`` sends the body's ``metadata.resourceVersion`` as the optimistic
   concurrency precondition. ``delete`` returns what the server returns: a ``Status`` or the
   object (when finalizers or the propagation policy keep it around).
-- Every write takes ``ready``: called right before each attempt's bytes go out, with nothing
-  awaited in between; what it raises stops the write unsent (``proto.kube.session``). A
-  fenced worker checks that it may still act there (``workers.link.fencing``).
+- A client made with a ``gate`` (``Client(session, gate=...)``, or ``client.gated(gate)`` over
+  the same session) asks it, for every write, for the ``ready`` check of that write:
+  ``gate("<METHOD> <path>")`` (with `` <name>`` added for a create), called right before each
+  attempt's bytes go out, with nothing awaited in between; what it raises stops the write
+  unsent (``proto.kube.session``). A fenced worker checks there that it may still act
+  (``workers.link.fencing``). Reads are never gated.
 - ``subresource="status"`` addresses the ``status`` subresource of any write.
 """
 
@@ -32,7 +35,7 @@ import enum
 import gc
 import logging
 import random
-from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +50,9 @@ from proto.runtime.http1 import Ready
 log = logging.getLogger(__name__)
 
 Body = Mapping[str, Any] | Sequence[Any] | bytes
+
+WriteGate = Callable[[str], Ready]
+"""Given a write's description, the ``ready`` check of its request (module docstring)."""
 
 MIN_WATCH_TIMEOUT = 300  # client-go reflector: timeoutSeconds uniform in [min, 2 * min]
 BOOKMARK_INTERVAL = 60.0
@@ -119,9 +125,20 @@ def _write_params(
 class Client:
     """Kubernetes API calls over one ``Session`` (see the module docstring)."""
 
-    def __init__(self, session: Session, discovery: Discovery | None = None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        discovery: Discovery | None = None,
+        *,
+        gate: WriteGate | None = None,
+    ) -> None:
         self.session = session
         self.discovery = discovery if discovery is not None else Discovery(session)
+        self._gate = gate
+
+    def gated(self, gate: WriteGate) -> Client:
+        """A client over the same session and discovery whose writes ask ``gate``."""
+        return Client(self.session, self.discovery, gate=gate)
 
     async def resource(
         self, api_version: str, *, resource: str | None = None, kind: str | None = None
@@ -227,7 +244,6 @@ class Client:
         namespace: str | None = None,
         dry_run: bool = False,
         field_manager: str | None = None,
-        ready: Ready | None = None,
     ) -> dict[str, Any]:
         namespace = self._namespace(resource, body, namespace)
         return await self._write(
@@ -236,7 +252,6 @@ class Client:
             body,
             JSON,
             _write_params(dry_run=dry_run, field_manager=field_manager),
-            ready,
         )
 
     async def replace(
@@ -249,13 +264,12 @@ class Client:
         subresource: str | None = None,
         dry_run: bool = False,
         field_manager: str | None = None,
-        ready: Ready | None = None,
     ) -> dict[str, Any]:
         """PUT the whole object; its ``metadata.resourceVersion`` is the precondition."""
         namespace = self._namespace(resource, body, namespace)
         path = resource.path(namespace, name or self._name(body), subresource)
         params = _write_params(dry_run=dry_run, field_manager=field_manager)
-        return await self._write("PUT", path, body, JSON, params, ready)
+        return await self._write("PUT", path, body, JSON, params)
 
     async def patch(
         self,
@@ -269,7 +283,6 @@ class Client:
         dry_run: bool = False,
         field_manager: str | None = None,
         force: bool = False,
-        ready: Ready | None = None,
     ) -> dict[str, Any]:
         """PATCH with ``patch_type``; ``force`` is only meaningful for ``PatchType.APPLY``."""
         if force and patch_type is not PatchType.APPLY:
@@ -278,7 +291,7 @@ class Client:
             raise ValueError("server-side apply needs a field_manager")
         path = resource.path(namespace, name, subresource)
         params = _write_params(dry_run=dry_run, field_manager=field_manager, force=force)
-        return await self._write("PATCH", path, patch, patch_type.value, params, ready)
+        return await self._write("PATCH", path, patch, patch_type.value, params)
 
     async def apply(
         self,
@@ -291,7 +304,6 @@ class Client:
         force: bool = False,
         subresource: str | None = None,
         dry_run: bool = False,
-        ready: Ready | None = None,
     ) -> dict[str, Any]:
         """Server-side apply: the body as ``application/apply-patch+yaml``, JSON that reads
         back as the same value when parsed as YAML (``proto.kube.applybody``)."""
@@ -305,7 +317,6 @@ class Client:
             dry_run=dry_run,
             field_manager=field_manager,
             force=force,
-            ready=ready,
         )
 
     async def delete(
@@ -319,7 +330,6 @@ class Client:
         resource_version: str | None = None,
         grace_period_seconds: int | None = None,
         dry_run: bool = False,
-        ready: Ready | None = None,
     ) -> dict[str, Any]:
         """DELETE with ``DeleteOptions`` (preconditions on ``uid``/``resource_version``)."""
         options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
@@ -337,7 +347,7 @@ class Client:
         if dry_run:
             options["dryRun"] = ["All"]
         path = resource.path(namespace, name)
-        return await self._write("DELETE", path, options, JSON, {}, ready)
+        return await self._write("DELETE", path, options, JSON, {})
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -348,8 +358,14 @@ class Client:
         body: Body,
         content_type: str,
         params: dict[str, str],
-        ready: Ready | None,
     ) -> dict[str, Any]:
+        ready = None
+        if self._gate is not None:
+            what = f"{method} {path}"
+            if method == "POST" and isinstance(body, Mapping):
+                name = self._metadata(body).get("name")
+                what = f"{what} {name}" if isinstance(name, str) else what
+            ready = self._gate(what)
         response = await self.session.request(
             method,
             path,

@@ -5,8 +5,10 @@ fence timeout while a reconcile is half done; by the time it runs again the coor
 have given the key's slot to another worker. The membership fences itself when it notices,
 but a reconcile already past its snapshot would go on writing in the meantime.
 
-``FencedWriter`` and ``FencedHookClient`` ask their ``Contact`` (``workers.link.standing``)
-before every API write and every hook call:
+A ``Fence`` is the gate of the worker's API client (``Client.gated(fence.write)``,
+``proto.kube.client``) and of its hook client (``HookClient(..., gate=fence)``,
+``proto.hooks.client``); it asks its ``Contact`` (``workers.link.standing``) before every API
+write and every hook call:
 
 - The check runs right before the request's bytes are written, with nothing awaited in
   between (the ``ready`` check of ``proto.runtime.http1``, through the API client and the hook
@@ -25,21 +27,15 @@ before every API write and every hook call:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Protocol
 
-from proto.hooks.attempt import ATTEMPT
-from proto.hooks.client import HookClient, HookEndpoint
-from proto.kube.client import Body, Client, PatchType
-from proto.kube.resources import Resource
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
 from proto.runtime.http1 import Ready
 from proto.runtime.logs import get_logger
 from workers.runner.runner import OutOfContact
 
 log = get_logger("metashard.fencing")
-
-T = TypeVar("T")
 
 
 class Contact(Protocol):
@@ -67,7 +63,15 @@ class Fence:
         self._contact = contact
         self._clock = clock
 
-    def ready(self, **what: str) -> Ready:
+    def write(self, write: str) -> Ready:
+        """The ``ready`` check of an API write (``"<METHOD> <path>"``): a ``WriteGate``."""
+        return self._ready(write=write)
+
+    def hook_call(self, hook: str, attempt: str) -> Ready:
+        """The ``ready`` check of a call of ``hook`` for ``attempt``: a ``HookGate``."""
+        return self._ready(hook=hook, attempt=attempt)
+
+    def _ready(self, **what: str) -> Ready:
         """The ``ready`` check of one request; ``what`` names it in the warning."""
 
         def check() -> Callable[[], None]:
@@ -95,137 +99,3 @@ class Fence:
         """Raise ``OutOfContact`` if an answer came past the deadline (module docstring)."""
         if not self._contact.in_contact():
             raise OutOfContact("past the fence deadline when the hook answered: answer discarded")
-
-
-def _write(verb: str, resource: Resource, namespace: str | None, name: str | None) -> str:
-    where = f"{namespace}/{name}" if namespace else str(name)
-    return f"{verb} {resource.name} {where}"
-
-
-class FencedWriter:
-    """An ``ApplyWriter`` whose writes go out only while the worker may act."""
-
-    def __init__(self, writer: Client, fence: Fence) -> None:
-        self._writer = writer
-        self._fence = fence
-
-    async def create(
-        self, resource: Resource, body: Body, *, namespace: str | None = None
-    ) -> dict[str, Any]:
-        ready = self._fence.ready(write=_write("create", resource, namespace, _name(body)))
-        return await self._writer.create(resource, body, namespace=namespace, ready=ready)
-
-    async def replace(
-        self,
-        resource: Resource,
-        body: Body,
-        *,
-        namespace: str | None = None,
-        name: str | None = None,
-        subresource: str | None = None,
-    ) -> dict[str, Any]:
-        verb = f"replace {subresource}" if subresource else "replace"
-        ready = self._fence.ready(write=_write(verb, resource, namespace, name or _name(body)))
-        return await self._writer.replace(
-            resource, body, namespace=namespace, name=name, subresource=subresource, ready=ready
-        )
-
-    async def patch(
-        self,
-        resource: Resource,
-        name: str,
-        patch: Body,
-        *,
-        namespace: str | None = None,
-        patch_type: PatchType = PatchType.MERGE,
-    ) -> dict[str, Any]:
-        ready = self._fence.ready(write=_write("patch", resource, namespace, name))
-        return await self._writer.patch(
-            resource, name, patch, namespace=namespace, patch_type=patch_type, ready=ready
-        )
-
-    async def apply(
-        self,
-        resource: Resource,
-        body: Body,
-        *,
-        field_manager: str,
-        namespace: str | None = None,
-        name: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        ready = self._fence.ready(write=_write("apply", resource, namespace, name or _name(body)))
-        return await self._writer.apply(
-            resource,
-            body,
-            field_manager=field_manager,
-            namespace=namespace,
-            name=name,
-            force=force,
-            dry_run=dry_run,
-            ready=ready,
-        )
-
-    async def delete(
-        self,
-        resource: Resource,
-        name: str,
-        *,
-        namespace: str | None = None,
-        propagation_policy: str | None = None,
-        uid: str | None = None,
-    ) -> dict[str, Any]:
-        ready = self._fence.ready(write=_write("delete", resource, namespace, name))
-        return await self._writer.delete(
-            resource,
-            name,
-            namespace=namespace,
-            propagation_policy=propagation_policy,
-            uid=uid,
-            ready=ready,
-        )
-
-
-def _name(body: Body) -> str | None:
-    """The name in a body given as a mapping (bytes are not decoded for a log line)."""
-    meta = body.get("metadata") if isinstance(body, Mapping) else None
-    name = meta.get("name") if isinstance(meta, Mapping) else None
-    return name if isinstance(name, str) else None
-
-
-class FencedHookClient(HookClient):
-    """A ``HookClient`` whose calls go out, and whose answers count, only while the worker
-    may act."""
-
-    def __init__(self, *args: Any, fence: Fence, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._fence = fence
-
-    async def call_decoded(
-        self,
-        endpoint: HookEndpoint,
-        body: bytes,
-        *,
-        decode: Callable[[bytes], T],
-        cache_key: Hashable | None = None,
-        cache_variant: Hashable = None,
-        headers: Mapping[str, str] | None = None,
-        ready: Ready | None = None,
-    ) -> T:
-        """``HookClient.call_decoded`` (which ``call`` goes through too), sent only while
-        the worker may start a call, its answer kept only while the worker is in contact."""
-        if ready is not None:
-            raise TypeError("a fenced hook client makes its own ready check")
-        attempt = (headers or {}).get(ATTEMPT, "")
-        answer = await super().call_decoded(
-            endpoint,
-            body,
-            decode=decode,
-            cache_key=cache_key,
-            cache_variant=cache_variant,
-            headers=headers,
-            ready=self._fence.ready(hook=endpoint.hook.value, attempt=attempt),
-        )
-        self._fence.answered()
-        return answer

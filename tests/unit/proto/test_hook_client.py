@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import calendar
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from email.utils import formatdate
 
 import pytest
@@ -14,8 +14,10 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from proto.api.controllers import HookName, Webhook, parse_webhook
+from proto.api.endpoints import ETag
 from proto.api.errors import InvalidControllerError
 from proto.api.fields import Fields
+from proto.hooks.attempt import ATTEMPT
 from proto.hooks.client import BODY_EXCERPT_BYTES, HookClient, HookEndpoint, parse_retry_after
 from proto.hooks.errors import HookError, HookRetryAfter, HookStatusError, HookTransportError
 from proto.hooks.metrics import PrometheusHookMetrics
@@ -43,6 +45,10 @@ class Hooks:
         self.headers.append(dict(request.headers))
         if behaviour == "ok":
             return web.Response(body=b'{"echo": ' + body + b"}")
+        if behaviour == "etag":
+            if request.headers.get("If-None-Match") == '"v1"':
+                return web.Response(status=304)
+            return web.Response(body=b"{}", headers={"ETag": '"v1"'})
         if behaviour == "fail":
             return web.Response(status=500, body=b"boom " + b"x" * 5000)
         if behaviour == "created":
@@ -87,11 +93,18 @@ async def session() -> AsyncIterator[HttpClient]:
 
 
 def endpoint(
-    url: str, *, timeout: float = 5.0, name: str = "cc", hook: HookName = HookName.SYNC
+    url: str,
+    *,
+    timeout: float = 5.0,
+    name: str = "cc",
+    hook: HookName = HookName.SYNC,
+    etag: bool = False,
 ) -> HookEndpoint:
     return HookEndpoint(
         hook=hook,
-        webhook=Webhook(url=url, timeout_seconds=timeout),
+        webhook=Webhook(
+            url=url, timeout_seconds=timeout, etag=ETag(enabled=True) if etag else None
+        ),
         controller_type="CompositeController",
         controller_name=name,
     )
@@ -121,22 +134,41 @@ class Refused(Exception):
     pass
 
 
+class Gate:
+    """A ``HookGate`` that records the checks it is asked for and refuses as told."""
+
+    def __init__(self, hooks: Hooks) -> None:
+        self.hooks = hooks
+        self.asked: list[tuple[str, str, int]] = []  # hook, attempt, requests received before
+        self.refuse_send = False
+        self.refuse_answer = False
+
+    def hook_call(self, hook: str, attempt: str) -> Callable[[], None]:
+        def check() -> None:
+            self.asked.append((hook, attempt, len(self.hooks.requests)))
+            if self.refuse_send:
+                raise Refused
+
+        return check
+
+    def answered(self) -> None:
+        if self.refuse_answer:
+            raise Refused
+
+
 @pytest.mark.asyncio
-async def test_ready_may_stop_a_call_unsent_and_uncounted(
+async def test_the_gate_may_stop_a_call_unsent_and_uncounted(
     hooks: Hooks, session: HttpClient
 ) -> None:
     registry = CollectorRegistry()
-    client = HookClient(session, metrics=PrometheusHookMetrics(registry))
+    gate = Gate(hooks)
+    client = HookClient(session, metrics=PrometheusHookMetrics(registry), gate=gate)
     ok = endpoint(f"{hooks.base}/ok")
-    asked: list[int] = []
-    await client.call(ok, b"{}", ready=lambda: asked.append(len(hooks.requests)))
-
-    def refuse() -> None:
-        raise Refused
-
+    await client.call(ok, b"{}", headers={ATTEMPT: "w/1/7"})
+    gate.refuse_send = True
     with pytest.raises(Refused):
-        await client.call(ok, b"{}", ready=refuse)
-    assert asked == [0]  # asked before the request went out
+        await client.call(ok, b"{}")
+    assert gate.asked == [("sync", "w/1/7", 0), ("sync", "", 1)]  # asked before each send
     assert len(hooks.requests) == 1
     labels = {
         "url": ok.webhook.url,
@@ -146,6 +178,31 @@ async def test_ready_may_stop_a_call_unsent_and_uncounted(
     total = "metacontroller_sync_requests_total"
     assert sample(registry, total, code="200", method="post", **labels) == 1
     assert sample(registry, "metacontroller_sync_in_flight_requests", **labels) == 0
+
+
+@pytest.mark.asyncio
+async def test_an_answer_the_gate_refuses_is_counted_and_not_cached(
+    hooks: Hooks, session: HttpClient
+) -> None:
+    registry = CollectorRegistry()
+    gate = Gate(hooks)
+    gate.refuse_answer = True
+    client = HookClient(session, metrics=PrometheusHookMetrics(registry), gate=gate)
+    cached = endpoint(f"{hooks.base}/etag", etag=True)
+    with pytest.raises(Refused):
+        await client.call(cached, b"{}", cache_key="p")
+    gate.refuse_answer = False
+    await client.call(cached, b"{}", cache_key="p")
+    await client.call(cached, b"{}", cache_key="p")
+    assert [h.get("If-None-Match") for h in hooks.headers] == [None, None, '"v1"']
+    labels = {
+        "url": cached.webhook.url,
+        "controller_name": "cc",
+        "controller_type": "CompositeController",
+    }
+    total = "metacontroller_sync_requests_total"
+    assert sample(registry, total, code="200", method="post", **labels) == 2
+    assert sample(registry, total, code="304", method="post", **labels) == 1
 
 
 @pytest.mark.asyncio

@@ -173,7 +173,7 @@ class Refused(Exception):
 
 
 @pytest.mark.asyncio
-async def test_every_write_asks_ready_and_a_refusal_sends_nothing() -> None:
+async def test_a_gated_client_asks_its_gate_for_every_write_and_a_refusal_sends_nothing() -> None:
     body = {"metadata": {"name": "c", "namespace": "n"}}
     server = FakeApiServer()
     answer = Reply.json(200, {"kind": "ConfigMap"})
@@ -181,29 +181,42 @@ async def test_every_write_asks_ready_and_a_refusal_sends_nothing() -> None:
         path = "/api/v1/namespaces/n/configmaps" + ("" if method == "POST" else "/c")
         server.route(method, path, answer)
     asked: list[str] = []
+    refusing = False
 
-    def allow(what: str) -> Callable[[], None]:
-        return lambda: asked.append(what)
+    def gate(what: str) -> Callable[[], None]:
+        def check() -> None:
+            if refusing:
+                raise Refused
+            asked.append(what)
 
-    def refuse() -> None:
-        raise Refused
+        return check
 
     async with serve(server) as session:
-        client = Client(session)
-        writes: list[Callable[[Callable[[], None]], Awaitable[dict[str, Any]]]] = [
-            lambda ready: client.create(CONFIGMAPS, body, ready=ready),
-            lambda ready: client.replace(CONFIGMAPS, body, ready=ready),
-            lambda ready: client.patch(CONFIGMAPS, "c", {}, namespace="n", ready=ready),
-            lambda ready: client.apply(CONFIGMAPS, body, field_manager="m", ready=ready),
-            lambda ready: client.delete(CONFIGMAPS, "c", namespace="n", ready=ready),
+        plain = Client(session)
+        client = plain.gated(gate)
+        writes: list[Callable[[], Awaitable[dict[str, Any]]]] = [
+            lambda: client.create(CONFIGMAPS, body),
+            lambda: client.replace(CONFIGMAPS, body),
+            lambda: client.patch(CONFIGMAPS, "c", {}, namespace="n"),
+            lambda: client.apply(CONFIGMAPS, body, field_manager="m"),
+            lambda: client.delete(CONFIGMAPS, "c", namespace="n"),
         ]
-        for i, write in enumerate(writes):
-            await write(allow(str(i)))
+        for write in writes:
+            await write()
+        refusing = True
         for write in writes:
             with pytest.raises(Refused):
-                await write(refuse)
-    assert asked == ["0", "1", "2", "3", "4"]
-    assert len(server.received) == 5
+                await write()
+        await plain.replace(CONFIGMAPS, body)  # the client it was made from has no gate
+    path = "/api/v1/namespaces/n/configmaps"
+    assert asked == [
+        f"POST {path} c",
+        f"PUT {path}/c",
+        f"PATCH {path}/c",
+        f"PATCH {path}/c",
+        f"DELETE {path}/c",
+    ]
+    assert len(server.received) == 6
 
 
 @pytest.mark.asyncio

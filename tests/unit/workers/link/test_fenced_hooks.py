@@ -1,6 +1,7 @@
-"""The worker's hook path, ``HookCaller`` over ``FencedHookClient``, against a local HTTP hook:
-answers are decoded inside the client's ``call_decoded``, so a 200 the decoder refuses counts
-as ``invalid-response`` (and no ``"200"``); out of contact, nothing is sent or counted."""
+"""The worker's hook path, ``HookCaller`` over a ``HookClient`` gated by the worker's
+``Fence``, against a local HTTP hook: answers are decoded inside the client's
+``call_decoded``, so a 200 the decoder refuses counts as ``invalid-response`` (and no
+``"200"``); out of contact, nothing is sent or counted."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ from prometheus_client import CollectorRegistry
 
 from proto.api.controllers import Hook, HookName, HookVersion, ResponseMode, Webhook
 from proto.api.hooks import decode_sync_response
-from proto.hooks.client import HookEndpoint
+from proto.hooks.client import HookClient, HookEndpoint
 from proto.hooks.metrics import PrometheusHookMetrics
 from proto.runtime.http1 import HttpClient
 from proto.wire import ParentKey, Snapshot
-from workers.link.fencing import Fence, FencedHookClient
+from workers.link.fencing import Fence
 from workers.reconcile import ReconcileRequest
 from workers.runner.runner import OutOfContact
 from workers.sync.errors import SyncFailure
@@ -63,7 +64,7 @@ async def base() -> AsyncIterator[str]:
     await runner.cleanup()
 
 
-def caller(client: FencedHookClient, url: str) -> HookCaller:
+def caller(client: HookClient, url: str) -> HookCaller:
     hook = Hook(HookVersion.V1, Webhook(url=url, timeout_seconds=5.0), ResponseMode.LOOSE)
     return HookCaller(
         client,
@@ -91,9 +92,7 @@ def count(registry: CollectorRegistry, url: str, code: str) -> float | None:
 async def test_a_200_the_decoder_refuses_counts_as_invalid_response(base: str) -> None:
     registry = CollectorRegistry()
     async with HttpClient() as http:
-        client = FencedHookClient(
-            http, metrics=PrometheusHookMetrics(registry), fence=Fence(Contact())
-        )
+        client = HookClient(http, metrics=PrometheusHookMetrics(registry), gate=Fence(Contact()))
         ok, garbage = f"{base}/ok", f"{base}/garbage"
         answer = await caller(client, ok).call(
             HookName.SYNC, b"{}", request=request(), decode=decode_sync_response, failed="sync"
@@ -117,9 +116,7 @@ async def test_out_of_contact_nothing_is_sent_or_counted(base: str) -> None:
     contact = Contact()
     contact.on = False
     async with HttpClient() as http:
-        client = FencedHookClient(
-            http, metrics=PrometheusHookMetrics(registry), fence=Fence(contact)
-        )
+        client = HookClient(http, metrics=PrometheusHookMetrics(registry), gate=Fence(contact))
         url = f"{base}/ok"
         endpoint = HookEndpoint(
             HookName.SYNC, Webhook(url=url, timeout_seconds=5.0), "CompositeController", "cc"

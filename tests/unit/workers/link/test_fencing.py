@@ -15,14 +15,14 @@ import pytest
 import structlog
 
 from proto.api.controllers import HookName, Webhook
-from proto.hooks.client import HookEndpoint
+from proto.hooks.client import HookClient, HookEndpoint
 from proto.kube.client import Client
 from proto.kube.resources import Resource
 from proto.runtime.http1 import HttpClient, HttpResponse, Ready
 from proto.wire import SLOT_COUNT, Welcome
 from tests.unit.proto.kube_fake import FakeApiServer, FakeClock, Reply, serve
 from tests.unit.workers.composite_world import World, definition
-from workers.link.fencing import Fence, FencedHookClient, FencedWriter
+from workers.link.fencing import Fence
 from workers.link.standing import Standing
 from workers.runner.runner import OutOfContact
 
@@ -54,7 +54,7 @@ async def test_a_write_is_checked_again_before_every_attempt(retry_after: int, s
     server.route("PUT", PATH, throttled(retry_after), Reply.json(200, {"kind": "ConfigMap"}))
     body = {"metadata": {"name": "c", "namespace": "ns", "resourceVersion": "1"}}
     async with serve(server, clock=clock) as session:
-        writer = FencedWriter(Client(session), Fence(standing(clock), clock=clock))
+        writer = Client(session).gated(Fence(standing(clock), clock=clock).write)
         if sent == 2:  # 2 s later: 1 s before the deadline
             assert await writer.replace(CONFIGMAPS, body) == {"kind": "ConfigMap"}
         else:  # 3 s later: at the deadline
@@ -72,7 +72,7 @@ async def test_every_kind_of_write_is_refused_within_the_safety_margin() -> None
         server.route(method, path, Reply.json(200, {"kind": "ConfigMap"}))
     body = {"metadata": {"name": "c", "namespace": "ns"}}
     async with serve(server, clock=clock) as session:
-        writer = FencedWriter(Client(session), Fence(standing(clock), clock=clock))
+        writer = Client(session).gated(Fence(standing(clock), clock=clock).write)
 
         def writes() -> list[Any]:
             return [
@@ -119,9 +119,9 @@ class Transport:
         return HttpResponse(200, {}, orjson.dumps(self.answer(orjson.loads(body))))
 
 
-def fenced_hooks(clock: FakeClock, transport: Transport) -> FencedHookClient:
+def fenced_hooks(clock: FakeClock, transport: Transport) -> HookClient:
     http: HttpClient = transport  # type: ignore[assignment]
-    return FencedHookClient(http, fence=Fence(standing(clock), clock=clock))
+    return HookClient(http, gate=Fence(standing(clock), clock=clock))
 
 
 @pytest.mark.asyncio
