@@ -15,7 +15,7 @@ import uvloop
 
 from proto.runtime import gctune, logs
 from proto.runtime.flags import log_notices
-from proto.runtime.startup import StartupError, guard
+from proto.runtime.startup import StartupError, guard, stop_cleanly_until_running
 from workers.settings import WorkerSettings, from_args
 from workers.worker import Worker
 
@@ -39,6 +39,7 @@ def _start(settings: WorkerSettings) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    stop_cleanly_until_running()
     settings = from_args(sys.argv[1:] if argv is None else argv)
     logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
     log_notices(settings.notices)

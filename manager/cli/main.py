@@ -56,7 +56,7 @@ from manager.settings import CoordinatorSettings, add_arguments, from_args, from
 from proto.runtime import curve, gctune, logs
 from proto.runtime.addresses import Peer, UnixAddress, check_bindable, parse_address
 from proto.runtime.flags import DEFAULT_CONCURRENCY, Parser, log_notices, positive_int, typed
-from proto.runtime.startup import guard
+from proto.runtime.startup import guard, stop_cleanly_until_running
 
 Handler = Callable[[list[str]], int]
 _T = TypeVar("_T")
@@ -76,6 +76,7 @@ async def _until_signalled(main: Callable[[asyncio.Event], Awaitable[_T]]) -> _T
 
 
 def _coordinator(argv: list[str]) -> int:
+    stop_cleanly_until_running()
     settings = from_args(argv)
     logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
     log_notices(settings.notices)

@@ -19,13 +19,19 @@ Contract:
   (``--log-level debug``). Any other exception is a bug and propagates with its traceback.
 - ``metashard run`` stops when one of its workers exits with ``EXIT_CONFIG``: restarting a
   process that cannot start would only loop.
+- ``stop_cleanly_until_running()``, called first thing by a long-running command: until its
+  event loop installs its own handlers, a SIGTERM ends the process at once with exit code 0
+  (``SystemExit``), as a process asked to stop before it started anything. So a pod deleted,
+  or a worker removed, while it starts stops cleanly instead of dying by the signal.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import traceback
 from collections.abc import Callable
+from types import FrameType
 
 from proto.kube.errors import ConfigError
 
@@ -56,3 +62,12 @@ def guard(prog: str, main: Callable[[], int], *, debug: bool) -> int:
         return main()
     except (StartupError, ConfigError) as e:
         return report(prog, e, debug=debug)
+
+
+def stop_cleanly_until_running() -> None:
+    """Exit 0 on SIGTERM until the event loop's own handler replaces this one."""
+    signal.signal(signal.SIGTERM, _stop_before_running)
+
+
+def _stop_before_running(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+
 import pytest
 
 from proto.kube.errors import ConfigError
@@ -28,3 +32,24 @@ def test_other_errors_are_bugs_and_propagate() -> None:
     with pytest.raises(KeyError):
         guard("p", lambda: _fail(KeyError("x")), debug=False)
     assert guard("p", lambda: 0, debug=False) == 0
+
+
+STARTING = """
+import os, signal, sys, time
+from proto.runtime.startup import stop_cleanly_until_running
+if sys.argv[1] == "guarded":
+    stop_cleanly_until_running()
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(10)
+"""
+
+
+@pytest.mark.parametrize(("how", "code"), [("guarded", 0), ("plain", -signal.SIGTERM)])
+def test_a_sigterm_before_the_loop_runs_exits_0(how: str, code: int) -> None:
+    """A process stopped while it starts exits 0 (asked to stop, nothing to clean up); without
+    the handler it would die by the signal."""
+    done = subprocess.run(
+        [sys.executable, "-c", STARTING, how], timeout=30, capture_output=True, check=False
+    )
+    assert done.returncode == code, done.stderr
+    assert done.stderr == b""
