@@ -77,6 +77,12 @@ REASON_UNSUPPORTED_FIELD: Final = "UnsupportedField"
 REASON_APPLY_CONFLICT: Final = "ApplyConflict"
 """Warning on the parent when a server-side apply without ``force`` conflicts with another
 field manager; the message names the child, the managers and the fields. metashard's own."""
+REASON_PAUSED: Final = "Paused"
+"""Normal, on a parent whose sync was skipped because it is paused (``metashard.io/paused``),
+and on a controller object loaded paused. metashard's own."""
+REASON_INVALID_ANNOTATION: Final = "InvalidAnnotation"
+"""Warning on a parent or controller object whose metashard annotation has a value that
+cannot be read; the default applies. metashard's own."""
 REASON_STARTING: Final = "Starting"
 REASON_STARTED: Final = "Started"
 REASON_STOPPING: Final = "Stopping"
