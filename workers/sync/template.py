@@ -6,7 +6,14 @@ each kind; what differs, the kind supplies through its ``KindSteps`` (``workers.
 
 1. No parent in the snapshot (deleted, or no longer handled), a parent this controller does
    not sync (``steps.target``), or one it does not select (``steps.selected``) that does not
-   carry our finalizer: nothing to do.
+   carry our finalizer: nothing to do. Nor for a paused one (``proto.api.interventions``:
+   ``metashard.io/paused: "true"`` on the parent or on the controller object) that is
+   selected and not being deleted: no hook call, no write. A parent paused by its own
+   annotation gets a Normal ``Paused`` event each time (repeats aggregated by the recorder),
+   one whose annotation cannot be read a Warning ``InvalidAnnotation`` event, and is synced;
+   the parents of a paused controller are skipped without an event (the coordinator puts
+   one on the controller object). A paused parent being deleted, or no longer selected, is
+   finalized as any other.
 2. Our finalizer is added (with a finalize hook) or removed (without one)
    (``workers.sync.patches.sync_finalizer``).
 3. Claim: ``steps.observe`` gives the children the hook is to see (a kind that adopts and
@@ -59,6 +66,7 @@ from proto.api.controllers import Hook, HookName
 from proto.api.errors import HookResponseError
 from proto.api.hooks import DesiredChild
 from proto.api.hooks import desired_children as check_children
+from proto.api.interventions import PAUSED, annotations_of, pause_of
 from proto.api.objectmap import TypeKey
 from proto.api.reports import NO_REPORTS, Reports
 from proto.api.selectors import Selector
@@ -277,6 +285,7 @@ class SyncTemplate(Generic[R, U]):
             ssa, definition, spec.children, writer=writer, in_place_labels=spec.in_place_labels
         )
         self._has_finalize = spec.hooks.get(HookName.FINALIZE) is not None
+        self._controller_paused = pause_of(annotations_of(orjson.loads(definition.object))).paused
 
     async def reconcile(self, request: ReconcileRequest) -> Outcome:
         raw = request.snapshot.parent
@@ -297,6 +306,8 @@ class SyncTemplate(Generic[R, U]):
     ) -> Outcome:
         spec, steps = self._spec, self._steps
         selected = steps.selected(target, obj)
+        if selected and obj["metadata"].get("deletionTimestamp") is None and self._paused(obj):
+            return Outcome()
         parent = await patches.sync_finalizer(
             self._writer,
             target,
@@ -317,6 +328,26 @@ class SyncTemplate(Generic[R, U]):
         answer = await steps.answer(request, parent, children, call)
         self._report(parent, answer.reports, finalizing=finalizing)
         return await self._write(request, parent, children, answer, finalizing=finalizing)
+
+    def _paused(self, obj: dict[str, Any]) -> bool:
+        """Whether the sync of ``obj`` is held back by its controller's pause or its own (the
+        module docstring, step 1, says which events that makes)."""
+        if self._controller_paused:
+            return True
+        pause = pause_of(annotations_of(obj))
+        if pause.problem is not None:
+            self._events.emit(
+                obj, names.EVENT_TYPE_WARNING, names.REASON_INVALID_ANNOTATION, pause.problem
+            )
+        elif pause.paused:
+            self._events.emit(
+                obj,
+                names.EVENT_TYPE_NORMAL,
+                names.REASON_PAUSED,
+                f'sync skipped: {PAUSED} is "true" (no hook call, no write until it is removed '
+                'or "false")',
+            )
+        return pause.paused
 
     def _report(self, parent: Parent, reports: Reports, *, finalizing: bool) -> None:
         """The answer's events, on the parent; its malformed events and conditions, in one

@@ -750,3 +750,81 @@ async def test_the_finalize_hook_reports_too() -> None:
     assert ("p", "Normal", "Draining", "1 left") in world.events.emitted
     conditions = world.cluster.get(THINGS, NS, "p")["status"]["conditions"]  # type: ignore[index]
     assert [c["reason"] for c in conditions] == ["Draining"]
+
+
+# --- pause ------------------------------------------------------------------------------------
+
+PAUSED = {"metashard.io/paused": "true"}
+
+
+async def test_a_paused_parent_is_neither_sent_to_the_hook_nor_written_and_says_so() -> None:
+    world = World(finalize=True)
+    await world.parent(spec={"children": 1, "data": "x"}, annotations=PAUSED)
+    assert await world.sync() == Outcome()
+    assert world.requests == [] and world.writes() == []  # not even our finalizer
+    assert world.events.emitted == [
+        (
+            "p",
+            "Normal",
+            "Paused",
+            'sync skipped: metashard.io/paused is "true" (no hook call, no write until it is '
+            'removed or "false")',
+        )
+    ]
+    await world.cluster.patch(
+        THINGS, "p", {"metadata": {"annotations": {"metashard.io/paused": "false"}}}, namespace=NS
+    )
+    await world.sync()
+    assert verbs(world)[:2] == [("PATCH", "things", "p"), ("POST", "configmaps", "p-0")]
+
+
+async def test_a_paused_controller_holds_back_every_parent_without_an_event() -> None:
+    world = World()
+    await world.parent(spec={"children": 1, "data": "x"})
+    cc = controller()
+    cc["metadata"]["annotations"] = PAUSED
+    world.reconciler = world.built(definition(cc))
+    assert await world.sync() == Outcome()
+    assert world.requests == [] and world.writes() == [] and world.events.emitted == []
+    cc["metadata"]["annotations"] = {"metashard.io/paused": "false"}
+    world.reconciler = world.built(definition(cc))
+    await world.sync()
+    assert ("POST", "configmaps", "p-0") in verbs(world)
+
+
+async def test_a_paused_parent_being_deleted_is_finalized() -> None:
+    world = World(finalize=True)
+    await world.parent(spec={"children": 1, "data": "x"})
+    await world.sync()
+    await world.cluster.patch(THINGS, "p", {"metadata": {"annotations": PAUSED}}, namespace=NS)
+    await world.cluster.delete(THINGS, "p", namespace=NS)  # held back by the finalizer
+    world.answer = lambda _: {"children": [], "finalized": True}
+    await world.sync()
+    assert world.requests[-1][0].hook.value == "finalize"
+    assert world.cluster.get(THINGS, NS, "p") is None
+    assert [reason for _, _, reason, _ in world.events.emitted] == []
+
+
+async def test_an_unselected_paused_parent_carrying_our_finalizer_is_finalized() -> None:
+    world = World(finalize=True, label_selector={"matchLabels": {"managed": "yes"}})
+    await world.parent(spec={"children": 0}, finalizers=[FINALIZER], annotations=PAUSED)
+    world.answer = lambda _: {"finalized": True}
+    await world.sync()
+    assert world.requests[-1][0].hook.value == "finalize"
+
+
+async def test_an_unreadable_pause_is_a_warning_and_the_parent_is_synced() -> None:
+    world = World()
+    await world.parent(
+        spec={"children": 1, "data": "x"}, annotations={"metashard.io/paused": "yes"}
+    )
+    await world.sync()
+    assert ("POST", "configmaps", "p-0") in verbs(world)
+    assert world.events.emitted == [
+        (
+            "p",
+            "Warning",
+            "InvalidAnnotation",
+            'annotation metashard.io/paused: \'yes\' is neither "true" nor "false"; not paused',
+        )
+    ]
