@@ -104,8 +104,10 @@ def status_only(old: Cached, new: Cached) -> bool:
     Metacontroller's ``updateParentObject`` (composite and decorator) decides: it changes
     neither ``metadata.generation``, the labels nor the annotations, and ``new`` is not being
     deleted (every update of an object being deleted counts: a finalize hook may be waiting
-    on its status). An annotation value longer than 63 characters is kept as
-    ``manager.informers.store.LONG_VALUE``, so a change within such a value alone is not seen."""
+    on its status). So a change of ``metashard.io/sync-requested-at`` (``metashard sync``) is
+    never status-only. An annotation value longer than 63 characters is kept as
+    ``manager.informers.store.LONG_VALUE``, so a change within such a value alone is not seen,
+    except in ``metashard.io/sync-requested-at``, which the store keeps whole."""
     return (
         not new.deleting
         and old.generation == new.generation

@@ -10,7 +10,9 @@ One ``Store`` per informer (per resource). Invariants:
   selector: annotation selectors are label selectors, whose values are at most 63
   characters. A longer value (last-applied configurations...) is kept as ``LONG_VALUE``,
   which no selector value equals, so ``Exists``, ``!=`` and ``notin`` still match as on the
-  real value, at no memory cost. Decoded dicts are never kept: a dict cache costs several
+  real value, at no memory cost. metashard's ``metashard.io/sync-requested-at`` keeps its
+  whole value, however long: any change of it must be seen (``proto.api.interventions``).
+  Decoded dicts are never kept: a dict cache costs several
   times the JSON size, this little more than the JSON (``make bench BENCH=informer`` prints
   both against the raw bytes, ``make bench BENCH=coordinator`` per object of the fanout job).
 - Memory per object is what makes a cache of 100,000 parents fit, so what repeats is shared:
@@ -43,6 +45,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from proto.api.interventions import SYNC_REQUESTED_AT
 from proto.api.selectors import Operator, Selector
 from proto.kube.resources import Resource
 
@@ -152,7 +155,12 @@ def _annotation_map(items: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
 def _annotations(annotations: Mapping[str, Any]) -> Mapping[str, str]:
     items = tuple(
         [
-            (k, v if type(v) is str and len(v) <= _LABEL_VALUE_MAX else LONG_VALUE)
+            (
+                k,
+                v
+                if type(v) is str and (len(v) <= _LABEL_VALUE_MAX or k == SYNC_REQUESTED_AT)
+                else LONG_VALUE,
+            )
             for k, v in annotations.items()
         ]
     )

@@ -4,7 +4,9 @@ of all parent keys kept up to date.
 Rules (Metacontroller's, minus its O(parents) scans where an index does better); what "ours"
 means is each controller kind's (``manager.controllers.view.ControllerView``):
 - A parent event affects the parent's own key, when the controller handles the old or the
-  new object (``handles``), unless ``ignores_update`` says the change does not matter.
+  new object (``handles``), unless ``ignores_update`` says the change does not matter (an
+  annotation change always matters: ``metashard.io/sync-requested-at`` asks for a sync, and
+  removing ``metashard.io/paused`` for one at once, both LIVE as any live event).
 - A child event affects the parent its controller ownerReference names (``owner_key``), for
   the old and the new state (adoption and release move a child between parents). A child
   without a controller ownerReference (an orphan) that the controller ``may_adopt`` affects

@@ -167,6 +167,7 @@ def test_label_selector_and_finalizer_decide_which_parents_are_handled() -> None
     assert parent == kept.raw
 
 
+SYNC = "metashard.io/sync-requested-at"
 GONE = {"deletionTimestamp": "2024-01-01T00:00:00Z", "finalizers": ["x.io/hold"]}
 
 
@@ -198,6 +199,26 @@ def test_ignore_status_changes_drops_what_metacontroller_drops(
     w.pushed.clear()
     w.parent(cached("p", rv=2, spec=SELECTOR, status={"x": 1}, **after))
     assert bool(w.pushed) is pushed
+
+
+@pytest.mark.parametrize("length", [20, 200])
+def test_a_sync_request_is_a_live_change_whatever_ignore_status_changes_says(length: int) -> None:
+    """Any change of metashard.io/sync-requested-at, even deep in a value longer than an
+    annotation selector could match, is pushed LIVE."""
+    w = World(
+        controller(
+            parentResource={
+                "apiVersion": "example.com/v1",
+                "resource": "things",
+                "ignoreStatusChanges": True,
+            }
+        )
+    )
+    asked = "x" * (length - 1)
+    w.parent(cached("p", rv=1, spec=SELECTOR, meta={"annotations": {SYNC: asked + "1"}}))
+    w.pushed.clear()
+    w.parent(cached("p", rv=2, spec=SELECTOR, meta={"annotations": {SYNC: asked + "2"}}))
+    assert w.pushed == [(key("p"), Priority.LIVE)]
 
 
 def test_without_ignore_status_changes_every_update_is_pushed() -> None:
