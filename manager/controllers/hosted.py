@@ -33,6 +33,11 @@ Contract:
 - A controller that runs but sets fields metashard does not act on
   (``proto.api.unsupported``) gets one Warning event (``UnsupportedField``) and one log line
   per field, when it is loaded (again after each change of the object).
+- A controller loaded with ``metashard.io/paused: "true"`` gets a Normal ``Paused`` event
+  saying its parents' syncs are paused (the workers skip them, the resyncs leave them:
+  ``manager.term.resync``); one whose value is neither ``"true"`` nor ``"false"`` a Warning
+  ``InvalidAnnotation`` event naming it, and runs unpaused. Both when loaded (again after
+  each change of the object), with a log line.
 - Informers are shared and reference-counted per resource: when controllers change, the
   informers of the new set are acquired before those no longer used are released, so editing
   one controller never restarts an informer another one uses.
@@ -87,6 +92,7 @@ from manager.kinds import Context, Kind, registry
 from manager.settings import CoordinatorSettings
 from proto.api import names
 from proto.api.endpoints import object_refs
+from proto.api.interventions import PAUSED, annotations_of, pause_of
 from proto.api.unsupported import unsupported
 from proto.kube.errors import KubeError, ResourceNotFound, ResourceNotFoundYet, TransportError
 from proto.kube.events import NORMAL, WARNING, EventRecorder
@@ -409,7 +415,28 @@ class Controllers:
                 effect=finding.effect,
             )
             self._recorder.emit(obj, WARNING, names.REASON_UNSUPPORTED_FIELD, str(finding))
+        self._report_pause(view, obj)
         return view
+
+    def _report_pause(self, view: ControllerView, obj: dict[str, Any]) -> None:
+        pause = pause_of(annotations_of(obj))
+        if pause.problem is not None:
+            log.warning(
+                "controller annotation not understood",
+                controller=view.name,
+                kind=view.kind.value,
+                problem=pause.problem,
+            )
+            self._recorder.emit(obj, WARNING, names.REASON_INVALID_ANNOTATION, pause.problem)
+        elif pause.paused:
+            log.info("controller paused", controller=view.name, kind=view.kind.value)
+            self._recorder.emit(
+                obj,
+                NORMAL,
+                names.REASON_PAUSED,
+                f'the syncs of its parents are paused ({PAUSED}: "true"); a parent being '
+                "deleted is still finalized",
+            )
 
     async def _resolve(self, kind: Kind, obj: dict[str, Any], cached: Cached) -> ControllerView:
         """``kind.view``, with API errors sorted: ``Unusable`` for an unknown resource,

@@ -122,13 +122,23 @@ TOKEN_REF = {"name": "hook-token", "namespace": "ns", "key": "token"}
 
 
 def decorator(
-    shard: str, *, method: str = "InPlace", rv: str = "1", sync: dict[str, Any] | None = None
+    shard: str,
+    *,
+    method: str = "InPlace",
+    rv: str = "1",
+    sync: dict[str, Any] | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> Cached:
     return cached(
         {
             "apiVersion": "metacontroller.k8s.io/v1alpha1",
             "kind": "DecoratorController",
-            "metadata": {"name": "dc", "labels": {"shard": shard}, "resourceVersion": rv},
+            "metadata": {
+                "name": "dc",
+                "labels": {"shard": shard},
+                "resourceVersion": rv,
+                "annotations": annotations or {},
+            },
             "spec": {
                 "resources": [{"apiVersion": "v1", "resource": "pods"}],
                 "attachments": [
@@ -230,6 +240,34 @@ async def test_unsupported_fields_are_reported_when_loaded_and_the_controller_ru
     ]
     await world.sync()  # unchanged object: not reported again
     assert len(world.recorder.events) == 2
+
+
+@pytest.mark.asyncio
+async def test_a_paused_controller_runs_and_says_so_and_an_unreadable_pause_is_a_warning() -> None:
+    world = World()
+    world.put(decorator("a", annotations={"metashard.io/paused": "true"}))
+    await world.sync()
+    assert set(world.controllers.views) == {("DecoratorController", "dc")}
+    assert world.recorder.events[1:] == [
+        (
+            "dc",
+            "Paused",
+            'the syncs of its parents are paused (metashard.io/paused: "true"); a parent being '
+            "deleted is still finalized",
+        )
+    ]
+    world.put(decorator("a", rv="2", annotations={"metashard.io/paused": "on"}))
+    await world.sync()
+    assert world.recorder.events[3:] == [
+        (
+            "dc",
+            "InvalidAnnotation",
+            'annotation metashard.io/paused: \'on\' is neither "true" nor "false"; not paused',
+        )
+    ]
+    world.put(decorator("a", rv="3", annotations={"metashard.io/paused": "false"}))
+    await world.sync()
+    assert [e[1] for e in world.recorder.events[4:]] == ["Started"]
 
 
 @pytest.mark.asyncio

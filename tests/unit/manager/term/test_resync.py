@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, cast
 
+import orjson
 import pytest
 import pytest_asyncio
 
@@ -33,6 +34,13 @@ class View:
     name: str
     resync_period_seconds: float | None = None
     parents: tuple[Resource, ...] = (THINGS,)
+    annotations: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def raw(self) -> bytes:
+        return orjson.dumps(
+            {"metadata": {"name": self.name, "annotations": dict(self.annotations)}}
+        )
 
     @property
     def id(self) -> tuple[str, str]:
@@ -213,3 +221,60 @@ async def test_many_keys_go_a_chunk_per_loop_turn(world: World) -> None:
     steps = [b - a for a, b in zip([0, *seen], seen, strict=False)]
     assert max(steps) == PUSH_CHUNK  # never more in one turn
     assert world.names() == [f"m-{i}" for i in range(2 * PUSH_CHUNK + 1)]
+
+
+PAUSED = ("metashard.io/paused", "true")
+
+
+def asked(*annotations: tuple[str, str]) -> ControllerView:
+    return cast(ControllerView, View("a", annotations=annotations))
+
+
+async def changed(world: World, view: ControllerView) -> list[tuple[str, Priority]]:
+    """The parents pushed (name, priority) once ``view`` replaces the running one."""
+    world.resync.controllers_changed([view], [view])
+    for _ in range(3):
+        await asyncio.sleep(0)
+    pushed, world.pushed = [(key.name, priority) for key, priority in world.pushed], []
+    return pushed
+
+
+async def test_a_sync_request_or_an_unpause_pushes_every_parent_live(world: World) -> None:
+    world.informer.listed.set()
+    assert await changed(world, asked()) == [("a-p", Priority.LOW)]  # it starts
+    one = ("metashard.io/sync-requested-at", "2026-11-27T20:35:00.000001Z")
+    assert await changed(world, asked(one)) == [("a-p", Priority.LIVE)]
+    assert await changed(world, asked(one, ("other", "edit"))) == [("a-p", Priority.LOW)]
+    assert await changed(world, asked(one, PAUSED)) == []
+    assert await changed(world, asked(one, ("metashard.io/paused", "false"))) == [
+        ("a-p", Priority.LIVE)
+    ]
+    assert await changed(world, asked(one, PAUSED)) == []
+    assert await changed(world, asked(one)) == [("a-p", Priority.LIVE)]
+    two = ("metashard.io/sync-requested-at", "2026-11-27T20:35:00.000002Z")
+    assert await changed(world, asked(two)) == [("a-p", Priority.LIVE)]
+
+
+async def test_a_controller_that_comes_back_starts_at_low(world: World) -> None:
+    world.informer.listed.set()
+    one = ("metashard.io/sync-requested-at", "1")
+    await changed(world, asked(one))
+    world.resync.controllers_changed([], [])
+    assert await changed(world, asked(("metashard.io/sync-requested-at", "2"))) == [
+        ("a-p", Priority.LOW)
+    ]
+
+
+async def test_a_paused_controller_is_not_pushed_by_the_clocks(world: World) -> None:
+    world.informer.listed.set()
+    world.assigning.set()
+    paused = asked(PAUSED)
+    world.run(cast(View, paused))
+    assert await changed(world, paused) == []
+    await world.step(3 * FLUSH)
+    assert world.names() == []
+    awake = asked()
+    world.run(cast(View, awake))
+    assert await changed(world, awake) == [("a-p", Priority.LIVE)]
+    await world.step(FLUSH + 4)
+    assert world.names() == ["a-p"]
