@@ -14,6 +14,8 @@ means is each controller kind's (``manager.controllers.view.ControllerView``):
   namespaced parent type, all parents for a cluster-scoped one.
 - Deleted objects are routed by their last known state.
 - Live events are pushed at LIVE priority, initial lists and relists at LOW (``KeySink``).
+- ``paused`` (``manager.routing.paused.PausedParents``), when given, hears of every handled
+  parent and whether it is paused, as the key index does: it counts them for the metrics.
 - ``parents.parent_changed(view, resource, new, old)`` hears of every change of a handled
   parent of a controller with a customize hook (``new`` is None once it is gone or no longer
   handled): the customize hooks hang on it (``manager.routing.related``).
@@ -44,6 +46,8 @@ from typing import Protocol
 from manager.controllers.view import ControllerId, ControllerView, group_resource
 from manager.informers.informer import EventHandler
 from manager.informers.store import Cached, Stores
+from manager.routing.paused import PausedParents
+from proto.api.interventions import pause_of
 from proto.kube.resources import Resource
 from proto.wire import SLOT_COUNT, ControllerKind, ParentKey, Priority, slot_hash, slot_of
 
@@ -168,8 +172,10 @@ class Router:
         keys: KeyIndex,
         stores: Stores,
         parents: ParentListener | None = None,
+        paused: PausedParents | None = None,
     ) -> None:
         self._sink = sink
+        self._paused = paused
         self._keys = keys
         self._stores = stores
         self._parents = parents
@@ -193,11 +199,16 @@ class Router:
                 interest.setdefault(group_resource(child), _Interest()).children.append(view)
         self._interest = interest
         self._keys.clear()
+        paused = self._paused
+        if paused is not None:
+            paused.controllers_changed(self._views)
         for view in self._views:
             listener = self._parents if view.customize is not None else None
             for resource, parent in self.parents(view):
                 key = view.key(resource, parent.namespace, parent.name)
                 self._keys.add(key, behind=behind(view, parent))
+                if paused is not None:
+                    paused.parent(key, paused=pause_of(parent.annotations).paused)
                 if listener is not None:
                     listener.parent_changed(view, resource, parent, None)
 
@@ -246,8 +257,12 @@ class Router:
             self._parents.parent_changed(view, resource, new if selected_now else None, old)
         if selected_now and new is not None:
             self._keys.add(key, behind=behind(view, new))
+            if self._paused is not None:
+                self._paused.parent(key, paused=pause_of(new.annotations).paused)
         else:
             self._keys.discard(key)
+            if self._paused is not None:
+                self._paused.discard(key)
         if not selected_now and not (old is not None and view.handles(resource, old)):
             return
         if old is not None and new is not None and view.ignores_update(resource, old, new):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from proto.wire import Priority
@@ -49,6 +52,13 @@ class TermMetrics:
             "writes), besides this one.",
             registry=registry,
         )
+        self._paused = Gauge(
+            "metashard_coordinator_paused_parents",
+            "Parents whose syncs are paused (metashard.io/paused on the parent or on its "
+            "controller object), per controller.",
+            ["controller"],
+            registry=registry,
+        )
         # Resolved once: these count every key and every fetch.
         self._keys_by_priority = {p: self._keys.labels(p.name.lower()) for p in Priority}
         self._fetches_by_result: dict[str, Counter] = {}
@@ -86,3 +96,13 @@ class TermMetrics:
     def other_managers(self, count: int) -> None:
         if self._enabled:
             self._others.set(count)
+
+    def paused_parents(self, controller: str, count: Callable[[], float] | None) -> None:
+        """``count()`` at each scrape as ``controller``'s paused parents; None: no series."""
+        if not self._enabled:
+            return
+        if count is None:
+            with contextlib.suppress(KeyError):
+                self._paused.remove(controller)
+            return
+        self._paused.labels(controller).set_function(count)

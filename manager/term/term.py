@@ -9,7 +9,8 @@ what it uses (no part learns another later):
 - ``manager.term.dispatch``: keys and messages queued for workers, KEYS batched per loop turn
   (the ``KeySink`` every part pushes keys to);
 - ``manager.routing.related``: customize hooks and their related objects;
-- ``manager.routing.router``: informer events to parent keys (keeps the ``KeyIndex``);
+- ``manager.routing.router``: informer events to parent keys (keeps the ``KeyIndex``, and
+  ``manager.routing.paused``: the paused parents the metrics count);
 - ``manager.term.snapshots``: FETCH answered with SNAPSHOT from the caches;
 - ``manager.term.sessions``: the conversations with workers (HELLO, heartbeats, sends, BYE) over
   the ROUTER socket (``manager.link.router``);
@@ -44,6 +45,7 @@ from manager.controllers.running import ControllerSet
 from manager.election.lease import LeaseLock
 from manager.informers.shared import Informers
 from manager.link.router import RouterLink
+from manager.routing.paused import PausedParents
 from manager.routing.related import Related
 from manager.routing.router import KeyIndex, Router
 from manager.settings import CoordinatorSettings
@@ -133,8 +135,13 @@ class Term:
             sink=self.dispatch,
             clock=clock,
         )
+        self.paused = PausedParents(keys=self.keys, metrics=metrics)
         self.router = Router(
-            sink=self.dispatch, keys=self.keys, stores=informers, parents=self.related
+            sink=self.dispatch,
+            keys=self.keys,
+            stores=informers,
+            parents=self.related,
+            paused=self.paused,
         )
         self.snapshots = SnapshotServer(
             epoch=epoch,
@@ -231,6 +238,7 @@ class Term:
             for task in [*tasks, *waiting]:
                 task.cancel()
             await asyncio.gather(*tasks, *waiting, return_exceptions=True)
+            self.paused.forget()
             self.workers_stopped = await self.sessions.goodbye(GOODBYE_WAIT)
             self.link.close()
             log.info("stopped leading", epoch=self.epoch)
