@@ -47,6 +47,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from manager.cli.objects import CommandError, Target, find_resource, parent_argument
 from proto.api import names
 from proto.api.controllers import group_of, parse_composite_controller
 from proto.api.errors import InvalidControllerError
@@ -69,7 +70,7 @@ COMPOSITE_CONTROLLERS = Resource(
 )
 
 
-class RolloutError(Exception):
+class RolloutError(CommandError):
     """What the command cannot do, worded for the user (exit status 1)."""
 
 
@@ -291,35 +292,6 @@ def undo_target(revisions: Sequence[Revision], to_revision: int | None) -> Revis
 # --- I/O ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
-    resource: Resource
-    namespace: str | None
-    name: str
-
-    @property
-    def what(self) -> str:
-        return f"{self.resource.name}/{self.name}"
-
-
-def find_resource(resources: Sequence[Resource], text: str) -> Resource:
-    """``things``, ``things.example.com``, ``Thing`` or a short name."""
-    lowered = text.lower()
-    found = {
-        (r.group, r.name): r
-        for r in resources
-        if "/" not in r.name
-        and lowered
-        in {r.name, f"{r.name}.{r.group}", r.kind.lower(), *(s.lower() for s in r.short_names)}
-    }
-    if not found:
-        raise RolloutError(f"the server has no resource {text!r}")
-    if len(found) > 1:
-        options = ", ".join(sorted(f"{n}.{g}" if g else n for g, n in found))
-        raise RolloutError(f"{text!r} is ambiguous: {options}")
-    return next(iter(found.values()))
-
-
 async def parent_revisions(client: Client, target: Target, uid: str) -> list[Revision]:
     listed = await client.list(REVISIONS, namespace=target.namespace)
     found = []
@@ -403,13 +375,6 @@ async def run(args: argparse.Namespace, out: TextIO) -> None:
             out.write(f"{target.what}: rolled back to revision {chosen.number}\n")
 
 
-def _parent_argument(text: str) -> tuple[str, str]:
-    kind, _, name = text.partition("/")
-    if not kind or not name:
-        raise argparse.ArgumentTypeError(f"name the parent as RESOURCE/NAME, not {text!r}")
-    return kind, name
-
-
 def parser() -> Parser:
     found = Parser(prog=PROG, description="Show and undo the rollouts of a parent.")
     found.add_argument(
@@ -419,7 +384,7 @@ def parser() -> Parser:
     )
     found.add_argument(
         "parent",
-        type=_parent_argument,
+        type=parent_argument,
         metavar="RESOURCE/NAME",
         help="the parent, e.g. things/my-thing (the resource as its plural, plural.group, "
         "kind or short name)",
@@ -466,7 +431,7 @@ def main(argv: list[str], out: TextIO | None = None) -> int:
         asyncio.run(run(args, out or sys.stdout))
     except errors.ConfigError as err:
         return fail(PROG, err, code=EXIT_CONFIG)
-    except (RolloutError, errors.KubeError) as err:
+    except (CommandError, errors.KubeError) as err:
         return fail(PROG, err)
     except KeyboardInterrupt:
         return 130

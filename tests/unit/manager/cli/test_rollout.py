@@ -17,7 +17,6 @@ from manager.cli.rollout import (
     RolloutTimeout,
     age,
     changed_paths,
-    find_resource,
     history_table,
     render,
     summary,
@@ -25,7 +24,6 @@ from manager.cli.rollout import (
     wait,
 )
 from proto.api.revisions import Revision
-from proto.kube.resources import Resource
 
 NOW = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
 
@@ -198,16 +196,3 @@ def test_undo_target() -> None:
         undo_target(revisions, 7)
     with pytest.raises(RolloutError, match="no previous revision"):
         undo_target(revisions[:1], None)
-
-
-def test_find_resource() -> None:
-    things = Resource("example.com", "v1", "things", "Thing", True, short_names=("th",))
-    others = Resource("other.io", "v1", "things", "Thing", True)
-    status = Resource("example.com", "v1", "things/status", "Thing", True)
-    assert find_resource([things, status], "Thing") is things
-    assert find_resource([things, others], "things.other.io") is others
-    assert find_resource([things], "th") is things
-    with pytest.raises(RolloutError, match="ambiguous"):
-        find_resource([things, others], "things")
-    with pytest.raises(RolloutError, match="no resource"):
-        find_resource([things], "widgets")
