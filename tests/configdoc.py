@@ -21,6 +21,7 @@ from manager import settings as coordinator
 from manager.cli import main as cli
 from manager.cli import rbac as rbac_command
 from manager.cli import rollout as rollout_command
+from manager.cli import sync as sync_command
 from workers import settings as worker
 
 TARGET = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
@@ -62,6 +63,14 @@ COMMANDS: tuple[tuple[str, Callable[[], argparse.ArgumentParser], str], ...] = (
         "A parent's rollouts: `status` waits for the rollout to finish like `kubectl rollout "
         "status` (exit 0 when it has, 1 on `--timeout`), `history` lists its revisions, "
         "`undo` goes back to one.",
+    ),
+    (
+        "metashard sync",
+        sync_command.parser,
+        "Reconcile a parent now (`metashard sync RESOURCE/NAME`), or every parent of a "
+        "controller (`--controller NAME`), at high priority, without changing their specs: it "
+        "sets the annotation `metashard.io/sync-requested-at` to the time of the request "
+        "([hooks](hooks.md#reconcile-now)).",
     ),
 )
 

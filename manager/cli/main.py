@@ -16,6 +16,8 @@
   (``manager.cli.rbac``).
 - ``metashard rollout status|history|undo RESOURCE/NAME``: a parent's rollouts
   (``manager.cli.rollout``).
+- ``metashard sync RESOURCE/NAME`` or ``metashard sync --controller NAME``: reconcile a parent,
+  or every parent of a controller, now (``manager.cli.sync``).
 - Every process role takes all of Metacontroller's flags (``proto.runtime.flags``). Configuration is
   checked before anything starts (``manager.settings``, ``manager.preflight``); a failure is
   one line and exit code 2 (``proto.runtime.startup``), with its traceback only at ``--log-level
@@ -263,6 +265,12 @@ def _rollout(argv: list[str]) -> int:
     return rollout.main(argv)
 
 
+def _sync(argv: list[str]) -> int:
+    from manager.cli import sync
+
+    return sync.main(argv)
+
+
 PROCESS_ROLES: dict[str, str] = {
     "worker": "workers",
     "cluster": "loadtest.apiserver",
@@ -291,6 +299,7 @@ SUBCOMMANDS: dict[str, tuple[str, Handler]] = {
         lambda argv: _exec_module(PROCESS_ROLES["dev"], argv),
     ),
     "rollout": ("show and undo the rollouts of a parent (status|history|undo)", _rollout),
+    "sync": ("reconcile a parent, or every parent of a controller, now", _sync),
 }
 
 

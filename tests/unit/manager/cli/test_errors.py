@@ -61,6 +61,9 @@ def error_lines(out: subprocess.CompletedProcess[str], command: str) -> list[str
         (["curve-keys"], "the following arguments are required: directory"),
         (["cluster", "--port", "abc"], "argument --port: invalid int value: 'abc'"),
         (["dev", "/nonexistent/x.yaml"], "/nonexistent/x.yaml: no such file or directory"),
+        (["sync"], "name a parent (RESOURCE/NAME) or --controller NAME"),
+        (["sync", "things"], "name the parent as RESOURCE/NAME, not 'things'"),
+        (["sync", "--controller", "x", "-n", "ns"], "controller objects have no namespace"),
     ],
 )
 def test_a_bad_command_line_is_one_error_line_and_exit_2(argv: list[str], says: str) -> None:
@@ -82,6 +85,7 @@ def test_an_unknown_command_is_the_same_shape() -> None:
     [
         ["rollout", "status", "things/x"],
         ["rbac"],
+        ["sync", "things/x"],
     ],
 )
 def test_no_usable_kubeconfig_is_a_configuration_failure(argv: list[str], tmp_path: Path) -> None:
@@ -95,7 +99,9 @@ def test_no_usable_kubeconfig_is_a_configuration_failure(argv: list[str], tmp_pa
         assert says in line
 
 
-@pytest.mark.parametrize("argv", [["rollout", "status", "things/x"], ["rbac"]])
+@pytest.mark.parametrize(
+    "argv", [["rollout", "status", "things/x"], ["rbac"], ["sync", "--controller", "x"]]
+)
 def test_a_cluster_that_does_not_answer_is_a_runtime_failure(
     argv: list[str], offline_kubeconfig: str
 ) -> None:
