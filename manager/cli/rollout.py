@@ -47,7 +47,13 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from manager.cli.objects import CommandError, Target, find_resource, parent_argument
+from manager.cli.objects import (
+    CommandError,
+    Target,
+    find_target,
+    parent_argument,
+    run_command,
+)
 from proto.api import names
 from proto.api.controllers import group_of, parse_composite_controller
 from proto.api.errors import InvalidControllerError
@@ -55,10 +61,9 @@ from proto.api.revisions import Revision, restore_patch, revision_hash
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.config import load_config
-from proto.kube.resources import Discovery, Resource
+from proto.kube.resources import Resource
 from proto.kube.session import Session
 from proto.runtime.flags import Parser, duration, go_bool, typed
-from proto.runtime.startup import EXIT_CONFIG, fail
 
 PROG = "metashard rollout"
 
@@ -335,14 +340,8 @@ async def run(args: argparse.Namespace, out: TextIO) -> None:
     config = load_config(args.kubeconfig, context=args.context)
     async with Session(config, qps=0) as session:
         client = Client(session)
-        discovery = Discovery(session)
-        await discovery.refresh()
-        kind, name = args.parent
-        resource = find_resource(discovery.resources, kind)
-        namespace = (
-            (args.namespace or config.namespace or "default") if resource.namespaced else None
-        )
-        target = Target(resource, namespace, name)
+        target = await find_target(session, config, args.parent, args.namespace)
+        resource, namespace, name = target.resource, target.namespace, target.name
         parent = await _parent(client, target)
         revisions = await parent_revisions(client, target, parent["metadata"]["uid"])
         if args.action == "status":
@@ -427,12 +426,4 @@ def _go_switches(argv: Sequence[str]) -> list[str]:
 def main(argv: list[str], out: TextIO | None = None) -> int:
     """Run the command; the exit code (see the module docstring), messages on stderr."""
     args = parser().parse_args(_go_switches(argv))
-    try:
-        asyncio.run(run(args, out or sys.stdout))
-    except errors.ConfigError as err:
-        return fail(PROG, err, code=EXIT_CONFIG)
-    except (CommandError, errors.KubeError) as err:
-        return fail(PROG, err)
-    except KeyboardInterrupt:
-        return 130
-    return 0
+    return run_command(PROG, run(args, out or sys.stdout))

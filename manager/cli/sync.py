@@ -29,22 +29,27 @@ refusing or not answering).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import datetime
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from manager.cli.objects import CommandError, Target, find_resource, parent_argument
+from manager.cli.objects import (
+    CommandError,
+    Target,
+    find_resource,
+    find_target,
+    parent_argument,
+    run_command,
+)
 from proto.api import names
 from proto.api.interventions import SYNC_REQUESTED_AT, request_stamp
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.config import load_config
-from proto.kube.resources import Discovery, Resource
+from proto.kube.resources import Resource
 from proto.kube.session import Session
 from proto.runtime.flags import Parser
-from proto.runtime.startup import EXIT_CONFIG, fail
 
 PROG = "metashard sync"
 
@@ -115,14 +120,7 @@ async def run(
             target = await _controller(client, args.controller)
             asked = "a sync of every parent"
         else:
-            discovery = Discovery(session)
-            await discovery.refresh()
-            kind, name = args.parent
-            resource = find_resource(discovery.resources, kind)
-            namespace = (
-                (args.namespace or config.namespace or "default") if resource.namespaced else None
-            )
-            target = Target(resource, namespace, name)
+            target = await find_target(session, config, args.parent, args.namespace)
             asked = "a sync"
         stamp = request_stamp(now())
         try:
@@ -177,12 +175,4 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str], out: TextIO | None = None) -> int:
     """Run the command; the exit code (see the module docstring), messages on stderr."""
     args = parse(argv)
-    try:
-        asyncio.run(run(args, out or sys.stdout))
-    except errors.ConfigError as err:
-        return fail(PROG, err, code=EXIT_CONFIG)
-    except (CommandError, errors.KubeError) as err:
-        return fail(PROG, err)
-    except KeyboardInterrupt:
-        return 130
-    return 0
+    return run_command(PROG, run(args, out or sys.stdout))
