@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 from prometheus_client import CollectorRegistry
 
 from manager.informers.store import Store
@@ -14,28 +13,11 @@ from manager.kinds.composite import CompositeView
 from manager.routing.paused import PausedParents
 from manager.routing.router import KeyIndex, Router
 from manager.term.metrics import TermMetrics
-from proto.api.controllers import parse_composite_controller
 from proto.wire import ParentKey, Priority
 from tests.unit.manager.informers.fakes import Stores
-from tests.unit.manager.routing.test_router import CONFIGMAPS, SELECTOR, THINGS, cached
+from tests.unit.manager.routing.test_router import SELECTOR, THINGS, cached, controller
 
 PAUSED = {"metashard.io/paused": "true"}
-
-
-def controller(name: str = "cc", annotations: dict[str, str] | None = None) -> CompositeView:
-    obj = {
-        "apiVersion": "metacontroller.k8s.io/v1alpha1",
-        "kind": "CompositeController",
-        "metadata": {"name": name, "uid": f"{name}-uid", "annotations": annotations or {}},
-        "spec": {
-            "parentResource": {"apiVersion": "example.com/v1", "resource": "things"},
-            "childResources": [{"apiVersion": "v1", "resource": "configmaps"}],
-            "hooks": {"sync": {"webhook": {"url": "http://hook/sync"}}},
-        },
-    }
-    return CompositeView(
-        parse_composite_controller(obj), orjson.dumps(obj), "1", THINGS, (CONFIGMAPS,)
-    )
 
 
 class Metrics:
@@ -101,9 +83,9 @@ def test_every_parent_of_a_paused_controller_counts_and_a_rebuild_recounts() -> 
 
 
 def test_a_controller_that_goes_loses_its_series_and_so_do_all_when_the_term_ends() -> None:
-    world = World(controller("one"), controller("two"))
+    world = World(controller(name="one"), controller(name="two"))
     assert set(world.metrics.series) == {"CompositeController-one", "CompositeController-two"}
-    world.router.controllers_changed([controller("two")], [])
+    world.router.controllers_changed([controller(name="two")], [])
     assert set(world.metrics.series) == {"CompositeController-two"}
     world.paused.forget()
     assert world.metrics.series == {}

@@ -20,11 +20,13 @@ THINGS = Resource("example.com", "v1", "things", "Thing", True, subresources=("s
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 
 
-def controller(**spec: Any) -> CompositeView:
+def controller(
+    *, name: str = "cc", annotations: dict[str, str] | None = None, **spec: Any
+) -> CompositeView:
     obj = {
         "apiVersion": "metacontroller.k8s.io/v1alpha1",
         "kind": "CompositeController",
-        "metadata": {"name": "cc", "uid": "cc-uid"},
+        "metadata": {"name": name, "uid": f"{name}-uid", "annotations": annotations or {}},
         "spec": {
             "parentResource": {"apiVersion": "example.com/v1", "resource": "things"},
             "childResources": [{"apiVersion": "v1", "resource": "configmaps"}],
@@ -168,6 +170,13 @@ def test_label_selector_and_finalizer_decide_which_parents_are_handled() -> None
 
 
 SYNC = "metashard.io/sync-requested-at"
+IGNORING_STATUS = controller(
+    parentResource={
+        "apiVersion": "example.com/v1",
+        "resource": "things",
+        "ignoreStatusChanges": True,
+    }
+)
 GONE = {"deletionTimestamp": "2024-01-01T00:00:00Z", "finalizers": ["x.io/hold"]}
 
 
@@ -186,15 +195,7 @@ GONE = {"deletionTimestamp": "2024-01-01T00:00:00Z", "finalizers": ["x.io/hold"]
 def test_ignore_status_changes_drops_what_metacontroller_drops(
     before: dict[str, Any], after: dict[str, Any], pushed: bool
 ) -> None:
-    w = World(
-        controller(
-            parentResource={
-                "apiVersion": "example.com/v1",
-                "resource": "things",
-                "ignoreStatusChanges": True,
-            }
-        )
-    )
+    w = World(IGNORING_STATUS)
     w.parent(cached("p", rv=1, spec=SELECTOR, **before))
     w.pushed.clear()
     w.parent(cached("p", rv=2, spec=SELECTOR, status={"x": 1}, **after))
@@ -205,15 +206,7 @@ def test_ignore_status_changes_drops_what_metacontroller_drops(
 def test_a_sync_request_is_a_live_change_whatever_ignore_status_changes_says(length: int) -> None:
     """Any change of metashard.io/sync-requested-at, even deep in a value longer than an
     annotation selector could match, is pushed LIVE."""
-    w = World(
-        controller(
-            parentResource={
-                "apiVersion": "example.com/v1",
-                "resource": "things",
-                "ignoreStatusChanges": True,
-            }
-        )
-    )
+    w = World(IGNORING_STATUS)
     asked = "x" * (length - 1)
     w.parent(cached("p", rv=1, spec=SELECTOR, meta={"annotations": {SYNC: asked + "1"}}))
     w.pushed.clear()
