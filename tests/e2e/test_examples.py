@@ -25,6 +25,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,7 +33,7 @@ import pytest_asyncio
 
 from loadtest.dev import manifests
 from loadtest.dev.processes import REPO, free_port
-from manager.cli import rollout
+from manager.cli import rollout, sync
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.resources import Resource
@@ -67,10 +68,10 @@ def with_port(objects: list[dict[str, Any]], port: int) -> list[dict[str, Any]]:
 
 
 @contextlib.contextmanager
-def hook_process(example: str, port: int) -> Iterator[subprocess.Popen[bytes]]:
-    """``python3 examples/<example>/hook.py PORT``, once it accepts connections."""
+def hook_process(example: str, port: int, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``python3 examples/<example>/hook.py PORT ARGS...``, once it accepts connections."""
     proc = subprocess.Popen(
-        [sys.executable, str(EXAMPLES / example / "hook.py"), str(port)],
+        [sys.executable, str(EXAMPLES / example / "hook.py"), str(port), *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -90,21 +91,22 @@ def hook_process(example: str, port: int) -> Iterator[subprocess.Popen[bytes]]:
         proc.wait(10)
 
 
-Run = Callable[[str], Awaitable[list[dict[str, Any]]]]
+Run = Callable[..., Awaitable[list[dict[str, Any]]]]
 
 
 @pytest_asyncio.fixture
 async def run_example(kube: Client, namespace: str, stack: Processes) -> AsyncIterator[Run]:
-    """``await run_example(name)``: the example's controller and hook running, its parent
-    objects applied in ``namespace``; returns the parent objects. Cleans up after the test."""
+    """``await run_example(name, *hook_args)``: the example's controller and hook (given
+    ``hook_args`` after its port) running, its parent objects applied in ``namespace``;
+    returns the parent objects. Cleans up after the test."""
     started: list[contextlib.ExitStack] = []
     controllers: list[dict[str, Any]] = []
 
-    async def run(example: str) -> list[dict[str, Any]]:
+    async def run(example: str, *hook_args: str) -> list[dict[str, Any]]:
         port = free_port()
         exits = contextlib.ExitStack()
         started.append(exits)
-        exits.enter_context(hook_process(example, port))
+        exits.enter_context(hook_process(example, port, *hook_args))
         directory = EXAMPLES / example
         setup = manifests.load(
             p for p in (directory / "crd.yaml", directory / "controller.yaml") if p.exists()
@@ -278,6 +280,89 @@ async def test_conditions(kube: Client, namespace: str, run_example: Run) -> Non
         return any(e["reason"] == "EmptyText" and e["type"] == "Warning" for e in events)
 
     await eventually(warned, message="no EmptyText event")
+
+
+async def test_sync_and_pause(
+    kube: Client, namespace: str, cluster: str, run_example: Run, tmp_path: Path
+) -> None:
+    """``metashard sync`` brings a controller's parents, or one parent, up to a changed hook
+    without changing their specs; ``metashard.io/paused`` holds a parent's syncs back and
+    says so in an event, and the parent syncs once it is removed; a paused controller says so
+    on its own object; an unreadable value is a Warning and the parent syncs."""
+    motto = tmp_path / "motto.txt"
+    motto.write_text("open")
+    await run_example("sync-and-pause", str(motto))
+    signs = await kube.resource("examples.metashard.io/v1", resource="signs")
+
+    async def shows(text: str) -> bool:
+        board = await get(kube, CONFIGMAPS, "front-door-sign", namespace)
+        return board is not None and board["data"]["text"] == text
+
+    async def event(reason: str, name: str, everywhere: bool = False) -> bool:
+        listed = (await kube.list(EVENTS, namespace=None if everywhere else namespace)).items
+        return any(e["reason"] == reason and e["involvedObject"]["name"] == name for e in listed)
+
+    def cli(*argv: str) -> tuple[int, str]:
+        out = io.StringIO()
+        code = sync.main([*argv, "--kubeconfig", cluster], out)
+        return code, out.getvalue()
+
+    await eventually(lambda: shows("Welcome (open)"), message="the sign was not written")
+    before = await get(kube, signs, "front-door", namespace)
+
+    motto.write_text("closed")  # the hook changed; no Sign did
+    code, said = await asyncio.to_thread(cli, "--controller", "signs")
+    assert code == 0 and said.startswith("compositecontrollers/signs: a sync of every parent"), said
+    await eventually(lambda: shows("Welcome (closed)"), message="--controller synced nothing")
+    motto.write_text("hours")
+    code, said = await asyncio.to_thread(cli, "sign/front-door", "-n", namespace)
+    assert code == 0 and said.startswith("signs/front-door: a sync requested ("), said
+    await eventually(lambda: shows("Welcome (hours)"), message="the parent was not synced")
+    after = await get(kube, signs, "front-door", namespace)
+    assert after["spec"] == before["spec"]
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]
+
+    paused = {"metashard.io/paused": "true"}
+    await kube.patch(
+        signs,
+        "front-door",
+        {"metadata": {"annotations": paused}, "spec": {"text": "Goodbye"}},
+        namespace=namespace,
+    )
+    await eventually(lambda: event("Paused", "front-door"), message="no Paused event")
+    assert await shows("Welcome (hours)")  # the edit's sync was the one skipped
+    held = await get(kube, signs, "front-door", namespace)
+    assert held["status"]["observedGeneration"] < held["metadata"]["generation"]
+
+    await kube.patch(
+        signs,
+        "front-door",
+        {"metadata": {"annotations": {"metashard.io/paused": "yes"}}},
+        namespace=namespace,
+    )
+    await eventually(lambda: shows("Goodbye (hours)"), message="not synced with a bad value")
+    assert await event("InvalidAnnotation", "front-door")
+
+    controllers = await kube.resource(
+        "metacontroller.k8s.io/v1alpha1", resource="compositecontrollers"
+    )
+    await kube.patch(controllers, "signs", {"metadata": {"annotations": paused}})
+    await eventually(
+        lambda: event("Paused", "signs", everywhere=True), message="no Paused controller event"
+    )
+    await kube.patch(
+        controllers, "signs", {"metadata": {"annotations": {"metashard.io/paused": None}}}
+    )
+    await kube.patch(
+        signs,
+        "front-door",
+        {"metadata": {"annotations": {"metashard.io/paused": None}}},
+        namespace=namespace,
+    )
+    motto.write_text("open")
+    code, _ = await asyncio.to_thread(cli, "--controller", "cc/signs")
+    assert code == 0
+    await eventually(lambda: shows("Goodbye (open)"), message="not synced after the pause")
 
 
 async def test_cluster_scoped_parent(kube: Client, run_example: Run) -> None:
