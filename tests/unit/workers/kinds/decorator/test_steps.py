@@ -406,3 +406,33 @@ async def test_conditions_merge_into_the_targets_own_status_when_the_answer_has_
     await world.sync()
     pod = world.get(PODS, "p")
     assert pod is not None and pod["status"] == {"decorated": True, "conditions": [written]}
+
+
+async def test_a_paused_target_is_not_decorated_until_resumed_but_is_finalized() -> None:
+    world = World(decorator(finalize=True))
+    await world.pod(annotations={"metashard.io/paused": "true"})
+    await world.sync()
+    assert world.hooks.requests == [] and world.cluster.writes() == []
+    assert [event[2] for event in world.events.emitted] == ["Paused"]
+    await world.cluster.patch(
+        PODS, "p", {"metadata": {"annotations": {"metashard.io/paused": None}}}, namespace=NS
+    )
+    await world.sync()
+    assert world.get(SERVICES, "svc-p") is not None
+    await world.cluster.patch(
+        PODS, "p", {"metadata": {"annotations": {"metashard.io/paused": "true"}}}, namespace=NS
+    )
+    await world.cluster.delete(PODS, "p", namespace=NS)  # held by our finalizer
+    await world.sync()
+    assert world.hooks.requests[-1][0].hook.value == "finalize"
+    assert world.get(PODS, "p") is None
+
+
+async def test_a_paused_decorator_leaves_every_target_alone() -> None:
+    dc = decorator()
+    dc["metadata"]["annotations"] = {"metashard.io/paused": "true"}
+    world = World(dc)
+    await world.pod()
+    await world.sync()
+    assert world.hooks.requests == [] and world.cluster.writes() == []
+    assert world.events.emitted == []
