@@ -282,13 +282,30 @@ async def test_conditions(kube: Client, namespace: str, run_example: Run) -> Non
     await eventually(warned, message="no EmptyText event")
 
 
+def paused_parents(stack: Processes, controller: str) -> float | None:
+    """The coordinator's ``metashard_coordinator_paused_parents`` of ``controller``."""
+    (coordinator,) = [p for p in stack.procs if p.name == "coordinator"]
+    url = f"http://127.0.0.1:{coordinator.metrics_port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        text = answer.read().decode()
+    series = f'metashard_coordinator_paused_parents{{controller="{controller}"}}'
+    found = re.search(rf"^{re.escape(series)} (\S+)$", text, re.MULTILINE)
+    return float(found.group(1)) if found else None
+
+
 async def test_sync_and_pause(
-    kube: Client, namespace: str, cluster: str, run_example: Run, tmp_path: Path
+    kube: Client,
+    namespace: str,
+    cluster: str,
+    run_example: Run,
+    tmp_path: Path,
+    stack: Processes,
 ) -> None:
     """``metashard sync`` brings a controller's parents, or one parent, up to a changed hook
     without changing their specs; ``metashard.io/paused`` holds a parent's syncs back and
-    says so in an event, and the parent syncs once it is removed; a paused controller says so
-    on its own object; an unreadable value is a Warning and the parent syncs."""
+    says so in an event and in the coordinator's gauge, and the parent syncs once it is
+    removed; a paused controller says so on its own object; an unreadable value is a Warning
+    and the parent syncs."""
     motto = tmp_path / "motto.txt"
     motto.write_text("open")
     await run_example("sync-and-pause", str(motto))
@@ -334,6 +351,12 @@ async def test_sync_and_pause(
     held = await get(kube, signs, "front-door", namespace)
     assert held["status"]["observedGeneration"] < held["metadata"]["generation"]
 
+    async def gauge(value: float) -> bool:
+        found = await asyncio.to_thread(paused_parents, stack, "CompositeController-signs")
+        return found == value
+
+    await eventually(lambda: gauge(1), message="the paused Sign is not counted")
+
     await kube.patch(
         signs,
         "front-door",
@@ -342,6 +365,7 @@ async def test_sync_and_pause(
     )
     await eventually(lambda: shows("Goodbye (hours)"), message="not synced with a bad value")
     assert await event("InvalidAnnotation", "front-door")
+    await eventually(lambda: gauge(0), message="a bad value is counted as paused")
 
     controllers = await kube.resource(
         "metacontroller.k8s.io/v1alpha1", resource="compositecontrollers"
@@ -350,6 +374,7 @@ async def test_sync_and_pause(
     await eventually(
         lambda: event("Paused", "signs", everywhere=True), message="no Paused controller event"
     )
+    await eventually(lambda: gauge(1), message="the paused controller's Sign is not counted")
     await kube.patch(
         controllers, "signs", {"metadata": {"annotations": {"metashard.io/paused": None}}}
     )
@@ -363,6 +388,7 @@ async def test_sync_and_pause(
     code, _ = await asyncio.to_thread(cli, "--controller", "cc/signs")
     assert code == 0
     await eventually(lambda: shows("Goodbye (open)"), message="not synced after the pause")
+    assert await gauge(0)
 
 
 async def test_cluster_scoped_parent(kube: Client, run_example: Run) -> None:
