@@ -18,6 +18,8 @@ changing their specs.
   write is a JSON merge patch of that one annotation; nothing else of the object changes.
   The parent's hook sees the annotation, as any other (Metacontroller's hooks see every
   annotation too).
+- A paused object (``metashard.io/paused: "true"``) is annotated all the same, and the line
+  printed says that nothing syncs until the pause is removed (which syncs it at once).
 
 Failures as in every ``metashard`` command (``proto.runtime.startup``): one line ``metashard
 sync: error: ...``; exit 2 for the command line (neither or both of a parent and
@@ -43,7 +45,13 @@ from manager.cli.objects import (
     run_command,
 )
 from proto.api import names
-from proto.api.interventions import SYNC_REQUESTED_AT, request_stamp
+from proto.api.interventions import (
+    PAUSED,
+    SYNC_REQUESTED_AT,
+    annotations_of,
+    pause_of,
+    request_stamp,
+)
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.config import load_config
@@ -124,12 +132,15 @@ async def run(
             asked = "a sync"
         stamp = request_stamp(now())
         try:
-            await client.patch(
+            written = await client.patch(
                 target.resource, target.name, request_patch(stamp), namespace=target.namespace
             )
         except errors.NotFound:
             raise CommandError(f"{target.what} not found") from None
-        out.write(f"{target.what}: {asked} requested ({SYNC_REQUESTED_AT}: {stamp})\n")
+        line = f"{target.what}: {asked} requested ({SYNC_REQUESTED_AT}: {stamp})"
+        if pause_of(annotations_of(written)).paused:
+            line += f'; it is paused ({PAUSED}: "true"): nothing syncs until that goes'
+        out.write(line + "\n")
 
 
 def parser() -> Parser:

@@ -83,6 +83,12 @@ async def test_a_parent_and_a_controller_get_the_annotation_and_nothing_else(
         )
         cc = await kube.client.get(COMPOSITES, name)
         assert cc["metadata"]["annotations"] == {ASKED: "2026-11-27T20:35:00.123456Z"}
+        paused = {"metadata": {"annotations": {"metashard.io/paused": "true"}}}
+        await kube.client.patch(COMPOSITES, name, paused)
+        said = await _sync(kube, "--controller", name)
+        assert said.endswith(
+            '; it is paused (metashard.io/paused: "true"): nothing syncs until that goes\n'
+        )
 
         await kube.client.create(DECORATORS, _controller(names.DECORATOR_CONTROLLER, name, group))
         with pytest.raises(CommandError, match="names a controller of each kind: say "):
