@@ -371,6 +371,7 @@ def saturated(n: int) -> Iterator[None]:
         yield
 
 
+@pytest.mark.timeout(SECONDS + 120)  # the disruptions, then set-up, convergence and judging
 async def test_chaos(
     kube: Client,
     namespace: str,
