@@ -15,7 +15,7 @@ import uvloop
 
 from proto.runtime import gctune, logs
 from proto.runtime.flags import log_notices
-from proto.runtime.startup import StartupError, guard, stop_cleanly_until_running
+from proto.runtime.startup import StartupError, exit_cleanly_on_sigterm, guard
 from workers.settings import WorkerSettings, from_args
 from workers.worker import Worker
 
@@ -35,11 +35,12 @@ def _start(settings: WorkerSettings) -> int:
         raise StartupError(str(e)) from e
     gctune.settle()
     uvloop.run(_main(worker))
+    exit_cleanly_on_sigterm()  # the loop's handler is gone: a late SIGTERM finds nothing to do
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    stop_cleanly_until_running()
+    exit_cleanly_on_sigterm()
     settings = from_args(sys.argv[1:] if argv is None else argv)
     logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
     log_notices(settings.notices)

@@ -58,7 +58,7 @@ from manager.settings import CoordinatorSettings, add_arguments, from_args, from
 from proto.runtime import curve, gctune, logs
 from proto.runtime.addresses import Peer, UnixAddress, check_bindable, parse_address
 from proto.runtime.flags import DEFAULT_CONCURRENCY, Parser, log_notices, positive_int, typed
-from proto.runtime.startup import guard, stop_cleanly_until_running
+from proto.runtime.startup import exit_cleanly_on_sigterm, guard
 
 Handler = Callable[[list[str]], int]
 _T = TypeVar("_T")
@@ -78,7 +78,7 @@ async def _until_signalled(main: Callable[[asyncio.Event], Awaitable[_T]]) -> _T
 
 
 def _coordinator(argv: list[str]) -> int:
-    stop_cleanly_until_running()
+    exit_cleanly_on_sigterm()
     settings = from_args(argv)
     logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
     log_notices(settings.notices)
@@ -90,6 +90,7 @@ def _coordinator(argv: list[str]) -> int:
         coordinator = Coordinator(settings)
         gctune.settle()
         uvloop.run(_until_signalled(coordinator.run))
+        exit_cleanly_on_sigterm()  # the loop's handler is gone: a late SIGTERM finds nothing to do
         return 1 if coordinator.failed else 0
 
     return guard("metashard coordinator", start, debug=settings.log_level == "debug")

@@ -19,10 +19,12 @@ Contract:
   (``--log-level debug``). Any other exception is a bug and propagates with its traceback.
 - ``metashard run`` stops when one of its workers exits with ``EXIT_CONFIG``: restarting a
   process that cannot start would only loop.
-- ``stop_cleanly_until_running()``, called first thing by a long-running command: until its
-  event loop installs its own handlers, a SIGTERM ends the process at once with exit code 0
-  (``SystemExit``), as a process asked to stop before it started anything. So a pod deleted,
-  or a worker removed, while it starts stops cleanly instead of dying by the signal.
+- ``exit_cleanly_on_sigterm()``, called by a long-running command first thing and again once
+  its event loop has ended: outside the event loop's lifetime (whose own handler stops the
+  process gracefully), a SIGTERM ends the process at once with exit code 0 (``SystemExit``),
+  as a process asked to stop that has nothing (left) to clean up. So a pod deleted, or a
+  worker removed, while it starts, or a second SIGTERM while it exits, ends it cleanly
+  instead of killing it by the signal.
 """
 
 from __future__ import annotations
@@ -64,10 +66,10 @@ def guard(prog: str, main: Callable[[], int], *, debug: bool) -> int:
         return report(prog, e, debug=debug)
 
 
-def stop_cleanly_until_running() -> None:
-    """Exit 0 on SIGTERM until the event loop's own handler replaces this one."""
-    signal.signal(signal.SIGTERM, _stop_before_running)
+def exit_cleanly_on_sigterm() -> None:
+    """Exit 0 on SIGTERM (until an event loop's own handler replaces this one)."""
+    signal.signal(signal.SIGTERM, _exit_cleanly)
 
 
-def _stop_before_running(signum: int, frame: FrameType | None) -> None:
+def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(0)

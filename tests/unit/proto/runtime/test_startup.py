@@ -36,9 +36,9 @@ def test_other_errors_are_bugs_and_propagate() -> None:
 
 STARTING = """
 import os, signal, sys, time
-from proto.runtime.startup import stop_cleanly_until_running
+from proto.runtime.startup import exit_cleanly_on_sigterm
 if sys.argv[1] == "guarded":
-    stop_cleanly_until_running()
+    exit_cleanly_on_sigterm()
 os.kill(os.getpid(), signal.SIGTERM)
 time.sleep(10)
 """
