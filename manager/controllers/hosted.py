@@ -38,6 +38,8 @@ Contract:
   ``manager.term.resync``); one whose value is neither ``"true"`` nor ``"false"`` a Warning
   ``InvalidAnnotation`` event naming it, and runs unpaused. Both when loaded (again after
   each change of the object), with a log line.
+- Each annotation of its limits (``manager.controllers.limits``) whose value does not parse
+  gets an ``InvalidAnnotation`` Warning event: the controller runs, without that limit.
 - Informers are shared and reference-counted per resource: when controllers change, the
   informers of the new set are acquired before those no longer used are released, so editing
   one controller never restarts an informer another one uses.
@@ -82,6 +84,7 @@ import orjson
 from manager.controllers import finalizers
 from manager.controllers.finalizers import FinalizerWriter
 from manager.controllers.hookrefs import HookReferences, resolve_connections
+from manager.controllers.limits import REASON_INVALID_ANNOTATION, limits_of
 from manager.controllers.refusals import RefusalReports, Refusals
 from manager.controllers.running import ControllerSet
 from manager.controllers.view import ControllerId, ControllerView, Unusable, group_resource
@@ -416,6 +419,15 @@ class Controllers:
             )
             self._recorder.emit(obj, WARNING, names.REASON_UNSUPPORTED_FIELD, str(finding))
         self._report_pause(view, obj)
+        for problem in limits_of(obj)[1]:
+            log.warning(
+                "controller annotation not acted on",
+                controller=view.name,
+                kind=ident[0],
+                annotation=problem.annotation,
+                value=problem.value,
+            )
+            self._recorder.emit(obj, WARNING, REASON_INVALID_ANNOTATION, str(problem))
         return view
 
     def _report_pause(self, view: ControllerView, obj: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ tag ``t`` and the fields below (``proto.wire.codec``).
 |-------------|-----------------|---------------------------------------------------------------|
 | HELLO       | worker -> coord | "I am worker_id, incarnation X, and can run N reconciles at   |
 |             |                 | once": sent on start and after every reconnect, until WELCOME |
+|             |                 | (``limits``: it takes part in per-controller limits, below)   |
 | WELCOME     | coord -> worker | answer to the HELLO of ``incarnation``: the epoch, controller |
 |             |                 | definitions, slot count, the slots this worker owns now       |
 |             |                 | (usually none: ASSIGN follows), heartbeat interval and        |
@@ -25,7 +26,10 @@ tag ``t`` and the fields below (``proto.wire.codec``).
 |             |                 | with the same ``request_id``                                  |
 | SNAPSHOT    | coord -> worker | the parent (``None``: not found or deleted), its observed     |
 |             |                 | children, ControllerRevisions and related objects, as the raw |
-|             |                 | JSON bytes the API server sent                                |
+|             |                 | JSON bytes the API server sent; ``permit``: answer DONE when  |
+|             |                 | the reconcile it starts ends                                  |
+| DONE        | worker -> coord | the reconcile of ``key`` that a SNAPSHOT with ``permit``      |
+|             |                 | started has ended                                             |
 | NACK        | coord -> worker | the FETCH ``request_id`` cannot be served, and why            |
 | HEARTBEAT   | both            | liveness at ``epoch``; workers also report load (the          |
 |             |                 | coordinator sends zeros)                                      |
@@ -51,6 +55,13 @@ Invariants and conventions:
 - Group keys of ``children`` and ``related`` are ``<Kind>.<apiVersion>`` (``Pod.v1``,
   ``Deployment.apps/v1``), as in Metacontroller's hook requests.
 - Sequences are tuples, so every message is immutable and can be shared between tasks.
+- Per-controller limits (``manager.term.throttle``), added after protocol version 2 without a
+  new version, since an older peer keeps working: a worker says in its HELLO that it takes
+  part (``limits``, default False); only such a worker gets a SNAPSHOT with ``permit`` (it
+  answers DONE when that reconcile ends) and NACK THROTTLED (it drops the key: the
+  coordinator keeps it and pushes it again when the controller may run it). An older worker
+  sends no ``limits``, so it gets neither, and its reconciles are not limited; an older
+  coordinator ignores ``limits`` and never asks for DONE.
 """
 
 from __future__ import annotations
@@ -81,6 +92,8 @@ class NackReason(StrEnum):
     UNKNOWN_CONTROLLER = "unknown_controller"  # no such controller (drop the key)
     TOO_LARGE = "too_large"  # the snapshot exceeds the frame size limit (retry with backoff)
     NOT_READY = "not_ready"  # the related objects are not known yet (retry with backoff)
+    # the controller is at its limit; the coordinator pushes the key again (drop the key)
+    THROTTLED = "throttled"
 
 
 class ControllerKind(StrEnum):
@@ -127,6 +140,7 @@ class Hello:
     incarnation: str  # a new uuid per process start
     concurrency: int  # reconciles the worker runs at once
     pid: int
+    limits: bool = False  # answers a SNAPSHOT's permit with DONE, knows NACK THROTTLED
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +221,15 @@ class Snapshot:
     # the customize hook selects for that revision's parent; only the older revisions whose
     # related objects differ from ``related`` (the live parent's, which the others share).
     revision_related: Mapping[str, Mapping[str, tuple[bytes, ...]]] = field(default_factory=dict)
+    # The reconcile holds one of its controller's permits: answer DONE when it ends.
+    permit: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    TYPE: ClassVar[str] = "DONE"
+    epoch: int
+    key: ParentKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +265,7 @@ Message = (
     | Keys
     | Fetch
     | Snapshot
+    | Done
     | Nack
     | Heartbeat
     | Bye
@@ -257,6 +281,7 @@ MESSAGE_TYPES: Final[tuple[type[Message], ...]] = (
     Keys,
     Fetch,
     Snapshot,
+    Done,
     Nack,
     Heartbeat,
     Bye,

@@ -129,16 +129,12 @@ def decorator(
     sync: dict[str, Any] | None = None,
     annotations: dict[str, str] | None = None,
 ) -> Cached:
+    metadata = {"name": "dc", "labels": {"shard": shard}, "resourceVersion": rv}
     return cached(
         {
             "apiVersion": "metacontroller.k8s.io/v1alpha1",
             "kind": "DecoratorController",
-            "metadata": {
-                "name": "dc",
-                "labels": {"shard": shard},
-                "resourceVersion": rv,
-                "annotations": annotations or {},
-            },
+            "metadata": {**metadata, "annotations": annotations or {}},
             "spec": {
                 "resources": [{"apiVersion": "v1", "resource": "pods"}],
                 "attachments": [
@@ -268,6 +264,26 @@ async def test_a_paused_controller_runs_and_says_so_and_an_unreadable_pause_is_a
     world.put(decorator("a", rv="3", annotations={"metashard.io/paused": "false"}))
     await world.sync()
     assert [e[1] for e in world.recorder.events[4:]] == ["Started"]
+
+
+@pytest.mark.asyncio
+async def test_an_unparseable_limit_is_a_warning_and_the_controller_runs() -> None:
+    world = World()
+    limits = {
+        "metashard.io/max-concurrent-reconciles": "lots",
+        "metashard.io/reconciles-per-second": "5",
+    }
+    world.put(decorator("a", annotations=limits))
+    await world.sync()
+    assert set(world.controllers.views) == {("DecoratorController", "dc")}
+    assert [(e[1], e[2]) for e in world.recorder.events] == [
+        ("Started", "controller started"),
+        (
+            "InvalidAnnotation",
+            "annotation metashard.io/max-concurrent-reconciles: 'lots' is not a positive "
+            "integer; not limited by it",
+        ),
+    ]
 
 
 @pytest.mark.asyncio
