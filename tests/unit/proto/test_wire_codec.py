@@ -123,6 +123,13 @@ def test_fields_added_with_a_default_may_be_missing_from_an_older_peers_frame() 
     welcome = _fields(Welcome(1, "c", "i", (), 1024, (5,), 1.0, 5.0, generation=4))
     del welcome["generation"]
     assert decode(_frame(**welcome)) == Welcome(1, "c", "i", (), 1024, (5,), 1.0, 5.0)
+    # HELLO of a worker that predates per-controller limits, SNAPSHOT of such a coordinator.
+    hello = _fields(Hello("w-0", "3f1c", 8, 1234, limits=True))
+    del hello["limits"]
+    assert decode(_frame(**hello)) == Hello("w-0", "3f1c", 8, 1234, limits=False)
+    snapshot = _fields(Snapshot(3, 4, KEY, None, {}, (), {}, permit=True))
+    del snapshot["permit"]
+    assert decode(_frame(**snapshot)) == Snapshot(3, 4, KEY, None, {}, (), {}, permit=False)
     # A field without a default is still required.
     del assign["keys"]
     assert _reason(_frame(**assign)) == "malformed"
@@ -282,6 +289,7 @@ def test_enum_values_on_the_wire() -> None:
         "unknown_controller",
         "too_large",
         "not_ready",
+        "throttled",
     }
 
 
@@ -293,4 +301,5 @@ def test_hello_fields_on_the_wire() -> None:
         "incarnation": "3f1c",
         "concurrency": 8,
         "pid": 1234,
+        "limits": False,
     }

@@ -12,6 +12,7 @@ from proto.wire import (
     ControllerDef,
     ControllerKind,
     Controllers,
+    Done,
     Fetch,
     Heartbeat,
     Hello,
@@ -59,7 +60,7 @@ controllers = st.builds(
 controller_lists = st.lists(controllers, max_size=3).map(tuple)
 
 MESSAGES: dict[type, st.SearchStrategy[Any]] = {
-    Hello: st.builds(Hello, text, text, small, small),
+    Hello: st.builds(Hello, text, text, small, small, st.booleans()),
     Welcome: st.builds(
         lambda epoch, coordinator, incarnation, controllers, count, slots, interval, more, gen: (
             Welcome(
@@ -100,7 +101,9 @@ MESSAGES: dict[type, st.SearchStrategy[Any]] = {
         blob_lists,
         groups,
         st.dictionaries(text, groups, max_size=2),
+        st.booleans(),
     ),
+    Done: st.builds(Done, uints, parent_keys),
     Nack: st.builds(Nack, uints, uints, st.sampled_from(NackReason), text),
     Heartbeat: st.builds(Heartbeat, uints, small, small),
     Bye: st.builds(Bye, text),
