@@ -8,12 +8,14 @@ Contract:
   second per connection, and one log line per process until it is welcomed. Any other message from
   a connection that is not a member's gets NACK(STALE_EPOCH) so the worker joins again.
   Members' messages count as contact; FETCH goes to the snapshot server, RELEASED and BYE to
-  membership; HEARTBEAT (its queue depth) and FETCH also tell the dispatch how much LOW work
-  the worker may be sent (``manager.term.dispatch``).
+  membership, DONE of the current epoch (and whether a HELLO takes part in limits) to
+  ``manager.term.throttle``; HEARTBEAT (its queue depth) and FETCH also tell the dispatch how
+  much LOW work the worker may be sent (``manager.term.dispatch``).
 - ``send()`` sends what ``Dispatch`` queued, to the member's current connection. A message
   that cannot be delivered to a member ends its membership (it fences itself for lack of
   contact and joins again): no key notification is silently lost to a live member. A
-  snapshot over the frame limit is answered with NACK(TOO_LARGE) instead.
+  snapshot over the frame limit is answered with NACK(TOO_LARGE) instead (and the permit it
+  held is released).
 - ``tick()`` expires silent workers, moves slots, and sends heartbeats. Nothing is assigned
   before the caches are ready (the controller objects read once, ``ControllerSet.loaded``,
   and every informer synced) and ``grace.seconds`` have passed since the term
@@ -42,11 +44,13 @@ from manager.term.grace import Grace
 from manager.term.membership import Membership
 from manager.term.metrics import TermMetrics
 from manager.term.snapshots import SnapshotServer
+from manager.term.throttle import Throttle
 from proto.runtime.clock import Clock
 from proto.runtime.logs import get_logger
 from proto.wire import (
     Bye,
     Controllers,
+    Done,
     Fetch,
     Heartbeat,
     Hello,
@@ -79,6 +83,7 @@ class WorkerSessions:
         membership: Membership,
         dispatch: Dispatch,
         snapshots: SnapshotServer,
+        throttle: Throttle,
         controllers: ControllerSet,
         informers: Synced,
         grace: Grace,
@@ -90,6 +95,7 @@ class WorkerSessions:
         self._membership = membership
         self._dispatch = dispatch
         self._snapshots = snapshots
+        self._throttle = throttle
         self._controllers = controllers
         self._informers = informers
         self._grace = grace
@@ -121,6 +127,9 @@ class WorkerSessions:
             if isinstance(msg, Fetch):
                 self._dispatch.fetched(worker)
                 self._snapshots.fetch(worker, msg)
+            elif isinstance(msg, Done):
+                if msg.epoch == self._epoch:
+                    self._throttle.release(worker, msg.key)
             elif isinstance(msg, Released):
                 self._dispatch.emit(membership.released(worker, msg.slots, now))
             elif isinstance(msg, Bye):
@@ -141,6 +150,8 @@ class WorkerSessions:
             self._nack(route, now, "another live process has this worker id")
             return
         self._refused.discard((msg.worker_id, msg.incarnation))
+        if before != route:
+            self._throttle.joined(msg.worker_id, limits=msg.limits)
         self._dispatch.emit(out)
         if before is None and self._may_assign(now):
             self._dispatch.emit(self._membership.tick(now))  # no need to wait for the tick
@@ -180,6 +191,8 @@ class WorkerSessions:
                 detail = "the snapshot exceeds the frame size limit"
                 reply = Nack(self._epoch, msg.request_id, NackReason.TOO_LARGE, detail)
                 self._dispatch.send(target, reply)
+                if msg.permit:
+                    self._throttle.release(target, msg.key)
                 continue
             if membership.route(target) == route:
                 log.warning(

@@ -34,6 +34,10 @@ What ``SnapshotServer.fetch`` answers:
   them, and the snapshot, sent after them, reflects them; a worker that gave up waiting, or
   the slot's new owner, runs the key). A snapshot whose slot changed owner meanwhile is not
   sent.
+- Per-controller limits: right before a snapshot goes out, ``manager.term.throttle`` says
+  whether it may; a snapshot that holds a permit says so (``permit``: the worker answers DONE
+  when its reconcile ends), and one that may not go out now is NACK THROTTLED instead (the
+  throttle pushes the key again when its turn comes).
 - ``close()`` cancels the snapshots still waiting.
 """
 
@@ -57,6 +61,7 @@ from manager.routing.related import Related
 from manager.term.dispatch import Dispatch, SlotOf
 from manager.term.membership import SlotOwners
 from manager.term.metrics import TermMetrics
+from manager.term.throttle import Admission, Throttle
 from proto.kube.resources import Resource
 from proto.wire import Fetch, Nack, NackReason, ParentKey, Snapshot
 
@@ -121,6 +126,7 @@ class SnapshotServer:
         informers: Informers,
         related: Related,
         dispatch: Dispatch,
+        throttle: Throttle,
         metrics: TermMetrics,
         barrier_timeout: float,
     ) -> None:
@@ -131,6 +137,7 @@ class SnapshotServer:
         self._informers = informers
         self._related = related
         self._dispatch = dispatch
+        self._throttle = throttle
         self._metrics = metrics
         self._barrier_timeout = barrier_timeout
         self._tasks: set[asyncio.Task[None]] = set()
@@ -218,7 +225,7 @@ class SnapshotServer:
         parent: Cached | None,
     ) -> None:
         """Send the snapshot of ``parent`` (as the cache holds it now; None: gone) of
-        ``resource``, or NACK NOT_READY."""
+        ``resource``, or NACK NOT_READY or THROTTLED."""
         related = None
         revision_related: dict[str, dict[str, tuple[bytes, ...]]] = {}
         revisions = revisions_of(view, parent, stores=self._informers)
@@ -230,6 +237,10 @@ class SnapshotServer:
                     return self._refuse(worker, msg, NackReason.NOT_READY, detail)
                 revision_related = self._related.revision_related_of(view, parent)
             related = self._related.related_of
+        admission = self._throttle.admit(worker, msg.key)
+        if admission is Admission.THROTTLED:
+            detail = f"{msg.key.kind} {msg.key.controller} is at its limit"
+            return self._refuse(worker, msg, NackReason.THROTTLED, detail)
         raw, children, objects = snapshot_of(view, parent, stores=self._informers, related=related)
         self._metrics.fetch("snapshot")
         snapshot = Snapshot(
@@ -241,6 +252,7 @@ class SnapshotServer:
             revisions,
             objects,
             revision_related,
+            admission is Admission.PERMIT,
         )
         self._dispatch.send(worker, snapshot)
         return None

@@ -11,7 +11,10 @@ what it uses (no part learns another later):
 - ``manager.routing.related``: customize hooks and their related objects;
 - ``manager.routing.router``: informer events to parent keys (keeps the ``KeyIndex``, and
   ``manager.routing.paused``: the paused parents the metrics count);
-- ``manager.term.snapshots``: FETCH answered with SNAPSHOT from the caches;
+- ``manager.term.throttle``: per-controller limits, a permit per reconcile (pushes the keys
+  it held back to the dispatch);
+- ``manager.term.snapshots``: FETCH answered with SNAPSHOT from the caches, as the throttle
+  allows;
 - ``manager.term.sessions``: the conversations with workers (HELLO, heartbeats, sends, BYE) over
   the ROUTER socket (``manager.link.router``);
 - ``manager.term.resync``: re-reconciles of a new controller's parents, and periodic ones;
@@ -19,7 +22,7 @@ what it uses (no part learns another later):
   presence Lease (when given one: ``presence``);
 - ``manager.controllers.hosted``: the controller objects, turned into the ``ControllerSet``
   (starts the informers, whose events go to the router); it tells the customize hooks, the
-  router, the sessions and the resyncs of every change, in that order, and reports the
+  router, the throttle, the sessions and the resyncs of every change, in that order, and reports the
   requests the API server refuses (``refusals``, which the term's informers tell).
 
 A term ends when it is cancelled, or when one of its parts fails or ends on its own: then
@@ -57,6 +60,7 @@ from manager.term.presence import Presence
 from manager.term.resync import ResyncPlanner
 from manager.term.sessions import WorkerSessions
 from manager.term.snapshots import SnapshotServer
+from manager.term.throttle import Throttle
 from proto.hooks.client import HookClient
 from proto.kube.events import EventRecorder
 from proto.kube.resources import Discovery
@@ -143,6 +147,7 @@ class Term:
             parents=self.related,
             paused=self.paused,
         )
+        self.throttle = Throttle(sink=self.dispatch, members=self.membership, clock=clock)
         self.snapshots = SnapshotServer(
             epoch=epoch,
             owners=self.membership,
@@ -151,6 +156,7 @@ class Term:
             informers=informers,
             related=self.related,
             dispatch=self.dispatch,
+            throttle=self.throttle,
             metrics=metrics,
             barrier_timeout=BARRIER_TIMEOUT,
         )
@@ -160,6 +166,7 @@ class Term:
             membership=self.membership,
             dispatch=self.dispatch,
             snapshots=self.snapshots,
+            throttle=self.throttle,
             controllers=self.controllers,
             informers=informers,
             grace=grace,
@@ -195,7 +202,7 @@ class Term:
             recorder=recorder,
             controllers=self.controllers,
             routes=self.router,
-            listeners=(self.related, self.router, self.sessions, self.resync),
+            listeners=(self.related, self.router, self.throttle, self.sessions, self.resync),
             writer=writer,
             clock=clock,
             references=references,
@@ -220,6 +227,7 @@ class Term:
             "tick": self.sessions.tick(),
             "resync": self.resync.run(),
             "related": self.related.run(),
+            "throttle": self.throttle.run(),
         }
         if self.presence is not None:
             parts["presence"] = self.presence.run()

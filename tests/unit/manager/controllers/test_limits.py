@@ -8,8 +8,8 @@ import pytest
 
 from manager.controllers.limits import (
     MAX_CONCURRENT_ANNOTATION,
-    RATE_ANNOTATION,
     NO_LIMITS,
+    RATE_ANNOTATION,
     Limits,
     Problem,
     limits_of,

@@ -17,6 +17,7 @@ from manager.term.grace import Grace
 from manager.term.membership import Membership, Outbox
 from manager.term.metrics import TermMetrics
 from manager.term.sessions import WorkerSessions
+from manager.term.throttle import Throttle
 from proto.runtime.clock import FakeClock
 from proto.wire import Assign, Hello, Message
 
@@ -80,6 +81,7 @@ def sessions(
         membership=membership,
         dispatch=Dispatch(),  # type: ignore[arg-type]
         snapshots=None,  # type: ignore[arg-type]  # nor the snapshot server
+        throttle=Throttle(sink=None, members=membership, clock=clock),  # type: ignore[arg-type]
         controllers=caches.controllers,
         informers=caches,
         grace=grace if isinstance(grace, Grace) else Grace(grace),

@@ -17,8 +17,10 @@ from manager.routing.router import KeyIndex
 from manager.term.dispatch import Dispatch, Target
 from manager.term.metrics import TermMetrics
 from manager.term.snapshots import SnapshotServer
+from manager.term.throttle import Throttle
 from proto.kube.resources import Resource
-from proto.wire import Fetch, Keys, Message, ParentKey, Priority, Snapshot
+from proto.runtime.clock import FakeClock
+from proto.wire import Fetch, Keys, Message, Nack, NackReason, ParentKey, Priority, Snapshot
 
 pytestmark = pytest.mark.asyncio
 
@@ -29,6 +31,8 @@ KEY = ParentKey("CompositeController", "cc", "things.example.com", "ns", "p")
 class View:
     """The part of a ``ControllerView`` a snapshot of a childless controller reads."""
 
+    id = ("CompositeController", "cc")
+    raw = b'{"metadata": {"annotations": {"metashard.io/max-concurrent-reconciles": "1"}}}'
     parents = (THINGS,)
     children: tuple[Resource, ...] = ()
     customize = None
@@ -64,7 +68,10 @@ class World:
             epoch=7, owners=self, members=self, slots=KeyIndex(), metrics=TermMetrics(None)
         )
         controllers = ControllerSet()
-        controllers.replace({("CompositeController", "cc"): cast(ControllerView, View())})
+        view = cast(ControllerView, View())
+        controllers.replace({("CompositeController", "cc"): view})
+        self.throttle = Throttle(sink=self.dispatch, members=self, clock=FakeClock())
+        self.throttle.controllers_changed([view], [view])
         informers: Any = type(
             "I", (), {"get": lambda _, resource: self.informer, "store": lambda _, resource: None}
         )()
@@ -76,6 +83,7 @@ class World:
             informers=cast(Informers, informers),
             related=cast(Related, None),
             dispatch=self.dispatch,
+            throttle=self.throttle,
             metrics=TermMetrics(None),
             barrier_timeout=5.0,
         )
@@ -133,3 +141,17 @@ async def test_a_change_while_a_snapshot_waits_is_pushed_to_the_worker_that_fetc
     await world.sent()
     world.dispatch.push(KEY, Priority.LIVE)
     assert told(await world.sent(), "a")
+
+
+async def test_a_snapshot_holds_a_permit_and_a_fetch_beyond_the_limit_is_throttled() -> None:
+    world = World()
+    world.throttle.joined("a", limits=True)
+    other = KEY._replace(name="q")
+    world.server.fetch("a", Fetch(7, 1, KEY, {}))
+    world.server.fetch("a", Fetch(7, 2, other, {}))
+    first, second = await world.sent()
+    assert isinstance(first[1], Snapshot) and first[1].permit
+    assert isinstance(second[1], Nack) and second[1].reason is NackReason.THROTTLED
+    world.throttle.release("a", KEY)  # DONE
+    (pushed,) = await world.sent()
+    assert pushed == ("a", Keys(7, Priority.LIVE, (other,)))
