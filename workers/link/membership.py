@@ -175,7 +175,13 @@ class Membership:
             else:
                 if not standing.leaving:
                     await self._link.send(
-                        Hello(self._worker_id, self.incarnation, self._concurrency, os.getpid())
+                        Hello(
+                            self._worker_id,
+                            self.incarnation,
+                            self._concurrency,
+                            os.getpid(),
+                            limits=True,
+                        )
                     )
                 await self._clock.sleep(self._hello_interval)
 

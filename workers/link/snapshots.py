@@ -4,12 +4,15 @@ Contract (see ``proto.wire.messages`` for the messages):
 - ``fetch(key, barrier)`` (the runner's ``SnapshotSource``) sends a FETCH of the current epoch
   and waits for the SNAPSHOT or NACK with the same request id, which the membership hands
   over (``answer``, ``refuse``). It raises ``KeyDropped`` when the key cannot be reconciled
-  here (not owner, unknown key or controller, no coordinator, epoch changed) and
+  here (not owner, unknown key or controller, no coordinator, epoch changed, or its controller
+  is at its limit: the coordinator keeps the key and pushes it again) and
   ``FetchFailed`` otherwise (timeout, snapshot too large): the runner drops the former and
   retries the latter with backoff.
 - ``pending(key)``: a FETCH of ``key`` is not yet answered. The membership drops a KEYS
   notification for such a key: the coordinator pushes a key only once the change is in its
   cache, and the SNAPSHOT it sends later on the same ordered pipe reflects it.
+- ``done(key)``: the reconcile a SNAPSHOT with ``permit`` started has ended; sends DONE
+  (nothing if the link is gone: the coordinator frees the permits of a worker it lost).
 - ``abandon()`` fails every FETCH still waiting with ``KeyDropped`` (the worker fenced, or
   joined a new epoch). An answer that comes after its FETCH gave up is dropped.
 """
@@ -17,11 +20,12 @@ Contract (see ``proto.wire.messages`` for the messages):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from collections.abc import Mapping
 from typing import Protocol
 
-from proto.wire import Fetch, Message, Nack, NackReason, ParentKey, Snapshot
+from proto.wire import Done, Fetch, LinkClosed, Message, Nack, NackReason, ParentKey, Snapshot
 from workers.link.standing import Standing
 from workers.runner.runner import KeyDropped
 
@@ -31,6 +35,7 @@ _DROP = frozenset(
         NackReason.UNKNOWN_KEY,
         NackReason.UNKNOWN_CONTROLLER,
         NackReason.STALE_EPOCH,
+        NackReason.THROTTLED,
     }
 )
 
@@ -82,6 +87,14 @@ class Snapshots:
         finally:
             self._pending.pop(request_id, None)
             self._answered(request_id)
+
+    async def done(self, key: ParentKey) -> None:
+        """DONE for ``key``: its reconcile, which held a permit, has ended."""
+        epoch = self._standing.epoch
+        if epoch is None:
+            return
+        with contextlib.suppress(LinkClosed):
+            await self._link.send(Done(epoch, key))
 
     def pending(self, key: ParentKey) -> bool:
         """Whether a FETCH of ``key`` waits for its answer."""

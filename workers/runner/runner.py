@@ -18,7 +18,9 @@ Invariants:
   backoff, not counted as a failure: if the worker fences meanwhile, the retry is dropped with
   the rest of its queues, and if it was only a pause, the key is not lost.
 - A reconcile fetches its key's snapshot from the ``SnapshotSource``
-  (``workers.link.snapshots``), then hands it to the controller's ``Reconciler``.
+  (``workers.link.snapshots``), then hands it to the controller's ``Reconciler``; when a
+  snapshot holds one of its controller's permits (``Snapshot.permit``), the source is told
+  (``done``) once that reconcile has ended, however it ended.
 - After each reconcile: success -> ``forget``; ``Outcome.requeue_after`` -> ``forget`` and
   ``add_after``; ``RequeueAfter`` -> ``add_after`` (not a failure); a refused or failed fetch
   for a reason that is not the key's fault -> dropped; any other error -> ``add_rate_limited``
@@ -81,6 +83,10 @@ class SnapshotSource(Protocol):
         """The snapshot of ``key``, once the cache has seen the resourceVersions of
         ``barrier`` (group-resource -> resourceVersion). Raises ``KeyDropped`` when the key
         cannot be reconciled here; anything else is retried with backoff."""
+        ...
+
+    async def done(self, key: ParentKey) -> None:
+        """The reconcile of ``key``, whose snapshot held a permit, has ended."""
         ...
 
 
@@ -388,6 +394,8 @@ class Runner:
             del self._requests[key]
             if request.writes:
                 self._barriers[key] = request.writes
+            if snapshot.permit:
+                await self._snapshots.done(key)
 
 
 def _fmt(key: ParentKey) -> str:

@@ -35,10 +35,15 @@ class Script:
         self.release.set()
         self.after_write = asyncio.Event()  # a reconcile that wrote waits for this to end
         self.after_write.set()
+        self.permits: set[str] = set()  # keys whose snapshots hold a permit
+        self.dones: list[tuple[str, int]] = []  # DONE: key, reconciles running then
 
     async def fetch(self, k: ParentKey, barrier: Mapping[str, str]) -> Snapshot:
         self.calls.append((k.name, dict(barrier)))
-        return Snapshot(1, 1, k, b"{}", {}, (), {})
+        return Snapshot(1, 1, k, b"{}", {}, (), {}, permit=k.name in self.permits)
+
+    async def done(self, k: ParentKey) -> None:
+        self.dones.append((k.name, self.running))
 
     async def reconcile(self, request: ReconcileRequest) -> Outcome:
         self.reconciled.append(request.key.name)
@@ -114,6 +119,20 @@ async def test_keys_are_reconciled_with_bounded_concurrency() -> None:
     await settle()
     assert sorted(name for name, _ in script.calls) == list("abcde")
     assert script.peak == 2
+    await r.close()
+
+
+@pytest.mark.asyncio
+async def test_a_reconcile_holding_a_permit_says_done_when_it_ends_however_it_ends() -> None:
+    script = Script()
+    script.permits = {"a", "b"}
+    script.actions["b"] = [RuntimeError("hook failed"), Outcome()]
+    r = runner(script, concurrency=1)
+    r.set_controllers((definition(),))
+    for name in "abc":
+        r.enqueue(key(name), Priority.LIVE)
+    await settle()
+    assert script.dones[:2] == [("a", 0), ("b", 0)]  # after the reconcile, not during it
     await r.close()
 
 
