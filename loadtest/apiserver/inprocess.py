@@ -249,6 +249,7 @@ class ScriptedHooks:
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
         headers: Mapping[str, str] | None = None,
+        ttl_of: Callable[[T], float | None] | None = None,
     ) -> T:
         request = orjson.loads(body)
         if self.keep:

@@ -57,6 +57,7 @@ from proto.api.fields import Fields, join, json_type
 from proto.api.hooks import check_child, decode_fields
 from proto.api.reports import CONDITIONS_SHAPE, EVENTS_SHAPE, NO_REPORTS, Reports, read_reports
 from proto.api.selectors import Selector, SelectorError, from_label_selector
+from proto.api.ttl import TTL_FIELD, TTL_SHAPE, read_ttl
 
 DecoratorHooks = CompositeHooks
 """The same three hooks (``sync`` required, ``finalize``, ``customize``)."""
@@ -184,6 +185,7 @@ _RESPONSE_SHAPE = Struct(
         "finalized": FREE,
         "events": EVENTS_SHAPE,
         "conditions": CONDITIONS_SHAPE,
+        TTL_FIELD: TTL_SHAPE,
     }
 )
 
@@ -204,7 +206,10 @@ class DecoratorResponse:
     finalized: bool
     warnings: tuple[str, ...] = ()
     reports: Reports = NO_REPORTS
-    """The answer's ``events`` and ``conditions`` (``proto.api.reports``)."""
+    """The answer's ``events`` and ``conditions`` (``proto.api.reports``); a malformed
+    ``ttlSeconds`` is among its problems."""
+    ttl_seconds: float | None = None
+    """How long the answer may be reused for the same request (``proto.api.ttl``)."""
 
 
 def _changes(top: Fields, key: str) -> MetadataChanges:
@@ -228,6 +233,7 @@ def decode_decorator_response(body: bytes, *, mode: ResponseMode) -> DecoratorRe
         for i, item in enumerate(top.get_list("attachments"))
     )
     resync = top.get_number("resyncAfterSeconds")
+    ttl, ttl_problem = read_ttl(top)
     return DecoratorResponse(
         labels=_changes(top, "labels"),
         annotations=_changes(top, "annotations"),
@@ -236,7 +242,8 @@ def decode_decorator_response(body: bytes, *, mode: ResponseMode) -> DecoratorRe
         resync_after_seconds=resync if resync is not None and resync > 0 else None,
         finalized=bool(top.get_bool("finalized")),
         warnings=warnings,
-        reports=read_reports(top),
+        reports=read_reports(top).with_problem(ttl_problem),
+        ttl_seconds=ttl,
     )
 
 

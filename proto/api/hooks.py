@@ -46,6 +46,7 @@ from proto.api.objectmap import ObjectMap, TypeKey
 from proto.api.related import RelatedRule, check_rule_for_parent, parse_related_rule
 from proto.api.reports import CONDITIONS_SHAPE, EVENTS_SHAPE, NO_REPORTS, Reports, read_reports
 from proto.api.selectors import Selector
+from proto.api.ttl import TTL_FIELD, TTL_SHAPE, read_ttl
 
 # --- requests ---------------------------------------------------------------------------------
 
@@ -85,6 +86,7 @@ _SYNC_SHAPE = Struct(
         "finalized": FREE,
         "events": EVENTS_SHAPE,
         "conditions": CONDITIONS_SHAPE,
+        TTL_FIELD: TTL_SHAPE,
     }
 )
 _SELECTOR_SHAPE = Struct(
@@ -123,7 +125,10 @@ class SyncResponse:
     warnings: tuple[str, ...] = ()
     """Loose-mode decoding problems (unknown or duplicate fields), to log."""
     reports: Reports = NO_REPORTS
-    """The answer's ``events`` and ``conditions`` (``proto.api.reports``)."""
+    """The answer's ``events`` and ``conditions`` (``proto.api.reports``); a malformed
+    ``ttlSeconds`` is among its problems."""
+    ttl_seconds: float | None = None
+    """How long the answer may be reused for the same request (``proto.api.ttl``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,13 +168,15 @@ def decode_sync_response(body: bytes, *, mode: ResponseMode) -> SyncResponse:
         check_child(child, join("children", i)) for i, child in enumerate(top.get_list("children"))
     )
     resync = top.get_number("resyncAfterSeconds")
+    ttl, ttl_problem = read_ttl(top)
     return SyncResponse(
         status=None if status is None else dict(status),
         children=children,
         resync_after_seconds=resync if resync is not None and resync > 0 else None,
         finalized=bool(top.get_bool("finalized")),
         warnings=warnings,
-        reports=read_reports(top),
+        reports=read_reports(top).with_problem(ttl_problem),
+        ttl_seconds=ttl,
     )
 
 

@@ -26,6 +26,7 @@ duplicate fields inside an entry are decoding issues like any other (``EVENTS_SH
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import re
 from collections.abc import Mapping
@@ -96,6 +97,13 @@ class Reports:
     conditions: tuple[Condition, ...] = ()
     problems: tuple[str, ...] = ()
     """One line per entry left out, naming its field."""
+
+    def with_problem(self, problem: str | None) -> Reports:
+        """These reports with ``problem`` too, another field's that does not refuse the
+        answer either (``proto.api.ttl``); themselves for None."""
+        if problem is None:
+            return self
+        return dataclasses.replace(self, problems=(*self.problems, problem))
 
 
 NO_REPORTS = Reports()

@@ -47,6 +47,12 @@ returns ``decode(answer)``; ``call`` returns the answer's bytes as they came:
   each with another parent), so they do not evict each other. ``drop_cached(predicate)``
   forgets parents, every variant (their slot moved away); ``forget`` a controller (its
   caches, TLS contexts and metric series).
+- Answers reused by TTL (``ttl_of``, calls given a ``cache_key``; ``proto.api.ttl``): an
+  answer whose decoded form sets a TTL is kept for it with the digest of its request
+  (``proto.hooks.answers``, one cache per controller and hook, keyed as the ETag cache), and
+  a call with the same request before it expires is not sent: the kept answer is decoded
+  and returned, and counted apart (``HookMetrics.reused``), not as a request. An answer
+  without a TTL removes what was kept for its parent and variant.
 - One ``proto.runtime.http1.HttpClient`` per process (keep-alive connections per hook server and TLS
   material) is injected and shared by every controller; the hook client never closes it.
 - Metrics go to an injected ``HookMetrics`` (``proto.hooks.metrics``), with the endpoint's
@@ -77,6 +83,7 @@ from typing import Any, Protocol, TypeVar
 from proto.api.controllers import HookName, Webhook
 from proto.api.endpoints import Connection
 from proto.api.errors import HookResponseError
+from proto.hooks.answers import AnswerCache, digest
 from proto.hooks.attempt import ATTEMPT
 from proto.hooks.errors import (
     CONNECT,
@@ -284,6 +291,7 @@ class HookClient:
         self._gate = gate
         self._tls = TlsContexts(on_replaced=http.discard)
         self._etags: dict[tuple[str, str, HookName], ETagCache] = {}
+        self._answers: dict[tuple[str, str, HookName], AnswerCache] = {}
 
     async def call(
         self,
@@ -314,6 +322,7 @@ class HookClient:
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
         headers: Mapping[str, str] | None = None,
+        ttl_of: Callable[[T], float | None] | None = None,
     ) -> T:
         """POST ``body``; ``decode`` of the 200's body. Raises ``HookError`` subclasses, and
         the ``proto.api.errors.HookResponseError`` of ``decode``.
@@ -324,14 +333,23 @@ class HookClient:
         ``cache_variant`` (a revision) gives one parent's calls in one sync their own entries.
         ``headers`` go with the request; the gate, if any, may stop it right before it is
         sent, and refuse its answer.
+        ``ttl_of`` (with a ``cache_key``) says how long a decoded answer may be reused for
+        the same request: such a call is not sent, and is counted apart (``reused``).
         """
         labels = endpoint.metric_labels
+        entry = (cache_key, cache_variant)
+        answers = self._answers_of(endpoint) if ttl_of and cache_key is not None else None
+        request = digest(body) if answers is not None else b""
+        reused = answers.get(entry, request) if answers is not None else None
+        if reused is not None:
+            result = decode(reused)
+            self._metrics.reused(endpoint.hook, labels)
+            return result
         self._metrics.started(endpoint.hook, labels)
         code: str | None = None  # stays None when the caller abandons the call (cancelled)
         seconds: float | None = None  # stays None without an HTTP answer
         try:
             cache = self._cache(endpoint) if cache_key is not None else None
-            entry = (cache_key, cache_variant)
             cached = cache.get(entry) if cache is not None else None
             start = self._clock()
             response = await self._send(
@@ -346,14 +364,18 @@ class HookClient:
                 code = str(response.status)  # counted as it came, should the gate refuse it
                 self._gate.answered()
             if response.status == 200:
-                result = decode(response.body)
+                answer = response.body
+                result = decode(answer)
                 etag = response.headers.get("etag")
                 if cache is not None and etag:
-                    cache.put(entry, etag, response.body)
+                    cache.put(entry, etag, answer)
             elif cached is not None and response.status in _CACHE_HIT_STATUSES:
-                result = decode(cached.body)
+                answer = cached.body
+                result = decode(answer)
             else:
                 raise self._refusal(endpoint, response)
+            if answers is not None and ttl_of is not None:
+                answers.put(entry, request, answer, ttl_of(result))
             code = str(response.status)
             return result
         except HookError as err:
@@ -449,20 +471,30 @@ class HookClient:
             cache = self._etags[key] = ETagCache(config, clock=self._clock)
         return cache
 
+    def _answers_of(self, endpoint: HookEndpoint) -> AnswerCache:
+        key = (*endpoint.controller, endpoint.hook)
+        cache = self._answers.get(key)
+        if cache is None:
+            cache = self._answers[key] = AnswerCache(clock=self._clock)
+        return cache
+
     def drop_cached(self, predicate: Callable[[Any], bool]) -> None:
         """Forget the cached answers of the parents that match (their slot moved away).
 
         ``predicate`` is called with the ``cache_key``s given to ``call``; a key that matches
         loses the entries of all its variants.
         """
-        for cache in self._etags.values():
+        caches: list[ETagCache | AnswerCache] = [*self._etags.values(), *self._answers.values()]
+        for cache in caches:
             cache.drop(lambda entry: predicate(entry[0]))
 
     def forget(self, *, controller_type: str, controller_name: str) -> None:
-        """Drop the ETag caches, TLS contexts and metric series of a controller that went
-        away."""
+        """Drop the ETag and answer caches, TLS contexts and metric series of a controller that
+        went away."""
         ours = (controller_type, controller_name)
         self._metrics.forget(controller_type=controller_type, controller_name=controller_name)
         for key in [k for k in self._etags if k[:2] == ours]:
             del self._etags[key]
+        for key in [k for k in self._answers if k[:2] == ours]:
+            del self._answers[key]
         self._tls.forget(lambda key: isinstance(key, tuple) and key[:2] == ours)

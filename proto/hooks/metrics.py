@@ -14,6 +14,11 @@ For each hook name ``<hook>`` (``sync``, ``finalize``, ``customize``) one metric
   got an HTTP answer, including reading the body, with the default buckets (.005 ... 10 s).
 - ``metacontroller_<hook>_in_flight_requests``: calls under way.
 
+And metashard's own: ``metashard_hook_answers_reused_total{hook,url,controller_name,
+controller_type}``, the calls not sent because an earlier answer to the same request was
+still valid (its ``ttlSeconds``, ``proto.api.ttl``); they are not requests, so they are not in
+the families above.
+
 Metacontroller attaches ``url``, ``controller_name`` and ``controller_type`` as constant labels
 of one collector per controller; here they are ordinary labels of the one family per hook,
 which exposes the same series. The ``url`` label is the hook URL without ``user:password@``,
@@ -64,6 +69,9 @@ class HookMetrics(Protocol):
         """A call ends with ``code`` (see the module docstring), ``None`` when the caller
         abandoned it; ``seconds`` is its latency, ``None`` when no HTTP answer came."""
 
+    def reused(self, hook: HookName, labels: tuple[str, str, str]) -> None:
+        """A call was answered by an earlier answer still valid: nothing was sent."""
+
     def forget(self, *, controller_type: str, controller_name: str) -> None:
         """Drop every series of a controller that no longer exists."""
 
@@ -82,6 +90,9 @@ class NoHookMetrics:
         code: str | None,
         seconds: float | None,
     ) -> None:
+        pass
+
+    def reused(self, hook: HookName, labels: tuple[str, str, str]) -> None:
         pass
 
     def forget(self, *, controller_type: str, controller_name: str) -> None:
@@ -120,6 +131,14 @@ class PrometheusHookMetrics:
             )
             for hook in HookName
         }
+        self._reused = Counter(
+            "metashard_hook_answers_reused",
+            "Hook calls not sent: an earlier answer to the same request was still valid "
+            "(its ttlSeconds).",
+            ("hook", *labels),
+            registry=registry,
+        )
+        self._reused_series: set[tuple[HookName, tuple[str, str, str]]] = set()
         # (hook, (url, controller_name, controller_type)) -> that call's series, resolved once
         self._calls: dict[tuple[HookName, tuple[str, str, str]], _Call] = {}
 
@@ -153,8 +172,15 @@ class PrometheusHookMetrics:
             call.duration = self._durations[hook].labels(METHOD, *labels)
         call.duration.observe(seconds)
 
+    def reused(self, hook: HookName, labels: tuple[str, str, str]) -> None:
+        self._reused_series.add((hook, labels))
+        self._reused.labels(hook.value, *labels).inc()
+
     def forget(self, *, controller_type: str, controller_name: str) -> None:
         ours = (controller_name, controller_type)
+        for hook, labels in [key for key in self._reused_series if key[1][1:] == ours]:
+            self._reused_series.discard((hook, labels))
+            self._reused.remove(hook.value, *labels)
         for hook, labels in [key for key in self._calls if key[1][1:] == ours]:
             call = self._calls.pop((hook, labels))
             self._in_flight[hook].remove(*labels)

@@ -12,7 +12,10 @@
   given as ``connections``);
   ``cache_key`` (the parent's key) lets the hook's ETag cache serve a 304, with an entry per
   ``cache_variant`` (the revision a rollout calls the hook for); ``headers`` go with the request
-  (the attempt's fencing headers, ``proto.hooks.attempt``). A hook answering 429 raises
+  (the attempt's fencing headers, ``proto.hooks.attempt``). A sync answer's ``ttlSeconds``
+  (``proto.api.ttl``) lets the hook client reuse it, without a call, for a sync of the same
+  parent and variant whose request is the same, until it expires (``cache_key`` given; the
+  time added to ``hook_seconds`` is then only the decoding's). A hook answering 429 raises
   ``RequeueAfter`` with its ``Retry-After`` delay (not a failure); any other hook error
   (transport, timeout, status) or a malformed answer raises ``SyncFailure`` with the message
   ``<failed>: <error>``.
@@ -55,11 +58,14 @@ class Hooks(Protocol):
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
         headers: Mapping[str, str] | None = None,
+        ttl_of: Callable[[T], float | None] | None = None,
     ) -> T:
         """POST ``body``; ``decode`` of the answer, which runs before the call is counted (a
         ``HookResponseError`` it raises counts as ``invalid-response``, not as the 200).
         ``cache_key`` (the parent's key) lets the hook's ETag cache serve a 304; each
-        ``cache_variant`` of it has its own entry. ``headers`` go with the request."""
+        ``cache_variant`` of it has its own entry. ``headers`` go with the request. With
+        ``ttl_of`` and a ``cache_key``, an answer still valid for the same request (its
+        TTL) is reused: nothing is sent."""
         ...
 
 
@@ -72,6 +78,9 @@ class Events(Protocol):
 class Decoded(Protocol):
     @property
     def warnings(self) -> tuple[str, ...]: ...
+
+    @property
+    def ttl_seconds(self) -> float | None: ...
 
 
 D = TypeVar("D", bound=Decoded)
@@ -148,6 +157,7 @@ class HookCaller:
                     cache_key=cache_key,
                     cache_variant=cache_variant,
                     headers=headers,
+                    ttl_of=_ttl_seconds if name is HookName.SYNC else None,
                 )
             finally:
                 request.hook_seconds += (answered or time.perf_counter()) - started
@@ -158,3 +168,7 @@ class HookCaller:
         for warning in self._warned.fresh(response.warnings):
             log.warning("loose decoding of a hook answer", controller=self._name, problem=warning)
         return response
+
+
+def _ttl_seconds(answer: Decoded) -> float | None:
+    return answer.ttl_seconds

@@ -92,6 +92,7 @@ class KeyedHooks:
         cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
         headers: Mapping[str, str] | None = None,
+        ttl_of: Callable[[T], float | None] | None = None,
     ) -> T:
         self.calls.append((endpoint, cache_key))
         return await self.hooks.call_decoded(

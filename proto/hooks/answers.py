@@ -1,0 +1,98 @@
+"""Hook answers reused while their ``ttlSeconds`` lasts: the answer cache of one controller's
+sync hook (``proto.api.ttl``).
+
+Contract:
+- An entry is kept per parent and variant (the same keys as the ETag cache,
+  ``proto.hooks.etag``): the digest of the request body the answer was given for, the
+  answer's body as it came, and when it expires (``ttlSeconds`` after the answer came).
+- ``get(key, digest)`` returns the answer's body only for the same request (the same digest)
+  before it expires; a different request replaces nothing by itself, but its answer replaces
+  the entry (``put``), or removes it when it sets no TTL (``put`` with None).
+- ``digest(body)``: BLAKE2b, 16 bytes: a request differs from the one answered when its
+  bytes do, without keeping the request.
+- Memory is bounded: past ``max_bytes`` of kept answers the least recently used entries go;
+  an expired entry is removed when it is next asked for, or swept once ``max_bytes`` is
+  reached. ``drop(predicate)`` removes the entries of keys that match (the worker lost their
+  slot).
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    digest: bytes
+    body: bytes
+    expires: float
+
+
+def digest(body: bytes) -> bytes:
+    return hashlib.blake2b(body, digest_size=16).digest()
+
+
+class AnswerCache:
+    """Answers per key while their TTL lasts (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._max_bytes = max_bytes
+        self._clock = clock
+        self._entries: collections.OrderedDict[Hashable, _Answer] = collections.OrderedDict()
+        self._bytes = 0
+
+    def get(self, key: Hashable, request: bytes) -> bytes | None:
+        """The answer kept for ``key`` if it was given for the request of digest ``request``
+        and has not expired."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if entry.expires <= self._clock():
+            self._remove(key)
+            return None
+        if entry.digest != request:
+            return None
+        self._entries.move_to_end(key)
+        return entry.body
+
+    def put(self, key: Hashable, request: bytes, body: bytes, ttl: float | None) -> None:
+        """The answer ``body`` to the request of digest ``request`` came, valid for ``ttl``
+        seconds (None: not to be reused)."""
+        self._remove(key)
+        if ttl is None or len(body) > self._max_bytes:
+            return
+        now = self._clock()
+        self._entries[key] = _Answer(request, body, now + ttl)
+        self._bytes += len(body)
+        if self._bytes > self._max_bytes:
+            self._sweep(now)
+        while self._bytes > self._max_bytes:
+            self._remove(next(iter(self._entries)))
+
+    def drop(self, predicate: Callable[[Any], bool]) -> None:
+        for key in [k for k in self._entries if predicate(k)]:
+            self._remove(key)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _sweep(self, now: float) -> None:
+        for key in [k for k, e in self._entries.items() if e.expires <= now]:
+            self._remove(key)
+
+    def _remove(self, key: Hashable) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._bytes -= len(entry.body)
