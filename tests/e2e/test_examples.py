@@ -244,6 +244,52 @@ async def test_fencing(kube: Client, namespace: str, run_example: Run) -> None:
     assert tuple(outbox[1]["token"]) >= (epoch, generation)
 
 
+async def test_limits(kube: Client, namespace: str, run_example: Run) -> None:
+    """At most two reconciles of the controller at once across both workers; once the Quotes
+    are priced, resyncs reuse the answers (ttlSeconds) until a Quote changes."""
+    parents = await run_example("limits")
+    quotes = await kube.resource("examples.metashard.io/v1", resource="quotes")
+    ccs = await kube.resource("metacontroller.k8s.io/v1alpha1", resource="compositecontrollers")
+    controller = await kube.get(ccs, "quotes")
+    stats_url = controller["spec"]["hooks"]["sync"]["webhook"]["url"].replace("/sync", "/stats")
+
+    def stats() -> dict[str, Any]:
+        with urllib.request.urlopen(stats_url, timeout=10) as answer:
+            return dict(json.loads(answer.read()))
+
+    async def priced() -> bool:
+        items = (await kube.list(quotes, namespace=namespace)).items
+        return len(items) == len(parents) and all(
+            (q.get("status") or {}).get("price") for q in items
+        )
+
+    await eventually(priced, message="not every Quote priced")
+    calls: dict[str, int] = {}
+
+    async def settled() -> bool:
+        nonlocal calls
+        before = (await asyncio.to_thread(stats))["calls"]
+        await asyncio.sleep(2.5)  # two resyncs and more
+        calls = (await asyncio.to_thread(stats))["calls"]
+        return bool(calls == before)
+
+    await eventually(settled, message="resyncs keep calling the hook")
+    assert (await asyncio.to_thread(stats))["peak"] <= 2
+    await kube.patch(quotes, "pins", {"spec": {"quantity": 100}}, namespace=namespace)
+
+    async def repriced() -> bool:
+        pins = await kube.get(quotes, "pins", namespace=namespace)
+        return (pins.get("status") or {}).get("price") == "1.00"
+
+    await eventually(repriced, message="the changed Quote was not priced again")
+    after = (await asyncio.to_thread(stats))["calls"]
+    assert after["pins"] > calls["pins"]
+    assert {k: v for k, v in after.items() if k != "pins"} == {
+        k: v for k, v in calls.items() if k != "pins"
+    }
+    assert (await asyncio.to_thread(stats))["peak"] <= 2
+
+
 async def test_decorator(kube: Client, namespace: str, run_example: Run) -> None:
     await run_example("decorator")
 
