@@ -59,6 +59,19 @@ class TermMetrics:
             ["controller"],
             registry=registry,
         )
+        self._permits = Gauge(
+            "metashard_coordinator_controller_permits",
+            "Reconciles of a limited controller holding a permit now (running, or its key on "
+            "its way to its worker).",
+            ["controller"],
+            registry=registry,
+        )
+        self._waiting = Gauge(
+            "metashard_coordinator_controller_waiting",
+            "Parent keys of a limited controller waiting for a permit.",
+            ["controller"],
+            registry=registry,
+        )
         # Resolved once: these count every key and every fetch.
         self._keys_by_priority = {p: self._keys.labels(p.name.lower()) for p in Priority}
         self._fetches_by_result: dict[str, Counter] = {}
@@ -92,6 +105,16 @@ class TermMetrics:
         self._slots.clear()
         for worker, count in counts.items():
             self._slots.labels(worker).set(count)
+
+    def limited(self, counts: dict[str, tuple[int, int]]) -> None:
+        """Per limited controller (``<Kind>/<name>``): (permits held, keys waiting)."""
+        if not self._enabled:
+            return
+        self._permits.clear()
+        self._waiting.clear()
+        for controller, (held, waiting) in counts.items():
+            self._permits.labels(controller).set(held)
+            self._waiting.labels(controller).set(waiting)
 
     def other_managers(self, count: int) -> None:
         if self._enabled:

@@ -147,7 +147,9 @@ class Term:
             parents=self.related,
             paused=self.paused,
         )
-        self.throttle = Throttle(sink=self.dispatch, members=self.membership, clock=clock)
+        self.throttle = Throttle(
+            sink=self.dispatch, members=self.membership, metrics=metrics, clock=clock
+        )
         self.snapshots = SnapshotServer(
             epoch=epoch,
             owners=self.membership,

@@ -23,7 +23,8 @@ limits (``manager.controllers.limits``: ``max_concurrent``, ``per_second``):
 - The permits of a worker that is no longer a member (or joined again: another connection)
   are freed: its reconciles were cancelled, or are fenced and end on their own.
 - ``tick()`` (every ``TICK`` seconds, ``run()``) refills the buckets, frees what expired and
-  hands out what is free.
+  hands out what is free, and reports per limited controller the permits held and the keys
+  waiting (``metashard_coordinator_controller_permits`` and ``_waiting``).
 - A controller removed, or no longer limited, forgets its permits and pushes its waiting keys
   LIVE (they run as any key does).
 - A worker takes part only if its HELLO said so (``limits``; ``joined``): an older worker
@@ -48,6 +49,7 @@ import orjson
 from manager.controllers.limits import Limits, limits_of
 from manager.controllers.view import ControllerId, ControllerView
 from manager.routing.router import KeySink
+from manager.term.metrics import TermMetrics
 from proto.runtime.clock import Clock
 from proto.runtime.logs import get_logger
 from proto.wire import ParentKey, Priority
@@ -108,13 +110,13 @@ class Throttle:
         *,
         sink: KeySink,
         members: Members,
+        metrics: TermMetrics,
         clock: Clock,
-        reserve_for: float = RESERVE_FOR,
     ) -> None:
         self._sink = sink
         self._members = members
+        self._metrics = metrics
         self._clock = clock
-        self._reserve_for = reserve_for
         self._gates: dict[ControllerId, _Gate] = {}
         self._taking_part: set[str] = set()
         self._warned: set[str] = set()  # workers not taking part, told of
@@ -193,22 +195,16 @@ class Throttle:
             self._hand_out(gate, now)
 
     def tick(self) -> None:
-        """Refill, free what expired or lost its worker, hand out what is free."""
+        """Refill, free what expired or lost its worker, hand out what is free; report the
+        permits held and the keys waiting per controller."""
         now = self._clock.now()
-        for gate in self._gates.values():
+        counts: dict[str, tuple[int, int]] = {}
+        for (kind, name), gate in self._gates.items():
             self._free_stale(gate, now)
             gate.refill(now)
             self._hand_out(gate, now)
-
-    def waiting(self, controller: ControllerId) -> int:
-        """Keys of ``controller`` waiting for a permit."""
-        gate = self._gates.get(controller)
-        return 0 if gate is None else len(gate.waiting)
-
-    def held(self, controller: ControllerId) -> int:
-        """Permits of ``controller`` held or kept now."""
-        gate = self._gates.get(controller)
-        return 0 if gate is None else len(gate.held) + len(gate.kept)
+            counts[f"{kind}/{name}"] = (len(gate.held) + len(gate.kept), len(gate.waiting))
+        self._metrics.limited(counts)
 
     async def run(self) -> None:
         while True:
@@ -231,7 +227,7 @@ class Throttle:
             key = next(iter(gate.waiting))
             del gate.waiting[key]
             gate.take()
-            gate.kept[key] = now + self._reserve_for
+            gate.kept[key] = now + RESERVE_FOR
             self._sink.push(key, Priority.LIVE)
 
 

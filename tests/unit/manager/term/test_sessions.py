@@ -81,7 +81,12 @@ def sessions(
         membership=membership,
         dispatch=Dispatch(),  # type: ignore[arg-type]
         snapshots=None,  # type: ignore[arg-type]  # nor the snapshot server
-        throttle=Throttle(sink=None, members=membership, clock=clock),  # type: ignore[arg-type]
+        throttle=Throttle(
+            sink=None,  # type: ignore[arg-type]
+            members=membership,
+            metrics=TermMetrics(None),
+            clock=clock,
+        ),
         controllers=caches.controllers,
         informers=caches,
         grace=grace if isinstance(grace, Grace) else Grace(grace),

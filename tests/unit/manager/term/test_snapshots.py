@@ -70,7 +70,9 @@ class World:
         controllers = ControllerSet()
         view = cast(ControllerView, View())
         controllers.replace({("CompositeController", "cc"): view})
-        self.throttle = Throttle(sink=self.dispatch, members=self, clock=FakeClock())
+        self.throttle = Throttle(
+            sink=self.dispatch, members=self, metrics=TermMetrics(None), clock=FakeClock()
+        )
         self.throttle.controllers_changed([view], [view])
         informers: Any = type(
             "I", (), {"get": lambda _, resource: self.informer, "store": lambda _, resource: None}

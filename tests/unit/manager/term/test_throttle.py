@@ -7,14 +7,15 @@ from typing import cast
 import orjson
 import pytest
 import structlog
+from prometheus_client import CollectorRegistry
 
 from manager.controllers.view import ControllerView
+from manager.term.metrics import TermMetrics
 from manager.term.throttle import RESERVE_FOR, Admission, Throttle
 from proto.runtime.clock import FakeClock
 from proto.wire import ParentKey, Priority
 
 PERMIT, FREE, THROTTLED = Admission.PERMIT, Admission.FREE, Admission.THROTTLED
-NOISY = ("CompositeController", "noisy")
 
 
 class View:
@@ -41,7 +42,10 @@ class World:
         self.clock = FakeClock()
         self.pushed: list[tuple[ParentKey, Priority]] = []
         self.routes = {"w0": b"r0", "w1": b"r1", "old": b"r2"}
-        self.throttle = Throttle(sink=self, members=self, clock=self.clock)
+        self.registry = CollectorRegistry()
+        self.throttle = Throttle(
+            sink=self, members=self, metrics=TermMetrics(self.registry), clock=self.clock
+        )
         self.throttle.controllers_changed(views, views)
         self.throttle.joined("w0", limits=True)
         self.throttle.joined("w1", limits=True)
@@ -53,6 +57,15 @@ class World:
     def route(self, worker_id: str) -> bytes | None:
         return self.routes.get(worker_id)
 
+    def counts(self, controller: str = "noisy") -> tuple[float | None, float | None]:
+        """(permits held, keys waiting) as reported by the last tick."""
+        self.throttle.tick()
+        labels = {"controller": f"CompositeController/{controller}"}
+        return (
+            self.registry.get_sample_value("metashard_coordinator_controller_permits", labels),
+            self.registry.get_sample_value("metashard_coordinator_controller_waiting", labels),
+        )
+
 
 def test_at_most_max_concurrent_permits_across_workers_then_the_first_waiting_goes() -> None:
     w = World(limited(most="2"))
@@ -62,14 +75,14 @@ def test_at_most_max_concurrent_permits_across_workers_then_the_first_waiting_go
     assert t.admit("w0", key("c")) is THROTTLED
     assert t.admit("w1", key("d")) is THROTTLED
     assert t.admit("w1", key("c")) is THROTTLED  # waits once, keeps its place
-    assert t.waiting(NOISY) == 2 and t.held(NOISY) == 2
+    assert w.counts() == (2, 2)
     t.release("w1", key("a"))  # not w1's permit: nothing changes
     assert w.pushed == []
     t.release("w0", key("a"))
     assert w.pushed == [(key("c"), Priority.LIVE)]
     assert t.admit("w1", key("e")) is THROTTLED  # d waits ahead of it, and no permit is free
     assert t.admit("w0", key("c")) is PERMIT  # the permit kept for it
-    assert t.held(NOISY) == 2 and t.waiting(NOISY) == 2
+    assert w.counts() == (2, 2)
 
 
 def test_a_controller_without_limits_and_a_worker_that_does_not_take_part_are_free() -> None:
@@ -83,7 +96,8 @@ def test_a_controller_without_limits_and_a_worker_that_does_not_take_part_are_fr
     assert [e["event"] for e in logs] == [
         "worker predates per-controller limits: its reconciles are not limited"
     ]
-    assert t.held(NOISY) == 1
+    assert w.counts() == (1, 0)
+    assert w.counts("quiet") == (None, None)  # not limited: not reported
 
 
 def test_the_rate_is_a_token_bucket_of_one_second() -> None:
@@ -128,7 +142,7 @@ def test_the_permits_of_a_worker_gone_or_joined_again_are_freed() -> None:
     w.routes["w1"] = b"r9"  # a new connection: its reconciles were cancelled
     t.tick()
     assert w.pushed == [(key("c"), Priority.LIVE)]
-    assert t.held(NOISY) == 1
+    assert w.counts() == (1, 0)
 
 
 def test_a_controller_removed_or_no_longer_limited_lets_its_waiting_keys_go() -> None:
@@ -150,5 +164,5 @@ def test_a_flooded_controller_does_not_delay_another(flood: int) -> None:
     t = w.throttle
     for i in range(flood):
         t.admit("w0", key(str(i)))
-    assert t.waiting(NOISY) == flood - 4
+    assert w.counts() == (4, flood - 4)
     assert t.admit("w1", key("fresh", "other")) is PERMIT
