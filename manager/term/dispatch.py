@@ -10,9 +10,12 @@ Contract:
   on the same pipe).
 - LIVE keys pushed in one event-loop turn go out as KEYS messages (at most ``KEYS_BATCH``
   keys each, each key once) at the end of the turn. LOW keys (resyncs, initial lists,
-  relists) wait per worker, each key once (a key pushed again while it waits keeps its place;
-  a key pushed LIVE meanwhile goes with the LIVE ones and no longer waits), and go out in the
-  order first pushed, as KEYS of at most ``KEYS_BATCH`` keys, when ``next()`` gets to them.
+  relists) wait per worker and per controller, each key once (a key pushed again while it
+  waits keeps its place; a key pushed LIVE meanwhile goes with the LIVE ones and no longer
+  waits), and go out as KEYS of at most ``KEYS_BATCH`` keys of one controller, when
+  ``next()`` gets to them: **controllers take turns**, one KEYS each, and within a
+  controller keys go in the order first pushed. So one controller's 100,000 LOW keys (its
+  initial list) hold back another's by one KEYS message, not by 100,000 keys.
   A waiting key whose slot no longer goes to that worker is dropped when its turn comes (the
   ASSIGN of the slot to its next owner carries it).
 - ``send(target, msg)`` queues one message: ``target`` is a worker id (resolved to its current
@@ -42,7 +45,8 @@ Contract:
   makes it drift). The LOW keys waiting for a worker that is no longer a member are dropped:
   its slots go to others with ASSIGNs that carry every key.
 - A LOW key therefore only ever goes out later than in the order pushed, never earlier than
-  anything queued before it; what that means to the worker (``workers.link.membership``):
+  anything queued before it but the LOW keys of other controllers; what that means to the
+  worker (``workers.link.membership``):
   - a SNAPSHOT queued before a KEYS is sent before it, as the worker's rule "drop KEYS of a
     key whose FETCH is outstanding" needs (the snapshot reflects the change);
   - a LOW key sent after a SNAPSHOT of it runs once more (a no-op reconcile) instead of being
@@ -72,6 +76,8 @@ and more than a worker reconciles between two heartbeats."""
 
 Target = str | bytes
 """A worker id, or the routing id of a connection that is not a member."""
+Controller = tuple[str, str]
+"""(kind, name) of the controller of a key."""
 
 
 class SlotOf(Protocol):
@@ -111,8 +117,9 @@ class Dispatch:
         self._slots = slots
         self._metrics = metrics
         self._first: deque[tuple[Target, Message]] = deque()
-        # LOW keys waiting, by worker (in turn), each in the order first pushed.
-        self._low: dict[str, dict[ParentKey, None]] = {}
+        # LOW keys waiting, by worker (in turn), by controller (in turn), each in the order
+        # first pushed.
+        self._low: dict[str, dict[Controller, dict[ParentKey, None]]] = {}
         self._backlog: dict[str, int] = {}  # estimated keys queued or on their way, by worker
         self._queued = asyncio.Event()
         self._live: dict[str, dict[ParentKey, None]] = defaultdict(dict)  # pushed this turn
@@ -123,9 +130,13 @@ class Dispatch:
         if worker is None:
             return
         if priority is Priority.LOW:
-            waiting = self._low.get(worker)
+            controllers = self._low.get(worker)
+            if controllers is None:
+                controllers = self._low[worker] = {}
+            controller = (key.kind, key.controller)
+            waiting = controllers.get(controller)
             if waiting is None:
-                waiting = self._low[worker] = {}
+                waiting = controllers[controller] = {}
             if key not in waiting:
                 waiting[key] = None
                 self._may_send_low(worker)
@@ -139,10 +150,12 @@ class Dispatch:
         self._flush_scheduled = False
         live, self._live = self._live, defaultdict(dict)
         for worker, keys in live.items():
-            waiting = self._low.get(worker)
-            if waiting:
+            controllers = self._low.get(worker)
+            if controllers:
                 for key in keys:
-                    waiting.pop(key, None)
+                    waiting = controllers.get((key.kind, key.controller))
+                    if waiting:
+                        waiting.pop(key, None)
             unique = list(keys)
             self._metrics.keys_pushed(Priority.LIVE, len(unique))
             for i in range(0, len(unique), KEYS_BATCH):
@@ -184,20 +197,27 @@ class Dispatch:
     def _low_worker(self) -> str | None:
         """A worker whose LOW keys may go now, in turn; forgets those of non-members."""
         for worker in list(self._low):
-            if not self._low[worker] or self._members.route(worker) is None:
+            if not any(self._low[worker].values()) or self._members.route(worker) is None:
                 del self._low[worker]
             elif self._backlog.get(worker, 0) < LOW_WINDOW:
                 return worker
         return None
 
     def _low_keys(self, worker: str) -> Keys | None:
-        """The next LOW KEYS for ``worker`` (None: none of its keys is its own any more)."""
-        waiting = self._low.pop(worker)
+        """The next LOW KEYS for ``worker``, of the controller whose turn it is (None: none
+        of those keys is its own any more)."""
+        controllers = self._low.pop(worker)
+        waiting: dict[ParentKey, None] = {}
+        while controllers and not waiting:
+            controller = next(iter(controllers))
+            waiting = controllers.pop(controller)
         taken = list(itertools.islice(waiting, KEYS_BATCH))
         for key in taken:
             del waiting[key]
         if waiting:
-            self._low[worker] = waiting  # at the back: the other workers' turn first
+            controllers[controller] = waiting  # at the back: the other controllers' turn first
+        if controllers:
+            self._low[worker] = controllers  # at the back: the other workers' turn first
         target = self._owners.dispatch_target
         slot = self._slots.slot
         batch = tuple(key for key in taken if target(slot(key)) == worker)

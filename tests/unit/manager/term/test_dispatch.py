@@ -323,3 +323,22 @@ async def test_the_low_keys_of_a_worker_that_left_are_dropped() -> None:
     owners.members.add("gone")  # joins again, with another queue: the old keys are gone
     d.reported("gone", 0)
     assert await low_sent(d) == []
+
+
+@pytest.mark.asyncio
+async def test_controllers_take_turns_with_their_low_keys() -> None:
+    d = dispatch()
+    flood = [key(f"a{i}") for i in range(3 * KEYS_BATCH)]
+    other = [k._replace(controller="other") for k in (key("b0"), key("b1"))]
+    for k in flood + other:
+        d.push(k, Priority.LOW)
+    d.push(other[1], Priority.LIVE)  # goes LIVE: no longer waits
+    sent = [m for _, m in await queued(d) if isinstance(m, Keys)]
+    assert [(m.priority, m.keys[0].controller, len(m.keys)) for m in sent] == [
+        (Priority.LIVE, "other", 1),
+        (Priority.LOW, "cc", KEYS_BATCH),
+        (Priority.LOW, "other", 1),  # after one batch of the flood, not after all of it
+        (Priority.LOW, "cc", KEYS_BATCH),
+        (Priority.LOW, "cc", KEYS_BATCH),
+    ]
+    assert [k for m in sent[1:] for k in m.keys if k.controller == "cc"] == flood
