@@ -20,6 +20,7 @@ from proto.wire import (
     SLOT_COUNT,
     Assign,
     Bye,
+    Done,
     Fetch,
     Heartbeat,
     Hello,
@@ -269,6 +270,26 @@ async def test_fetch_nack_drops_the_key_and_leave_says_bye(world: World) -> None
     assert world.script.reconciled == []
     await within(world.membership.leave())
     assert await world.next() == Bye("shutting down")
+
+
+@pytest.mark.asyncio
+async def test_throttled_drops_the_key_and_a_permit_is_given_back_with_done(
+    world: World,
+) -> None:
+    hello = await world.welcome()
+    assert isinstance(hello, Hello) and hello.limits  # takes part in per-controller limits
+    world.send(Assign(5, (slot_of(KEY),), (KEY,)))
+    fetch = await world.next()
+    assert isinstance(fetch, Fetch)
+    world.send(Nack(5, fetch.request_id, NackReason.THROTTLED, "cc is at its limit"))
+    await world.quiet()  # dropped, not retried: the coordinator pushes it again
+    assert world.script.reconciled == []
+    world.send(Keys(5, Priority.LIVE, (KEY,)))  # its turn
+    fetch = await world.next()
+    assert isinstance(fetch, Fetch)
+    world.send(Snapshot(5, fetch.request_id, KEY, b"{}", {}, (), {}, permit=True))
+    assert await world.next() == Done(5, KEY)
+    assert world.script.reconciled == ["p1"]
 
 
 @pytest.mark.asyncio
