@@ -21,7 +21,8 @@ limits (``manager.controllers.limits``: ``max_concurrent``, ``per_second``):
   key, e.g. it lost the slot: the slot's next owner was sent every key of it); a FETCH of the
   key after that is admitted like any other.
 - The permits of a worker that is no longer a member (or joined again: another connection)
-  are freed: its reconciles were cancelled, or are fenced and end on their own.
+  are freed at the next tick: its reconciles were cancelled, or are fenced and end on their
+  own.
 - ``tick()`` (every ``TICK`` seconds, ``run()``) refills the buckets, frees what expired and
   hands out what is free, and reports per limited controller the permits held and the keys
   waiting (``metashard_coordinator_controller_permits`` and ``_waiting``).
@@ -167,13 +168,12 @@ class Throttle:
                 )
             return Admission.FREE
         route = self._members.route(worker)
-        if key in gate.held or gate.kept.pop(key, None) is not None:
-            gate.held[key] = (worker, route)  # a DONE lost with its connection, or kept
-            return Admission.PERMIT
         now = self._clock.now()
-        self._free_stale(gate, now)
         gate.refill(now)
-        self._hand_out(gate, now)
+        self._hand_out(gate, now)  # first to the keys that wait, this one among them
+        if key in gate.held or gate.kept.pop(key, None) is not None:
+            gate.held[key] = (worker, route)  # kept for it, or a DONE lost with a connection
+            return Admission.PERMIT
         if gate.waiting or not gate.room():
             gate.waiting[key] = None
             return Admission.THROTTLED

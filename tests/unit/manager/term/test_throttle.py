@@ -118,6 +118,17 @@ def test_the_rate_is_a_token_bucket_of_one_second() -> None:
     assert [t.admit("w0", key(n)) for n in "xyz"] == [PERMIT, PERMIT, THROTTLED]
 
 
+def test_a_waiting_key_fetched_again_when_its_turn_has_come_takes_its_permit_once() -> None:
+    w = World(limited(rate="1"))
+    t = w.throttle
+    assert [t.admit("w0", key(n)) for n in "ab"] == [PERMIT, THROTTLED]
+    w.clock.advance(1.0)  # a token, and no tick yet: b's turn
+    assert t.admit("w0", key("b")) is PERMIT  # an event pushed it meanwhile
+    w.clock.advance(1.0)
+    assert w.counts() == (2, 0)  # b does not wait any more
+    assert t.admit("w0", key("c")) is PERMIT
+
+
 def test_a_kept_permit_not_taken_in_time_is_freed_for_the_next() -> None:
     w = World(limited(most="1"))
     t = w.throttle
