@@ -5,11 +5,12 @@ Contract:
 - An entry is kept per parent and variant (the same keys as the ETag cache,
   ``proto.hooks.etag``): the digest of the request body the answer was given for, the
   answer's body as it came, and when it expires (``ttlSeconds`` after the answer came).
-- ``get(key, digest)`` returns the answer's body only for the same request (the same digest)
-  before it expires; a different request replaces nothing by itself, but its answer replaces
-  the entry (``put``), or removes it when it sets no TTL (``put`` with None).
-- ``digest(body)``: BLAKE2b, 16 bytes: a request differs from the one answered when its
-  bytes do, without keeping the request.
+- ``get(key, request)`` returns the answer's body only for the same request (the same
+  digest) before it expires; a different request replaces nothing by itself, but its answer
+  replaces the entry (``put``), or removes it when it sets no TTL (``put`` with None).
+- Requests are kept as digests (BLAKE2b, 16 bytes): a request differs from the one answered
+  when its bytes do. A digest is only computed for a key that has an entry (``get``) or an
+  answer with a TTL (``put``), so a hook that never sets one costs a dict lookup per call.
 - Memory is bounded: past ``max_bytes`` of kept answers the least recently used entries go;
   an expired entry is removed when it is next asked for, or swept once ``max_bytes`` is
   reached. ``drop(predicate)`` removes the entries of keys that match (the worker lost their
@@ -35,7 +36,7 @@ class _Answer:
     expires: float
 
 
-def digest(body: bytes) -> bytes:
+def _digest(body: bytes) -> bytes:
     return hashlib.blake2b(body, digest_size=16).digest()
 
 
@@ -54,27 +55,27 @@ class AnswerCache:
         self._bytes = 0
 
     def get(self, key: Hashable, request: bytes) -> bytes | None:
-        """The answer kept for ``key`` if it was given for the request of digest ``request``
-        and has not expired."""
+        """The answer kept for ``key`` if it was given for ``request`` (the request body) and
+        has not expired."""
         entry = self._entries.get(key)
         if entry is None:
             return None
         if entry.expires <= self._clock():
             self._remove(key)
             return None
-        if entry.digest != request:
+        if entry.digest != _digest(request):
             return None
         self._entries.move_to_end(key)
         return entry.body
 
     def put(self, key: Hashable, request: bytes, body: bytes, ttl: float | None) -> None:
-        """The answer ``body`` to the request of digest ``request`` came, valid for ``ttl``
+        """The answer ``body`` to ``request`` (the request body) came, valid for ``ttl``
         seconds (None: not to be reused)."""
         self._remove(key)
         if ttl is None or len(body) > self._max_bytes:
             return
         now = self._clock()
-        self._entries[key] = _Answer(request, body, now + ttl)
+        self._entries[key] = _Answer(_digest(request), body, now + ttl)
         self._bytes += len(body)
         if self._bytes > self._max_bytes:
             self._sweep(now)

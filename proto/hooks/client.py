@@ -48,7 +48,7 @@ returns ``decode(answer)``; ``call`` returns the answer's bytes as they came:
   forgets parents, every variant (their slot moved away); ``forget`` a controller (its
   caches, TLS contexts and metric series).
 - Answers reused by TTL (``ttl_of``, calls given a ``cache_key``; ``proto.api.ttl``): an
-  answer whose decoded form sets a TTL is kept for it with the digest of its request
+  answer whose decoded form sets a TTL is kept for it with a digest of its request
   (``proto.hooks.answers``, one cache per controller and hook, keyed as the ETag cache), and
   a call with the same request before it expires is not sent: the kept answer is decoded
   and returned, and counted apart (``HookMetrics.reused``), not as a request. An answer
@@ -83,7 +83,7 @@ from typing import Any, Protocol, TypeVar
 from proto.api.controllers import HookName, Webhook
 from proto.api.endpoints import Connection
 from proto.api.errors import HookResponseError
-from proto.hooks.answers import AnswerCache, digest
+from proto.hooks.answers import AnswerCache
 from proto.hooks.attempt import ATTEMPT
 from proto.hooks.errors import (
     CONNECT,
@@ -339,8 +339,7 @@ class HookClient:
         labels = endpoint.metric_labels
         entry = (cache_key, cache_variant)
         answers = self._answers_of(endpoint) if ttl_of and cache_key is not None else None
-        request = digest(body) if answers is not None else b""
-        reused = answers.get(entry, request) if answers is not None else None
+        reused = answers.get(entry, body) if answers is not None else None
         if reused is not None:
             result = decode(reused)
             self._metrics.reused(endpoint.hook, labels)
@@ -375,7 +374,7 @@ class HookClient:
             else:
                 raise self._refusal(endpoint, response)
             if answers is not None and ttl_of is not None:
-                answers.put(entry, request, answer, ttl_of(result))
+                answers.put(entry, body, answer, ttl_of(result))
             code = str(response.status)
             return result
         except HookError as err:

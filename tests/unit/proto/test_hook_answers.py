@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry
 from proto.api.controllers import ResponseMode
 from proto.api.decorator import decode_decorator_response
 from proto.api.hooks import decode_sync_response
-from proto.hooks.answers import AnswerCache, digest
+from proto.hooks.answers import AnswerCache
 from proto.hooks.client import HookClient
 from proto.hooks.metrics import PrometheusHookMetrics
 from proto.runtime.http1 import HttpClient
@@ -29,7 +29,7 @@ class Clock:
 def test_an_answer_is_reused_for_the_same_request_until_it_expires() -> None:
     clock = Clock()
     cache = AnswerCache(clock=clock)
-    one, two = digest(b'{"parent": 1}'), digest(b'{"parent": 2}')
+    one, two = b'{"parent": 1}', b'{"parent": 2}'
     cache.put("p", one, b"answer", 30.0)
     assert cache.get("p", one) == b"answer"
     assert cache.get("p", two) is None  # another request: the hook is called
@@ -41,9 +41,9 @@ def test_an_answer_is_reused_for_the_same_request_until_it_expires() -> None:
 
 def test_an_answer_without_ttl_forgets_the_one_kept() -> None:
     cache = AnswerCache(clock=Clock())
-    cache.put("p", digest(b"a"), b"answer", 30.0)
-    cache.put("p", digest(b"b"), b"other", None)
-    assert cache.get("p", digest(b"a")) is None and len(cache) == 0
+    cache.put("p", b"a", b"answer", 30.0)
+    cache.put("p", b"b", b"other", None)
+    assert cache.get("p", b"a") is None and len(cache) == 0
 
 
 def test_memory_is_bounded_least_recently_used_first_and_drop_forgets_keys() -> None:
