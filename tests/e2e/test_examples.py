@@ -289,6 +289,31 @@ async def test_limits(kube: Client, namespace: str, run_example: Run) -> None:
     }
     assert (await asyncio.to_thread(stats))["peak"] <= 2
 
+    # A value metashard cannot read: a Warning on the controller, which keeps running.
+    bad = {"metadata": {"annotations": {"metashard.io/max-concurrent-reconciles": "lots"}}}
+    await kube.patch(ccs, "quotes", bad)
+
+    async def warned() -> list[dict[str, Any]]:
+        events = await kube.list(
+            EVENTS, namespace="default", field_selector="involvedObject.name=quotes"
+        )
+        return [e for e in events.items if e.get("reason") == "InvalidAnnotation"]
+
+    await eventually(lambda: _truthy(warned()), message="no InvalidAnnotation event")
+    (event, *_) = await warned()
+    assert "metashard.io/max-concurrent-reconciles: 'lots'" in event["message"]
+    await kube.patch(quotes, "pins", {"spec": {"quantity": 200}}, namespace=namespace)
+
+    async def repriced_again() -> bool:
+        pins = await kube.get(quotes, "pins", namespace=namespace)
+        return (pins.get("status") or {}).get("price") == "2.00"
+
+    await eventually(repriced_again, message="the controller stopped after the bad value")
+
+
+async def _truthy(found: Awaitable[list[dict[str, Any]]]) -> bool:
+    return bool(await found)
+
 
 async def test_decorator(kube: Client, namespace: str, run_example: Run) -> None:
     await run_example("decorator")
