@@ -11,20 +11,20 @@ Contract:
 - Requests are kept as digests (BLAKE2b, 16 bytes): a request differs from the one answered
   when its bytes do. A digest is only computed for a key that has an entry (``get``) or an
   answer with a TTL (``put``), so a hook that never sets one costs a dict lookup per call.
-- Memory is bounded: past ``max_bytes`` of kept answers the least recently used entries go;
-  an expired entry is removed when it is next asked for, or swept once ``max_bytes`` is
-  reached. ``drop(predicate)`` removes the entries of keys that match (the worker lost their
-  slot).
+- Memory is bounded: past ``max_bytes`` of kept answers the least recently used entries go
+  (``proto.hooks.bodies``); an expired entry is removed when it is next asked for.
+  ``drop(predicate)`` removes the entries of keys that match (the worker lost their slot).
 """
 
 from __future__ import annotations
 
-import collections
 import hashlib
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
+
+from proto.hooks.bodies import Bodies
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
@@ -49,51 +49,27 @@ class AnswerCache:
         max_bytes: int = DEFAULT_MAX_BYTES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._max_bytes = max_bytes
         self._clock = clock
-        self._entries: collections.OrderedDict[Hashable, _Answer] = collections.OrderedDict()
-        self._bytes = 0
+        self._entries: Bodies[_Answer] = Bodies(max_bytes=max_bytes, clock=clock)
 
     def get(self, key: Hashable, request: bytes) -> bytes | None:
         """The answer kept for ``key`` if it was given for ``request`` (the request body) and
         has not expired."""
         entry = self._entries.get(key)
-        if entry is None:
+        if entry is None or entry.digest != _digest(request):
             return None
-        if entry.expires <= self._clock():
-            self._remove(key)
-            return None
-        if entry.digest != _digest(request):
-            return None
-        self._entries.move_to_end(key)
         return entry.body
 
     def put(self, key: Hashable, request: bytes, body: bytes, ttl: float | None) -> None:
         """The answer ``body`` to ``request`` (the request body) came, valid for ``ttl``
         seconds (None: not to be reused)."""
-        self._remove(key)
-        if ttl is None or len(body) > self._max_bytes:
-            return
-        now = self._clock()
-        self._entries[key] = _Answer(_digest(request), body, now + ttl)
-        self._bytes += len(body)
-        if self._bytes > self._max_bytes:
-            self._sweep(now)
-        while self._bytes > self._max_bytes:
-            self._remove(next(iter(self._entries)))
+        if ttl is None:
+            self._entries.remove(key)
+        else:
+            self._entries.put(key, _Answer(_digest(request), body, self._clock() + ttl))
 
     def drop(self, predicate: Callable[[Any], bool]) -> None:
-        for key in [k for k in self._entries if predicate(k)]:
-            self._remove(key)
+        self._entries.drop(predicate)
 
     def __len__(self) -> int:
         return len(self._entries)
-
-    def _sweep(self, now: float) -> None:
-        for key in [k for k, e in self._entries.items() if e.expires <= now]:
-            self._remove(key)
-
-    def _remove(self, key: Hashable) -> None:
-        entry = self._entries.pop(key, None)
-        if entry is not None:
-            self._bytes -= len(entry.body)
