@@ -84,7 +84,7 @@ import orjson
 from manager.controllers import finalizers
 from manager.controllers.finalizers import FinalizerWriter
 from manager.controllers.hookrefs import HookReferences, resolve_connections
-from manager.controllers.limits import REASON_INVALID_ANNOTATION, limits_of
+from manager.controllers.limits import limits_of
 from manager.controllers.refusals import RefusalReports, Refusals
 from manager.controllers.running import ControllerSet
 from manager.controllers.view import ControllerId, ControllerView, Unusable, group_resource
@@ -427,7 +427,7 @@ class Controllers:
                 annotation=problem.annotation,
                 value=problem.value,
             )
-            self._recorder.emit(obj, WARNING, REASON_INVALID_ANNOTATION, str(problem))
+            self._recorder.emit(obj, WARNING, names.REASON_INVALID_ANNOTATION, str(problem))
         return view
 
     def _report_pause(self, view: ControllerView, obj: dict[str, Any]) -> None:

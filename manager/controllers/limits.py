@@ -23,8 +23,6 @@ from typing import Any, Final
 MAX_CONCURRENT_ANNOTATION: Final = "metashard.io/max-concurrent-reconciles"
 RATE_ANNOTATION: Final = "metashard.io/reconciles-per-second"
 MAX_RATE: Final = 1_000_000.0
-REASON_INVALID_ANNOTATION: Final = "InvalidAnnotation"
-"""The reason of the Warning event about an annotation value that does not parse."""
 
 
 @dataclass(frozen=True, slots=True)
