@@ -47,39 +47,43 @@ def _max_len_error(length: int) -> str:
     return f"must be no more than {length} characters"
 
 
+def _checked(
+    value: str, limit: int, pattern: re.Pattern[str], message: str, fmt: str, *examples: str
+) -> list[str]:
+    """apimachinery's usual pair of checks: at most ``limit`` characters, then the format."""
+    errs = []
+    if len(value) > limit:
+        errs.append(_max_len_error(limit))
+    if not pattern.match(value):
+        errs.append(_regex_error(message, fmt, *examples))
+    return errs
+
+
 def is_dns1123_label(value: str) -> list[str]:
     """RFC 1123 label: namespaces, most names of things that become DNS labels."""
-    errs = []
-    if len(value) > DNS1123_LABEL_MAX:
-        errs.append(_max_len_error(DNS1123_LABEL_MAX))
-    if not _DNS1123_LABEL.match(value):
-        errs.append(
-            _regex_error(
-                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
-                "or '-', and must start and end with an alphanumeric character",
-                _DNS1123_LABEL_FMT,
-                "my-name",
-                "123-abc",
-            )
-        )
-    return errs
+    return _checked(
+        value,
+        DNS1123_LABEL_MAX,
+        _DNS1123_LABEL,
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+        "or '-', and must start and end with an alphanumeric character",
+        _DNS1123_LABEL_FMT,
+        "my-name",
+        "123-abc",
+    )
 
 
 def is_dns1123_subdomain(value: str) -> list[str]:
     """RFC 1123 subdomain: the names of most objects (ConfigMaps, custom resources...)."""
-    errs = []
-    if len(value) > DNS1123_SUBDOMAIN_MAX:
-        errs.append(_max_len_error(DNS1123_SUBDOMAIN_MAX))
-    if not _DNS1123_SUBDOMAIN.match(value):
-        errs.append(
-            _regex_error(
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                "characters, '-' or '.', and must start and end with an alphanumeric character",
-                _DNS1123_SUBDOMAIN_FMT,
-                "example.com",
-            )
-        )
-    return errs
+    return _checked(
+        value,
+        DNS1123_SUBDOMAIN_MAX,
+        _DNS1123_SUBDOMAIN,
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+        "characters, '-' or '.', and must start and end with an alphanumeric character",
+        _DNS1123_SUBDOMAIN_FMT,
+        "example.com",
+    )
 
 
 def is_qualified_name(value: str) -> list[str]:
@@ -129,21 +133,17 @@ def is_label_key(value: str) -> list[str]:
 
 
 def is_label_value(value: str) -> list[str]:
-    errs = []
-    if len(value) > LABEL_VALUE_MAX:
-        errs.append(_max_len_error(LABEL_VALUE_MAX))
-    if not _LABEL_VALUE.match(value):
-        errs.append(
-            _regex_error(
-                "a valid label must be an empty string or consist of alphanumeric characters, "
-                "'-', '_' or '.', and must start and end with an alphanumeric character",
-                _LABEL_VALUE_FMT,
-                "MyValue",
-                "my_value",
-                "12345",
-            )
-        )
-    return errs
+    return _checked(
+        value,
+        LABEL_VALUE_MAX,
+        _LABEL_VALUE,
+        "a valid label must be an empty string or consist of alphanumeric characters, "
+        "'-', '_' or '.', and must start and end with an alphanumeric character",
+        _LABEL_VALUE_FMT,
+        "MyValue",
+        "my_value",
+        "12345",
+    )
 
 
 class ErrorType(Enum):
@@ -244,19 +244,16 @@ _CONFIG_MAP_KEY = re.compile(f"^{_CONFIG_MAP_KEY_FMT}$")
 
 def is_config_map_key(value: str) -> list[str]:
     """A key of ``data``/``binaryData`` in ConfigMaps and Secrets."""
-    errs = []
-    if len(value) > DNS1123_SUBDOMAIN_MAX:
-        errs.append(_max_len_error(DNS1123_SUBDOMAIN_MAX))
-    if not _CONFIG_MAP_KEY.match(value):
-        errs.append(
-            _regex_error(
-                "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
-                _CONFIG_MAP_KEY_FMT,
-                "key.name",
-                "KEY_NAME",
-                "key-name",
-            )
-        )
+    errs = _checked(
+        value,
+        DNS1123_SUBDOMAIN_MAX,
+        _CONFIG_MAP_KEY,
+        "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+        _CONFIG_MAP_KEY_FMT,
+        "key.name",
+        "KEY_NAME",
+        "key-name",
+    )
     if value in (".", ".."):
         errs.append(f"must not be '{value}'")
     elif value.startswith(".."):
