@@ -98,17 +98,28 @@ def _directory(directory: str | os.PathLike[str]) -> Path:
     return path
 
 
+def _key(directory: Path, name: str) -> bytes | None:
+    """The key in file ``name`` (None when the file is absent)."""
+    text = _read(directory, name)
+    return None if text is None else parse_key(text, source=str(directory / name))
+
+
+def _secret(directory: Path, name: str, whose: str) -> bytes:
+    """The secret key in file ``name``, which must exist."""
+    secret = _key(directory, name)
+    if secret is None:
+        raise CurveKeyError(f"{directory / name} is missing: {whose} secret key")
+    return secret
+
+
 def server_keys(directory: str | os.PathLike[str]) -> ServerCurve:
     """What the coordinator needs: its key pair, and the worker keys to admit."""
     path = _directory(directory)
-    secret_text = _read(path, SERVER_SECRET)
-    if secret_text is None:
-        raise CurveKeyError(f"{path / SERVER_SECRET} is missing: the coordinator's secret key")
-    secret = parse_key(secret_text, source=str(path / SERVER_SECRET))
+    secret = _secret(path, SERVER_SECRET, "the coordinator's")
     admitted: set[bytes] = set()
-    worker_secret = _read(path, WORKER_SECRET)
+    worker_secret = _key(path, WORKER_SECRET)
     if worker_secret is not None:
-        admitted.add(zmq.curve_public(parse_key(worker_secret, source=str(path / WORKER_SECRET))))
+        admitted.add(zmq.curve_public(worker_secret))
     publics = _read(path, WORKER_PUBLIC)
     for number, line in enumerate((publics or "").splitlines(), start=1):
         if line.strip() and not line.lstrip().startswith("#"):
@@ -123,20 +134,15 @@ def server_keys(directory: str | os.PathLike[str]) -> ServerCurve:
 def client_keys(directory: str | os.PathLike[str]) -> ClientCurve:
     """What a worker needs: its key pair and the coordinator's public key."""
     path = _directory(directory)
-    secret_text = _read(path, WORKER_SECRET)
-    if secret_text is None:
-        raise CurveKeyError(f"{path / WORKER_SECRET} is missing: the workers' secret key")
-    secret = parse_key(secret_text, source=str(path / WORKER_SECRET))
-    server_public_text = _read(path, SERVER_PUBLIC)
-    if server_public_text is not None:
-        server_public = parse_key(server_public_text, source=str(path / SERVER_PUBLIC))
-    else:
-        server_secret = _read(path, SERVER_SECRET)
+    secret = _secret(path, WORKER_SECRET, "the workers'")
+    server_public = _key(path, SERVER_PUBLIC)
+    if server_public is None:
+        server_secret = _key(path, SERVER_SECRET)
         if server_secret is None:
             raise CurveKeyError(
                 f"{path}: no coordinator key (needs {SERVER_PUBLIC} or {SERVER_SECRET})"
             )
-        server_public = zmq.curve_public(parse_key(server_secret, source=str(path / SERVER_SECRET)))
+        server_public = zmq.curve_public(server_secret)
     return ClientCurve(server_public, zmq.curve_public(secret), secret)
 
 
