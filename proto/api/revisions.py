@@ -54,26 +54,27 @@ def revision_hash(name: str) -> str:
 
 def make_patch(parent: Mapping[str, Any], field_paths: Sequence[str]) -> dict[str, Any]:
     """The subtrees of ``parent`` at ``field_paths`` (absent paths are left out)."""
-    patch: dict[str, Any] = {}
-    for path in field_paths:
-        parts = path.split(".")
-        found, value = _get(parent, parts)
-        if found:
-            patch = _set(patch, parts, value)
-    return patch
+    return _copy_paths({}, parent, field_paths)
 
 
 def apply_patch(
     parent: Mapping[str, Any], patch: Mapping[str, Any], field_paths: Sequence[str]
 ) -> dict[str, Any]:
     """A copy of ``parent`` with ``patch``'s subtrees at ``field_paths`` written over it."""
-    result = dict(parent)
+    return _copy_paths(dict(parent), patch, field_paths)
+
+
+def _copy_paths(
+    target: dict[str, Any], source: Mapping[str, Any], field_paths: Sequence[str]
+) -> dict[str, Any]:
+    """``target`` with ``source``'s subtrees at ``field_paths`` written over it (copy on
+    write; paths absent from ``source`` are left as they are)."""
     for path in field_paths:
         parts = path.split(".")
-        found, value = _get(patch, parts)
+        found, value = _get(source, parts)
         if found:
-            result = _set(result, parts, value)
-    return result
+            target = _set(target, parts, value)
+    return target
 
 
 def restore_patch(
