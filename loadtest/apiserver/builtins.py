@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from loadtest.apiserver import events, pods, rbac_validation, rules, workloads
-from loadtest.apiserver.kinds import Builtin, Defaulter
+from loadtest.apiserver.kinds import Builtin, Defaulter, Validator
 from loadtest.apiserver.registry import (
     STATUS_VERBS,
     ResourceType,
@@ -269,9 +269,32 @@ def builtin_types() -> list[ResourceType]:
         apps_workload("ReplicaSet", "rs", workloads.default_replicaset),
         apps_workload("StatefulSet", "sts", workloads.default_statefulset),
     ]
+
+    def rbac_type(
+        kind: str,
+        namespaced: bool,
+        fields: dict[str, Field],
+        defaults: Defaulter,
+        validate: Validator,
+    ) -> ResourceType:
+        """An rbac.authorization.k8s.io/v1 type: names need only be one URL path segment."""
+        return ResourceType(
+            "rbac.authorization.k8s.io",
+            "v1",
+            kind.lower() + "s",
+            kind.lower(),
+            kind,
+            namespaced,
+            Builtin(
+                top(kind, fields),
+                defaults=defaults,
+                validate=validate,
+                name_rule=v.is_path_segment_name,
+            ),
+        )
+
     role_rules = {"rules": Field(LIST, omitempty=False)}
     binding = {"subjects": Field(LIST), "roleRef": Field(OBJECT, omitempty=False)}
-    rbac = "rbac.authorization.k8s.io"
     others = [
         ResourceType(
             "events.k8s.io",
@@ -321,61 +344,33 @@ def builtin_types() -> list[ResourceType]:
             status=True,
             generation=True,
         ),
-        ResourceType(
-            rbac,
-            "v1",
-            "clusterrolebindings",
-            "clusterrolebinding",
+        rbac_type(
             "ClusterRoleBinding",
             False,
-            Builtin(
-                top("ClusterRoleBinding", binding),
-                defaults=rbac_validation.default_binding,
-                validate=rbac_validation.validate_cluster_role_binding,
-                name_rule=v.is_path_segment_name,
-            ),
+            binding,
+            rbac_validation.default_binding,
+            rbac_validation.validate_cluster_role_binding,
         ),
-        ResourceType(
-            rbac,
-            "v1",
-            "clusterroles",
-            "clusterrole",
+        rbac_type(
             "ClusterRole",
             False,
-            Builtin(
-                top("ClusterRole", {**role_rules, "aggregationRule": Field(OBJECT)}),
-                defaults=rbac_validation.default_role,
-                validate=rbac_validation.validate_cluster_role,
-                name_rule=v.is_path_segment_name,
-            ),
+            {**role_rules, "aggregationRule": Field(OBJECT)},
+            rbac_validation.default_role,
+            rbac_validation.validate_cluster_role,
         ),
-        ResourceType(
-            rbac,
-            "v1",
-            "rolebindings",
-            "rolebinding",
+        rbac_type(
             "RoleBinding",
             True,
-            Builtin(
-                top("RoleBinding", binding),
-                defaults=rbac_validation.default_binding,
-                validate=rbac_validation.validate_role_binding,
-                name_rule=v.is_path_segment_name,
-            ),
+            binding,
+            rbac_validation.default_binding,
+            rbac_validation.validate_role_binding,
         ),
-        ResourceType(
-            rbac,
-            "v1",
-            "roles",
-            "role",
+        rbac_type(
             "Role",
             True,
-            Builtin(
-                top("Role", role_rules),
-                defaults=rbac_validation.default_role,
-                validate=rbac_validation.validate_role,
-                name_rule=v.is_path_segment_name,
-            ),
+            role_rules,
+            rbac_validation.default_role,
+            rbac_validation.validate_role,
         ),
         ResourceType(
             "coordination.k8s.io",
