@@ -22,17 +22,39 @@ import sys
 import tempfile
 import threading
 import urllib.request
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from loadtest.apiserver.cluster import EmbeddedCluster
 
 T = TypeVar("T")
 
 
-class ClusterThread:
+class _Started(ABC):
+    """A context manager over ``start()`` and ``stop()``: ``with`` starts, leaving stops."""
+
+    @abstractmethod
+    def start(self) -> Self: ...
+
+    @abstractmethod
+    def stop(self) -> object: ...
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class ClusterThread(_Started):
     def __init__(self, **options: Any) -> None:
         self._options = options
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -40,7 +62,7 @@ class ClusterThread:
         self._stopped: asyncio.Event | None = None
         self.cluster: EmbeddedCluster | None = None
 
-    def start(self) -> ClusterThread:
+    def start(self) -> Self:
         ready: concurrent.futures.Future[None] = concurrent.futures.Future()
 
         async def main() -> None:
@@ -90,17 +112,6 @@ class ClusterThread:
         if self._loop is not None and self._stopped is not None and self._thread is not None:
             self._loop.call_soon_threadsafe(self._stopped.set)
             self._thread.join(timeout=30)
-
-    def __enter__(self) -> ClusterThread:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 class HttpFaults:
@@ -157,7 +168,7 @@ class HttpFaults:
         self._post("", method="DELETE")
 
 
-class ClusterProcess:
+class ClusterProcess(_Started):
     """``python -m loadtest.apiserver`` in a subprocess."""
 
     def __init__(
@@ -180,7 +191,7 @@ class ClusterProcess:
         self.url = ""
         self.faults = HttpFaults("")
 
-    def start(self, timeout: float = 30.0) -> ClusterProcess:
+    def start(self, timeout: float = 30.0) -> Self:
         command = [
             sys.executable,
             "-m",
@@ -229,14 +240,3 @@ class ClusterProcess:
             self.process.stdout.close()
         self._tempdir.cleanup()
         return self.process.returncode
-
-    def __enter__(self) -> ClusterProcess:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
