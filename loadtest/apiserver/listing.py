@@ -48,6 +48,14 @@ def parse_rv(value: str) -> int:
     return rv
 
 
+_MATCH_WITH_CONTINUE = FieldError(
+    ErrorType.FORBIDDEN,
+    "resourceVersionMatch",
+    "resourceVersionMatch is forbidden when continue is provided",
+)
+"""A list or watch may not pair ``resourceVersionMatch`` with a ``continue`` token."""
+
+
 @dataclass(frozen=True, slots=True)
 class ListOptions:
     label: Selector
@@ -103,13 +111,7 @@ class ListOptions:
                     )
                 )
             if self.token:
-                problems.append(
-                    FieldError(
-                        ErrorType.FORBIDDEN,
-                        "resourceVersionMatch",
-                        "resourceVersionMatch is forbidden when continue is provided",
-                    )
-                )
+                problems.append(_MATCH_WITH_CONTINUE)
             if match not in ("Exact", "NotOlderThan"):
                 problems.append(
                     FieldError(
@@ -168,13 +170,7 @@ class ListOptions:
                     )
                 )
             if self.token:
-                problems.append(
-                    FieldError(
-                        ErrorType.FORBIDDEN,
-                        "resourceVersionMatch",
-                        "resourceVersionMatch is forbidden when continue is provided",
-                    )
-                )
+                problems.append(_MATCH_WITH_CONTINUE)
         return problems
 
     @property
