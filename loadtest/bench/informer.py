@@ -37,6 +37,7 @@ import uvloop
 from aiohttp import web
 
 from loadtest.bench._report import header, row
+from loadtest.bench._streaming import serve, stream
 from loadtest.bench.watch_decode import pod
 from manager.informers.gcguard import GcGuard
 from manager.informers.informer import Informer, InformerOptions
@@ -49,7 +50,6 @@ from proto.kube.watch import LineSplitter, decode_event
 from proto.runtime.logs import configure
 
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
-SERVER_WRITE = 8 << 20
 GONE = {"kind": "Status", "status": "Failure", "reason": "Expired", "code": 410}
 
 
@@ -101,28 +101,9 @@ def _serve(port_queue: Any, count: int, relist_count: int) -> None:
             hold = hold and n > 0
         else:
             body = ingest
-        response = web.StreamResponse(headers={"Content-Type": "application/json"})
-        response.enable_chunked_encoding()
-        await response.prepare(request)
-        view = memoryview(body)
-        for start in range(0, len(view), SERVER_WRITE):
-            await response.write(view[start : start + SERVER_WRITE])
-        if hold:
-            await asyncio.sleep(3600)
-        await response.write_eof()
-        return response
+        return await stream(request, body, hold=hold)
 
-    async def main() -> None:
-        app = web.Application()
-        app.router.add_get("/api/v1/{resource}", handle)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port_queue.put(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
-        await asyncio.Event().wait()
-
-    uvloop.run(main())
+    serve(port_queue, "/api/v1/{resource}", handle, run=uvloop.run)
 
 
 class _Counter:

@@ -28,6 +28,7 @@ import orjson
 from aiohttp import web
 
 from loadtest.bench._report import header, row
+from loadtest.bench._streaming import serve, stream
 from proto.kube.client import Client
 from proto.kube.cluster import ClusterConfig
 from proto.kube.resources import Resource
@@ -36,7 +37,6 @@ from proto.kube.watch import LineSplitter, decode_event
 
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 CHUNK = 1 << 20
-SERVER_WRITE = 8 << 20
 
 
 def _env(count: int, prefix: str) -> list[dict[str, Any]]:
@@ -271,26 +271,11 @@ def _serve(port_queue: Any, count: int) -> None:
     bodies = {"small": _stream(count, large=False), "large": _stream(count, large=True)}
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        body = memoryview(bodies[request.query.get("labelSelector", "size=small").split("=")[1]])
-        response = web.StreamResponse(headers={"Content-Type": "application/json"})
-        response.enable_chunked_encoding()
-        await response.prepare(request)
-        for start in range(0, len(body), SERVER_WRITE):
-            await response.write(body[start : start + SERVER_WRITE])
-        await response.write_eof()
-        return response
+        return await stream(
+            request, bodies[request.query.get("labelSelector", "size=small").split("=")[1]]
+        )
 
-    async def main() -> None:
-        app = web.Application()
-        app.router.add_get("/api/v1/namespaces/bench/pods", handle)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port_queue.put(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
-        await asyncio.Event().wait()
-
-    _event_loop_runner()(main())
+    serve(port_queue, "/api/v1/namespaces/bench/pods", handle, run=_event_loop_runner())
 
 
 async def _client_rate(session: Session, size: str, count: int) -> float:
