@@ -29,7 +29,6 @@ import random
 import statistics
 import time
 import tracemalloc
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
@@ -46,6 +45,7 @@ from loadtest.bench._term import (
     running_term,
     term_over,
 )
+from loadtest.bench.informer import load_store
 from manager.informers.store import Cached, Store
 from manager.link.router import RouterLink, SendResult
 from manager.routing.router import KeyIndex, Router
@@ -71,27 +71,6 @@ NAMESPACE = "scale-bench"
 
 
 # --- 1. memory ---------------------------------------------------------------------------------
-
-
-def _load(
-    lines: list[bytes], then: Callable[[Store], object] = lambda _: None
-) -> tuple[Store, float, float]:
-    """(store, bytes held per object, raw JSON bytes per object) of ``lines`` decoded one by
-    one into a store, and ``then(store)`` (what builds its indexes)."""
-    gc.collect()
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
-    store = Store()
-    raw = 0
-    for line in lines:
-        event = decode_event(line)
-        store.upsert(Cached.from_object(event.object, event.raw))
-        raw += len(event.raw)
-        del event
-    then(store)
-    held = tracemalloc.get_traced_memory()[0] - before
-    tracemalloc.stop()
-    return store, held / len(lines), raw / len(lines)
 
 
 class _NoSink:
@@ -124,9 +103,9 @@ def memory(n: int) -> Memory:
     child_lines = [watch_line("ADDED", configmap(p, k)) for p in parents for k in range(3)]
     del parents
     view = composite_view(FANOUTS)
-    parent_store, parent_held, parent_raw = _load(parent_lines)
+    parent_store, parent_held, parent_raw = load_store(parent_lines)
     first = next(iter(parent_store))
-    child_store, child_held, child_raw = _load(
+    child_store, child_held, child_raw = load_store(
         child_lines, lambda store: view.children_of(first, CONFIGMAPS, store)
     )
     informers = Informers({"fanouts": parent_store, "configmaps": child_store})
