@@ -301,22 +301,10 @@ class Router:
         parts = [p for p in request.path.split("/") if p]
         if request.method != "GET":
             raise errors.method_not_allowed()
-        if parts[0] == "api":
-            if len(parts) == 1:
-                form = discovery.negotiate(request.headers.get("Accept"))
-                if form is None:
-                    raise errors.not_acceptable()
-                if form == "aggregated":
-                    return self._aggregated(discovery.aggregated(self.registry, core=True))
-                return json_response(discovery.api_versions(self.host))
-            return json_response(discovery.resource_list(self.registry, "", "v1"))
         if len(parts) == 1:
-            form = discovery.negotiate(request.headers.get("Accept"))
-            if form is None:
-                raise errors.not_acceptable()
-            if form == "aggregated":
-                return self._aggregated(discovery.aggregated(self.registry, core=False))
-            return json_response(discovery.api_group_list(self.registry))
+            return self._root(request, core=parts[0] == "api")
+        if parts[0] == "api":
+            return json_response(discovery.resource_list(self.registry, "", "v1"))
         group = parts[1]
         versions = self.registry.versions(group)
         if not versions:
@@ -326,6 +314,18 @@ class Router:
         if parts[2] not in versions:
             raise errors.PageNotFound()
         return json_response(discovery.resource_list(self.registry, group, parts[2]))
+
+    def _root(self, request: web.BaseRequest, *, core: bool) -> web.Response:
+        """``/api`` (``core``) or ``/apis``: aggregated discovery when the client asks for it,
+        else the legacy version or group list; 406 when it accepts neither."""
+        form = discovery.negotiate(request.headers.get("Accept"))
+        if form is None:
+            raise errors.not_acceptable()
+        if form == "aggregated":
+            return self._aggregated(discovery.aggregated(self.registry, core=core))
+        if core:
+            return json_response(discovery.api_versions(self.host))
+        return json_response(discovery.api_group_list(self.registry))
 
     @staticmethod
     def _aggregated(body: dict[str, Any]) -> web.Response:

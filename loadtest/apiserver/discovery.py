@@ -84,10 +84,7 @@ def resource_list(registry: Registry, group: str, version: str) -> dict[str, Any
             "kind": rt.kind,
             "verbs": list(rt.verbs),
         }
-        if rt.short_names:
-            entry["shortNames"] = list(rt.short_names)
-        if rt.categories:
-            entry["categories"] = list(rt.categories)
+        entry.update(_other_names(rt))
         entry["storageVersionHash"] = rt.storage_version_hash
         resources.append(entry)
         for sub in sorted(rt.subresources, key=lambda s: s.name):
@@ -112,6 +109,12 @@ def resource_list(registry: Registry, group: str, version: str) -> dict[str, Any
     return body
 
 
+def _other_names(rt: ResourceType) -> dict[str, list[str]]:
+    """The ``shortNames`` and ``categories`` of a discovery entry, each left out when empty."""
+    names = {"shortNames": list(rt.short_names), "categories": list(rt.categories)}
+    return {key: value for key, value in names.items() if value}
+
+
 def _response_kind(
     rt: ResourceType, kind: str, group: str | None, version: str | None
 ) -> dict[str, str]:
@@ -128,10 +131,7 @@ def _aggregated_resource(rt: ResourceType) -> dict[str, Any]:
         "singularResource": rt.singular,
         "verbs": list(rt.verbs),
     }
-    if rt.short_names:
-        entry["shortNames"] = list(rt.short_names)
-    if rt.categories:
-        entry["categories"] = list(rt.categories)
+    entry.update(_other_names(rt))
     if rt.subresources:
         entry["subresources"] = [
             {
