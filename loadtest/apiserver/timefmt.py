@@ -44,6 +44,17 @@ def _num(value: str, fixed: bool) -> tuple[int, str] | None:
     return int(value[:2]), value[2:]
 
 
+_FIELDS = (
+    ("-", "01", True),
+    ("-", "02", True),
+    ("T", "15", False),
+    (":", "04", True),
+    (":", "05", True),
+)
+"""After the year: (separator, Go layout element, two digits required) of month, day, hour
+(Go's ``15`` also takes one digit), minute and second."""
+
+
 def parse(value: str, *, micro: bool) -> datetime:
     """Parse like Go's ``time.Parse`` with the RFC 3339 (micro) layout; UTC result."""
     layout = RFC3339_MICRO if micro else RFC3339
@@ -63,20 +74,11 @@ def parse(value: str, *, micro: bool) -> datetime:
         raise fail(value, "2006")
     value = value[4:]
     fields: list[int] = []
-    for prefix, elem, fixed in (("-", "01", True), ("-", "02", True), ("T", "15", False)):
+    for prefix, elem, fixed in _FIELDS:
         if not value.startswith(prefix):
             raise fail(value, prefix)
         value = value[1:]
         got = _num(value, fixed)
-        if got is None:
-            raise fail(value, elem)
-        number, value = got
-        fields.append(number)
-    for elem in ("04", "05"):
-        if not value.startswith(":"):
-            raise fail(value, ":")
-        value = value[1:]
-        got = _num(value, True)
         if got is None:
             raise fail(value, elem)
         number, value = got
