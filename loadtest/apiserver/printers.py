@@ -60,26 +60,26 @@ def human_duration(seconds: float) -> str:
         return f"{whole}s"
     minutes = whole // 60
     if minutes < 10:
-        rest = whole % 60
-        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
+        return _units(minutes, "m", whole % 60, "s")
     if minutes < 180:
         return f"{minutes}m"
     hours = whole // 3600
     if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
+        return _units(hours, "h", minutes % 60, "m")
     if hours < 48:
         return f"{hours}h"
     if hours < 24 * 8:
-        rest = hours % 24
-        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
+        return _units(hours // 24, "d", hours % 24, "h")
     if hours < 24 * 365 * 2:
         return f"{hours // 24}d"
     if hours < 24 * 365 * 8:
-        rest = (hours // 24) % 365
-        years = hours // 24 // 365
-        return f"{years}y" if rest == 0 else f"{years}y{rest}d"
+        return _units(hours // 24 // 365, "y", (hours // 24) % 365, "d")
     return f"{hours // 24 // 365}y"
+
+
+def _units(count: int, unit: str, rest: int, rest_unit: str) -> str:
+    """``3m``, or ``3m20s`` when there is a rest in the smaller unit."""
+    return f"{count}{unit}{rest}{rest_unit}" if rest else f"{count}{unit}"
 
 
 def since(stamp: Any, now: float, *, micro: bool = False) -> str:
