@@ -1,14 +1,14 @@
 """A coordinator's term in this process, over stores the benchmark fills, with worker links.
 
 ``term_over(stores, parent=...)`` builds the real ``Term`` as the coordinator does, with one
-CompositeController (``composite_view``: parent ``parent``, ConfigMap children,
-``generateSelector``) and informers that are the given stores (already synced).
-``running_term(stores, parent=..., workers=...)`` also binds it on ipc, runs its receive and
-send loops, connects ``workers`` ``DealerLink``s (``w0``, ``w1``...), assigns every slot and
-reads each link's WELCOME and ASSIGN; ``assigned(term, workers)`` only gives every slot to
-workers that joined without a socket (what the term queues for them stays in its dispatch).
-What the benchmark then does with the term (events into the router, keys into the dispatch,
-FETCHes) is its own.
+CompositeController (``composite_controller``, seen through ``composite_view``: parent
+``parent``, ConfigMap children, ``generateSelector``) and informers that are the given stores
+(already synced). ``running_term(stores, parent=..., workers=...)`` also binds it on ipc,
+runs its receive and send loops, connects ``workers`` ``DealerLink``s (``w0``, ``w1``...),
+assigns every slot and reads each link's WELCOME and ASSIGN; ``assigned(term, workers)`` only
+gives every slot to workers that joined without a socket (what the term queues for them stays
+in its dispatch). What the benchmark then does with the term (events into the router, keys
+into the dispatch, FETCHes) is its own.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ from workers.link.dealer import DealerLink
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 
 
-def composite_view(parent: Resource) -> CompositeView:
-    """A CompositeController ``bench`` of ``parent`` with ConfigMap children."""
+def composite_controller(parent: Resource) -> dict[str, Any]:
+    """The CompositeController ``bench`` of ``parent`` with ConfigMap children, as an object."""
     api_version = f"{parent.group}/{parent.version}" if parent.group else parent.version
-    controller = {
+    return {
         "apiVersion": "metacontroller.k8s.io/v1alpha1",
         "kind": "CompositeController",
         "metadata": {"name": "bench", "uid": "cc-uid"},
@@ -53,6 +53,11 @@ def composite_view(parent: Resource) -> CompositeView:
             "hooks": {"sync": {"webhook": {"url": "http://127.0.0.1:9/unused"}}},
         },
     }
+
+
+def composite_view(parent: Resource) -> CompositeView:
+    """``composite_controller(parent)`` as the coordinator's kind sees it."""
+    controller = composite_controller(parent)
     spec = parse_composite_controller(controller)
     return CompositeView(spec, orjson.dumps(controller), "1", parent, (CONFIGMAPS,))
 

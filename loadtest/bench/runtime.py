@@ -27,7 +27,7 @@ import orjson
 from loadtest.apiserver.background import ClusterProcess
 from loadtest.bench import _rawframes
 from loadtest.bench._report import header, row
-from loadtest.bench._term import CONFIGMAPS, running_term
+from loadtest.bench._term import CONFIGMAPS, composite_controller, running_term
 from loadtest.dev.crds import install, simple_crd
 from loadtest.dev.processes import Proc, Processes
 from manager.informers.store import Cached, Store
@@ -43,17 +43,6 @@ THINGS = Resource("bench.metashard.io", "v1", "things", "Thing", True, subresour
 CCS = Resource(
     "metacontroller.k8s.io", "v1alpha1", "compositecontrollers", "CompositeController", False
 )
-CC = {
-    "apiVersion": "metacontroller.k8s.io/v1alpha1",
-    "kind": "CompositeController",
-    "metadata": {"name": "bench", "uid": "cc-uid"},
-    "spec": {
-        "generateSelector": True,
-        "parentResource": {"apiVersion": "bench.metashard.io/v1", "resource": "things"},
-        "childResources": [{"apiVersion": "v1", "resource": "configmaps"}],
-        "hooks": {"sync": {"webhook": {"url": "http://127.0.0.1:9/unused"}}},
-    },
-}
 THING_CRD = simple_crd("bench.metashard.io", "Thing")
 
 
@@ -146,7 +135,7 @@ async def _install(kubeconfig: str, parents: int) -> None:
             Resource("", "v1", "namespaces", "Namespace", False),
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}},
         )
-        await client.create(CCS, {k: v for k, v in CC.items()} | {"metadata": {"name": "bench"}})
+        await client.create(CCS, composite_controller(THINGS) | {"metadata": {"name": "bench"}})
         sem = asyncio.Semaphore(64)
 
         async def one(i: int) -> None:
