@@ -14,7 +14,10 @@ at construction (no part learns another later):
    cache; together the ``WorkerContext`` every controller kind builds its reconcilers from
    (``workers.kinds.plugins``: the built-in kinds, or ``--reconciler``);
 4. the ``Runner``: reconciles keys, gated by the standing, with snapshots from ``Snapshots``;
-5. the ``Membership``: reads the link, keeps the standing, answers FETCHes, feeds the runner.
+5. the ``Membership``: reads the link, keeps the standing, answers FETCHes, feeds the runner,
+   and says in the log (``ContactReport``: ``workers.link.contact``) when the worker joined,
+   lost contact, or why it cannot join (counted in
+   ``metashard_worker_join_warnings_total{cause}``).
 
 Reconcilers share one API client, one webhook client (hook metrics on the worker's registry,
 answers capped at ``--hook-max-response-bytes``) and one event recorder; pending events are
@@ -47,6 +50,7 @@ from proto.runtime.logs import bind, get_logger
 from proto.runtime.ops import OpsServer
 from proto.wire import ControllerDef, dropped_frames_counter
 from workers.kinds.plugins import FactoryBuilder, WorkerContext, builtin, load
+from workers.link.contact import ContactReport, join_warnings_counter
 from workers.link.dealer import DealerLink
 from workers.link.fencing import Fence
 from workers.link.membership import Membership
@@ -193,6 +197,11 @@ class Worker:
             standing,
             snapshots,
             runner,
+            contact=ContactReport(
+                settings.coordinator,
+                clock=self._clock,
+                warnings=join_warnings_counter(registry),
+            ),
             worker_id=settings.worker_id,
             concurrency=settings.concurrency,
             clock=self._clock,

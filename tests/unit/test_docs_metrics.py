@@ -15,6 +15,7 @@ from proto.hooks.metrics import PrometheusHookMetrics
 from proto.kube.metrics import RestClientMetrics
 from proto.runtime.ops import PEER_UP, process_collectors
 from proto.wire import dropped_frames_counter
+from workers.link.contact import join_warnings_counter
 from workers.runner.metrics import PrometheusControllerMetrics
 from workers.sync.apply_metrics import PrometheusApplyMetrics
 from workers.workqueue.metrics import PrometheusMetricsProvider
@@ -51,6 +52,7 @@ def worker() -> set[str]:
     PrometheusMetricsProvider(registry=registry)
     PrometheusControllerMetrics(registry=registry)
     PrometheusApplyMetrics(registry=registry)
+    join_warnings_counter(registry)
     return exposed(registry)
 
 

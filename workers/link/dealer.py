@@ -32,6 +32,10 @@ Contract:
   counted in the injected ``metashard_wire_frames_dropped_total{reason}`` counter
   (``proto.wire.dropped_frames_counter``; none: not counted) and logged once per endpoint
   and reason.
+- ``events()`` returns what the socket's monitor saw since the last call, ``(zmq.Event,
+  value)`` pairs oldest first, without waiting: connection attempts (``CONNECTED``,
+  ``CONNECT_RETRIED``) and handshakes (``HANDSHAKE_*``), for ``workers.link.contact`` to say
+  why the worker is not joined. Each socket has its monitor; ``reconnect()`` starts over.
 - ``close()``: a ``recv()`` waiting or called later raises ``LinkClosed``, iteration ends,
   ``send`` raises ``LinkClosed``; the same once the context is terminated. The context itself
   is not terminated by the link.
@@ -39,12 +43,14 @@ Contract:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator
-from typing import Final
+from typing import Any, Final
 
 import zmq
 import zmq.asyncio
 from prometheus_client import Counter
+from zmq.utils.monitor import parse_monitor_message
 
 from proto.runtime.curve import ClientCurve
 from proto.runtime.logs import get_logger
@@ -58,6 +64,16 @@ from proto.wire import (
 )
 
 DEFAULT_HWM: Final = 10_000
+
+MONITORED: Final = (
+    zmq.EVENT_CONNECTED
+    | zmq.EVENT_CONNECT_RETRIED
+    | zmq.EVENT_HANDSHAKE_SUCCEEDED
+    | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+    | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+    | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+)
+_monitors = itertools.count(1)  # inproc monitor endpoints are never reused
 
 
 def _ms(seconds: float) -> int:
@@ -115,26 +131,52 @@ class DealerLink:
         )
         self._closed = False
         self._endpoint = endpoint
-        self._socket = self._connected(endpoint)
+        self._socket, self._monitor = self._connected(endpoint)
 
-    def _connected(self, endpoint: str) -> LoopSocket:
+    def _connected(self, endpoint: str) -> tuple[LoopSocket, zmq.Socket[bytes]]:
+        """A new socket connected to ``endpoint``, and the PAIR socket its monitor speaks to."""
         io = LoopSocket(self._context, zmq.DEALER)
         sock = io.socket
         for option, value in self._options.items():
             sock.setsockopt(option, value)
         for key_option, key in self._keys.items():
             sock.setsockopt(key_option, key)
+        address = f"inproc://metashard-dealer-monitor-{next(_monitors)}"
+        sock.monitor(address, MONITORED)
+        # A plain socket (not an asyncio one), read without waiting; made by the context, so
+        # that destroying the context closes it.
+        context: zmq.Context[Any] = self._context
+        monitor: zmq.Socket[bytes] = context.socket(zmq.PAIR, socket_class=zmq.Socket)
+        monitor.setsockopt(zmq.LINGER, 0)
+        monitor.connect(address)
         sock.connect(endpoint)
-        return io
+        return io, monitor
+
+    def events(self) -> list[tuple[zmq.Event, int]]:
+        """What the current socket's monitor saw since the last call (module docstring)."""
+        seen: list[tuple[zmq.Event, int]] = []
+        if self._closed:
+            return seen
+        while True:
+            try:
+                frames = self._monitor.recv_multipart(zmq.NOBLOCK)
+            except zmq.ZMQError:  # nothing more (or the context was terminated)
+                return seen
+            event = parse_monitor_message(frames)
+            seen.append((zmq.Event(event["event"]), int(event["value"])))
 
     def reconnect(self, endpoint: str | None = None, *, flush: float = 0.0) -> None:
         """Drop the socket (after up to ``flush`` seconds of delivering what it queued, in the
         background); connect a fresh one (to ``endpoint``)."""
         self._check_open()
-        self._socket.close(linger=_ms(flush))
+        self._drop(flush)
         if endpoint is not None:
             self._endpoint = endpoint
-        self._socket = self._connected(self._endpoint)
+        self._socket, self._monitor = self._connected(self._endpoint)
+
+    def _drop(self, flush: float) -> None:
+        self._socket.close(linger=_ms(flush))
+        self._monitor.close(linger=0)
 
     def send_now(self, msg: Message) -> bool:
         """``send(msg)`` without waiting, callable outside a coroutine."""
@@ -203,5 +245,6 @@ class DealerLink:
 
     def close(self) -> None:
         """Close the socket at once; unsent messages are dropped. Idempotent."""
-        self._closed = True
-        self._socket.close(linger=0)
+        if not self._closed:
+            self._closed = True
+            self._drop(0.0)

@@ -1,8 +1,10 @@
 """A worker's membership: joining, heartbeats, fencing, and the keys it feeds the runner.
 
-``Membership(link, standing, snapshots, work, ...)`` reads the coordinator's messages from the
-link, keeps the worker's ``Standing`` (epoch, slots, contact) up to date, hands the answers to
-FETCHes to ``Snapshots``, and feeds parent keys into the ``WorkSink`` (the runner).
+``Membership(link, standing, snapshots, work, contact=...)`` reads the coordinator's messages
+from the link, keeps the worker's ``Standing`` (epoch, slots, contact) up to date, hands the
+answers to FETCHes to ``Snapshots``, feeds parent keys into the ``WorkSink`` (the runner), and
+tells the ``ContactReport`` (``workers.link.contact``) what the link's monitor saw, on every
+tick, and when the worker joined, lost contact or was refused: it says so in the log.
 
 Contract (see ``proto.wire.messages`` for the messages):
 - Until welcomed, the worker sends HELLO (with a new incarnation per process) every
@@ -48,6 +50,8 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
+import zmq
+
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
 from proto.runtime.logs import get_logger
 from proto.wire import (
@@ -70,6 +74,7 @@ from proto.wire import (
     Welcome,
     slot_of,
 )
+from workers.link.contact import ContactReport
 from workers.link.snapshots import Snapshots
 from workers.link.standing import Standing
 
@@ -84,6 +89,7 @@ class Link(Protocol):
     async def send(self, msg: Message, *, wait: float = 0.0) -> bool: ...
     def send_now(self, msg: Message) -> bool: ...
     def reconnect(self, *, flush: float = 0.0) -> None: ...
+    def events(self) -> list[tuple[zmq.Event, int]]: ...
     def __aiter__(self) -> AsyncIterator[Message]: ...
 
 
@@ -113,6 +119,7 @@ class Membership:
         snapshots: Snapshots,
         work: WorkSink,
         *,
+        contact: ContactReport,
         worker_id: str,
         concurrency: int,
         clock: Clock = SYSTEM_CLOCK,
@@ -122,6 +129,7 @@ class Membership:
         self._standing = standing
         self._snapshots = snapshots
         self._work = work
+        self._contact = contact
         self._worker_id = worker_id
         self._concurrency = concurrency
         self._clock = clock
@@ -157,6 +165,8 @@ class Membership:
     async def _tick(self) -> None:
         standing = self._standing
         while True:
+            self._contact.observe(self._link.events())
+            self._contact.check()
             if standing.welcomed:
                 now = self._clock.now()
                 if now > standing.deadline():
@@ -188,6 +198,7 @@ class Membership:
     def _fence(self, reason: str, *, ack: Bye | None = None) -> None:
         log.warning("fenced: stopped all reconciles", reason=reason, epoch=self._standing.epoch)
         self._reset()
+        self._contact.lost()
         if ack is not None:
             self._link.send_now(ack)
         self._link.reconnect(flush=ACK_FLUSH if ack is not None else 0.0)
@@ -209,9 +220,11 @@ class Membership:
             if msg.reason is NackReason.STALE_EPOCH and standing.welcomed:
                 log.info("the coordinator does not know this worker: joining again")
                 self._reset()
+                self._contact.lost()
             elif not standing.welcomed and msg.detail != self._refusal:
                 self._refusal = msg.detail
                 log.warning("the coordinator refused to welcome this worker", reason=msg.detail)
+                self._contact.refused(msg.detail)
             return
         if isinstance(msg, Bye):
             if standing.welcomed:
@@ -261,11 +274,10 @@ class Membership:
         self._reset()
         standing.join(msg)
         self._work.set_controllers(msg.controllers)
-        log.info(
-            "joined",
+        self._contact.joined(
             epoch=msg.epoch,
             coordinator=msg.coordinator_id,
-            controllers=len(msg.controllers),
+            heartbeat_interval=msg.heartbeat_interval,
         )
 
     def _revoke(self, msg: Revoke) -> None:

@@ -244,3 +244,33 @@ async def test_terminating_the_context_closes_the_link(tmp_path: Path) -> None:
     for task in (receiver, sender):
         with pytest.raises(LinkClosed):
             await within(task)
+
+
+async def _events_until(link: DealerLink, wanted: zmq.Event) -> list[zmq.Event]:
+    """The monitor's events, read until ``wanted`` comes (or the test fails after 5 s)."""
+    seen: list[zmq.Event] = []
+
+    async def read() -> None:
+        while wanted not in seen:
+            seen.extend(event for event, _ in link.events())
+            await asyncio.sleep(0.01)
+
+    await within(read())
+    return seen
+
+
+@pytest.mark.asyncio
+async def test_events_tell_a_refused_connection_from_a_handshake(
+    ctx: zmq.asyncio.Context, tmp_path: Path
+) -> None:
+    link = DealerLink("w-e", f"ipc://{tmp_path}/nobody.sock", context=ctx, reconnect_ivl=0.01)
+    seen = await _events_until(link, zmq.Event.CONNECT_RETRIED)
+    assert zmq.Event.CONNECTED not in seen
+    router = _router(ctx)
+    link.reconnect(_endpoint(router))
+    seen = await _events_until(link, zmq.Event.HANDSHAKE_SUCCEEDED)
+    assert seen[:2] == [zmq.Event.CONNECTED, zmq.Event.HANDSHAKE_SUCCEEDED]
+    assert link.events() == []
+    link.close()
+    assert link.events() == []
+    router.close()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import pytest
 import pytest_asyncio
+import zmq
 
 from proto.runtime.clock import FakeClock
 from proto.wire import (
@@ -38,6 +39,7 @@ from proto.wire import (
 )
 from tests.unit.workers.runner.test_runner import Script, definition, settle
 from tests.unit.zmq_sockets import within
+from workers.link.contact import ContactReport
 from workers.link.membership import Membership
 from workers.link.snapshots import FetchFailed, Snapshots
 from workers.link.standing import Standing
@@ -70,6 +72,9 @@ class Pipe:
 
     def reconnect(self, *, flush: float = 0.0) -> None:
         self.reconnects += 1
+
+    def events(self) -> list[tuple[zmq.Event, int]]:
+        return []
 
     async def __aiter__(self) -> AsyncIterator[Message]:
         while True:
@@ -156,6 +161,7 @@ async def world() -> AsyncIterator[World]:
         standing,
         snapshots,
         runner,
+        contact=ContactReport("inproc://coordinator", clock=clock),
         worker_id="w-1",
         concurrency=2,
         clock=clock,
