@@ -8,6 +8,7 @@ there, and it joins), one against a coordinator that holds other CURVE keys. The
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
+from loadtest.dev.processes import HEARTBEAT, WORKER_TIMEOUT
 from proto.runtime import curve
 from tests.e2e.harness import Proc, Processes, eventually
 
@@ -89,3 +91,31 @@ async def test_a_worker_with_other_curve_keys_says_the_handshake_failed(
     assert "other CURVE keys" in first["detail"]
     assert not leaked(worker.log, Path(theirs))
     assert not any(line["event"] == "joined coordinator" for line in lines(worker))
+
+
+async def test_after_a_coordinator_crash_the_worker_joins_the_next_within_its_join_window(
+    procs: Processes,
+) -> None:
+    """The next coordinator assigns the slots among the workers that joined within its first
+    ``worker_timeout - heartbeat_interval`` (``manager.term.grace``): a worker that retries
+    its connection at most every heartbeat interval is back within that window, however long
+    the coordinator was gone (ZeroMQ's retries back off, so a late start found them 5 s apart)."""
+    first = procs.coordinator("first")
+    worker = procs.worker("w-back")
+
+    async def ready() -> bool:
+        return await worker.ready()
+
+    await eventually(ready, within=20, message=procs.logs)
+    procs.kill(first)
+    await asyncio.sleep(8.0)  # long after the fence: the retries have backed off
+    second = procs.coordinator("second")
+
+    async def rejoined() -> bool:
+        return any(line["event"] == "joined coordinator again" for line in lines(worker))
+
+    await eventually(rejoined, within=30, message=procs.logs)
+    leading = next(line for line in lines(second) if line["event"] == "leading")
+    back = next(line for line in lines(worker) if line["event"] == "joined coordinator again")
+    window = WORKER_TIMEOUT - HEARTBEAT
+    assert at(back) - at(leading) <= window, (at(back) - at(leading), procs.logs())

@@ -5,9 +5,10 @@ Contract:
   does not wait: the connection is made, and remade after a loss, in the background). The
   socket sets no routing id: the coordinator's ROUTER gives each connection its own, and the
   worker id travels in HELLO, so no two connections can ever collide on an id.
-- ``reconnect(endpoint=None, flush=0)`` closes the socket (its queued messages get ``flush``
-  seconds to leave, in the background) and connects a new one (to ``endpoint``, or
-  the same one as before). Use it on every leader change or rejoin: a DEALER keeps the
+- ``reconnect(endpoint=None, flush=0, reconnect_ivl_max=None)`` closes the socket (its queued
+  messages get ``flush`` seconds to leave, in the background) and connects a new one (to
+  ``endpoint``, or the same one as before; retrying at most every ``reconnect_ivl_max``
+  seconds from now on, when given). Use it on every leader change or rejoin: a DEALER keeps the
   messages it could not deliver and would hand them, stale, to the next coordinator, and a
   DEALER connected to two endpoints would spread messages over both.
 - Authentication: given a ``ClientCurve`` (``proto.runtime.curve``), the socket is a CURVE client
@@ -17,9 +18,20 @@ Contract:
   only queued to a completed connection: while there is none, ``send`` fails or waits instead
   of queueing; a broken connection's queue is discarded, not replayed), ZMTP heartbeats
   (``HEARTBEAT_IVL``, ``HEARTBEAT_TIMEOUT``, and ``HEARTBEAT_TTL`` asking the coordinator to
-  drop us after that long without traffic), reconnect intervals, high-water marks, and
+  drop us after that long without traffic), reconnect intervals (below), high-water marks, and
   ``MAXMSGSIZE`` at twice the frame limit as a transport ceiling. The transport heartbeats only
   close dead TCP connections; liveness of the coordinator itself is the HEARTBEAT message's job.
+- Reconnecting: ZeroMQ retries a connection after ``reconnect_ivl`` (0.1 s), doubling up to
+  ``reconnect_ivl_max``, which must stay within a heartbeat interval of the coordinator
+  (default 1 s, the coordinator's default interval). A new leader hands out the slots among
+  the workers that joined within ``worker_timeout - heartbeat_interval`` of its start
+  (``manager.term.grace``; at least two intervals, as the coordinator refuses a
+  ``worker_timeout`` under three): retrying at most every interval, a worker makes two
+  attempts within that window however long the coordinator was gone. With a cap of 5 s,
+  retries are 5 s apart from 11 s after a loss on, and often miss it: with the e2e timings
+  (0.2 s heartbeats, a 1 s window), a worker joined a leader started 8 s after the crash of
+  the previous one 3.8 s after its bind, and 0.3 to 0.5 s with the cap at the interval
+  (``tests/e2e/test_worker_contact.py``). A refused attempt costs a SYN and a RST.
 - ``send(msg, wait=0)`` (``send_now(msg)``: the same without waiting, from plain code) returns
   ``True`` once the message is queued to a live connection. With ``wait=0`` it never waits:
   ``False`` when there is no connection or the pipe is full. With ``wait > 0`` it waits up to that
@@ -95,7 +107,7 @@ class DealerLink:
         heartbeat_ivl: float = 1.0,
         heartbeat_timeout: float = 5.0,
         reconnect_ivl: float = 0.1,
-        reconnect_ivl_max: float = 5.0,
+        reconnect_ivl_max: float = 1.0,
         curve: ClientCurve | None = None,
     ) -> None:
         encoded = worker_id.encode("utf-8")
@@ -165,10 +177,19 @@ class DealerLink:
             event = parse_monitor_message(frames)
             seen.append((zmq.Event(event["event"]), int(event["value"])))
 
-    def reconnect(self, endpoint: str | None = None, *, flush: float = 0.0) -> None:
+    def reconnect(
+        self,
+        endpoint: str | None = None,
+        *,
+        flush: float = 0.0,
+        reconnect_ivl_max: float | None = None,
+    ) -> None:
         """Drop the socket (after up to ``flush`` seconds of delivering what it queued, in the
-        background); connect a fresh one (to ``endpoint``)."""
+        background); connect a fresh one (to ``endpoint``; retrying at most every
+        ``reconnect_ivl_max`` seconds, from now on)."""
         self._check_open()
+        if reconnect_ivl_max is not None:
+            self._options[zmq.RECONNECT_IVL_MAX] = _ms(reconnect_ivl_max)
         self._drop(flush)
         if endpoint is not None:
             self._endpoint = endpoint

@@ -31,7 +31,9 @@ Contract (see ``proto.wire.messages`` for the messages):
   worker id is a member); its reason is logged once.
 - A fence recreates the socket, so the coordinator sees the HELLO that follows on a new
   connection and knows the worker dropped its queues: it answers with WELCOME and an ASSIGN
-  of every key of the slots the worker still owns.
+  of every key of the slots the worker still owns. The new socket retries its connection at
+  most every heartbeat interval of the last WELCOME: a next leader takes in the workers that
+  join within its first two intervals or more (``workers.link.dealer``).
 - ASSIGN: the slots are owned, their keys queued at LOW priority. KEYS: each key the worker
   owns is queued at the message's priority, unless a FETCH of it is outstanding
   (``workers.link.snapshots``).
@@ -88,7 +90,7 @@ class Link(Protocol):
 
     async def send(self, msg: Message, *, wait: float = 0.0) -> bool: ...
     def send_now(self, msg: Message) -> bool: ...
-    def reconnect(self, *, flush: float = 0.0) -> None: ...
+    def reconnect(self, *, flush: float = 0.0, reconnect_ivl_max: float | None = None) -> None: ...
     def events(self) -> list[tuple[zmq.Event, int]]: ...
     def __aiter__(self) -> AsyncIterator[Message]: ...
 
@@ -201,7 +203,10 @@ class Membership:
         self._contact.lost()
         if ack is not None:
             self._link.send_now(ack)
-        self._link.reconnect(flush=ACK_FLUSH if ack is not None else 0.0)
+        self._link.reconnect(
+            flush=ACK_FLUSH if ack is not None else 0.0,
+            reconnect_ivl_max=self._standing.heartbeat_interval,
+        )
 
     def _reset(self) -> None:
         """Forget everything of the current epoch: work, slots, pending fetches."""

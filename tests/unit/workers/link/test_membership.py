@@ -59,6 +59,7 @@ class Pipe:
     sent: asyncio.Queue[Message] = field(default_factory=asyncio.Queue)
     to_worker: asyncio.Queue[Message] = field(default_factory=asyncio.Queue)
     reconnects: int = 0
+    retry_max: float | None = None  # what the last reconnect was given
     full: bool = False  # nothing can be queued (a full send buffer)
 
     async def send(self, msg: Message, *, wait: float = 0.0) -> bool:
@@ -70,8 +71,9 @@ class Pipe:
         self.sent.put_nowait(msg)
         return True
 
-    def reconnect(self, *, flush: float = 0.0) -> None:
+    def reconnect(self, *, flush: float = 0.0, reconnect_ivl_max: float | None = None) -> None:
         self.reconnects += 1
+        self.retry_max = reconnect_ivl_max
 
     def events(self) -> list[tuple[zmq.Event, int]]:
         return []
@@ -229,6 +231,7 @@ async def test_silence_fences_the_worker_and_it_joins_again(world: World) -> Non
     # Past it, the reconcile is cancelled, the socket recreated, and the worker joins again.
     await world.advance(INTERVAL)
     assert world.state() == (False, False, 0, 1) and not world.standing.owns(KEY)
+    assert world.pipe.retry_max == INTERVAL  # the coordinator's, to be back within its window
     sent = [await world.next() for _ in range(world.pipe.sent.qsize())]
     hellos = [m for m in sent if isinstance(m, Hello)]
     assert hellos and all(h.incarnation == first.incarnation for h in hellos)
