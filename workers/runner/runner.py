@@ -34,7 +34,8 @@ Invariants:
   predicate to ``Caches.discard`` (per-key state kept outside the runner, e.g. ETag caches). A
   cancelled reconcile's key is forgotten by its queue's rate limiter, like a dropped one.
 - Read-your-writes: the resourceVersions a reconcile reports through ``wrote`` become the
-  barrier of the key's next fetch; a fetch that returned satisfied it.
+  barrier of the key's next fetch (``workers.runner.barriers``); a fetch that returned
+  satisfied it, and it is forgotten then, or a minute after the writes, or with the key.
 - Echoes wait their turn: a LIVE key whose running reconcile has written, or whose last
   reconcile's writes no fetch has seen yet, is queued at LOW priority. Such a key is almost
   always the echo of those writes (it still runs again: the hook must see the children it
@@ -68,6 +69,7 @@ from workers.reconcile import (
     ReconcilerFactory,
     RequeueAfter,
 )
+from workers.runner.barriers import Barriers
 from workers.runner.metrics import ControllerMetrics, NoControllerMetrics, ReconcileResult
 from workers.workqueue import MetricsProvider, NoMetricsProvider, ShutDown, WorkQueue
 
@@ -162,7 +164,7 @@ class Runner:
         self._caches = caches
         self._controllers: dict[str, _Controller] = {}
         self._running: dict[ParentKey, asyncio.Task[tuple[Outcome, ReconcileRequest]]] = {}
-        self._barriers: dict[ParentKey, dict[str, int]] = {}
+        self._barriers = Barriers(clock=clock)
         self._requests: dict[ParentKey, ReconcileRequest] = {}  # of the running reconciles
         self._attempt_prefix = f"{worker_id}/{uuid.uuid4().hex[:8]}/"
         self._attempts = itertools.count(1)
@@ -236,6 +238,7 @@ class Runner:
         controller = self._controllers.get(f"{key.kind}-{key.controller}")
         if controller is None:
             return False
+        self._barriers.sweep()
         if priority is Priority.LIVE and self._echoing(key):
             priority = Priority.LOW
         controller.queue.add(key, priority=priority)
@@ -269,8 +272,7 @@ class Runner:
     def _discard(self, predicate: KeyFilter) -> None:
         for controller in self._controllers.values():
             controller.queue.discard(predicate)
-        for key in [k for k in self._barriers if predicate(k)]:
-            del self._barriers[key]
+        self._barriers.discard(predicate)
         if self._caches is not None:
             self._caches.discard(predicate)
 
@@ -380,12 +382,12 @@ class Runner:
     ) -> tuple[Outcome, ReconcileRequest]:
         """Fetch the snapshot and run the reconciler under ``claim``: its outcome and what it
         recorded."""
-        barrier = self._barriers.pop(key, {})
+        barrier = self._barriers.take(key)
         try:
             snapshot = await self._snapshots.fetch(key, {r: str(v) for r, v in barrier.items()})
         except BaseException:
             if barrier:  # not satisfied: keep it for the next attempt
-                self._barriers[key] = barrier
+                self._barriers.put(key, barrier)
             raise
         request = self._requests[key] = ReconcileRequest(key, snapshot, claim)
         try:
@@ -393,7 +395,7 @@ class Runner:
         finally:
             del self._requests[key]
             if request.writes:
-                self._barriers[key] = request.writes
+                self._barriers.put(key, request.writes)
             if snapshot.permit:
                 await self._snapshots.done(key)
 

@@ -7,8 +7,10 @@ import pytest
 import structlog
 from prometheus_client import CollectorRegistry
 
+from proto.runtime.clock import FakeClock
 from proto.wire import ControllerDef, ControllerKind, ParentKey, Priority, Snapshot
 from workers.reconcile import Claim, Outcome, ReconcileRequest, RequeueAfter
+from workers.runner.barriers import BARRIER_TTL
 from workers.runner.metrics import PrometheusControllerMetrics
 from workers.runner.runner import KeyDropped, OutOfContact, Runner
 
@@ -427,3 +429,28 @@ def test_each_write_is_one_readable_line(answer: dict[str, object], action: str,
     request.wrote("configmaps", answer, action=action)
     assert request.written == [line]
     assert request.writes == {}  # no resourceVersion: no barrier
+
+
+@pytest.mark.asyncio
+async def test_barriers_are_forgotten_after_a_minute_or_with_their_keys() -> None:
+    """A worker does not keep a barrier for every key it ever wrote: one whose writes no
+    fetch followed goes after ``BARRIER_TTL``; the keys of a dropped slot lose theirs."""
+    clock = FakeClock()
+    script = Script()
+    names = [f"p{i}" for i in range(200)]
+    script.actions = {name: [{"configmaps": "7"}] for name in names}
+    r = runner(script, clock=clock)
+    r.set_controllers((definition(),))
+    for name in names:
+        r.enqueue(key(name), Priority.LOW)
+    for _ in range(100):
+        if len(script.reconciled) == 200 and r.in_flight == 0:
+            break
+        await settle()
+    assert len(r._barriers) == 200
+    r.cancel(lambda k: k.name.endswith("7"))  # their slot was revoked
+    assert len(r._barriers) == 180
+    clock.advance(BARRIER_TTL)
+    r.enqueue(key("p0"), Priority.LIVE)  # any key queued sweeps the old barriers
+    assert len(r._barriers) == 0
+    await r.close()
