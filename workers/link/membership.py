@@ -23,7 +23,9 @@ Contract (see ``proto.wire.messages`` for the messages):
   the fence timeout fences too, whatever it reads after the stall: the coordinator, hearing
   nothing, may have given its slots away, and the messages that waited in the socket were
   sent before it did. The worker is not in contact from the moment its deadline passed until
-  it has fenced (``Standing.in_contact``).
+  it has fenced (``Standing.in_contact``). The fence is logged with what the worker can tell
+  of why: no word from the coordinator, no heartbeat that could be queued (no connection),
+  or a heartbeat loop that did not run (the process stalled).
 - A BYE from the coordinator fences at once and is answered with BYE once fenced (the
   coordinator's next leader then knows this worker stopped). A NACK(STALE_EPOCH) with
   request id 0 (the coordinator does not know this worker) makes it join again. While not
@@ -166,21 +168,18 @@ class Membership:
 
     async def _tick(self) -> None:
         standing = self._standing
+        tried = self._clock.now()  # when this loop last tried to send a heartbeat
         while True:
             self._contact.observe(self._link.events())
             self._contact.check()
             if standing.welcomed:
                 now = self._clock.now()
                 if now > standing.deadline():
-                    stalled, silent = now - standing.last_sent, now - standing.last_contact
-                    self._fence(
-                        f"this process stalled for {stalled:.1f}s"
-                        if stalled >= silent
-                        else f"no word from the coordinator for {silent:.1f}s"
-                    )
+                    self._fence(self._why_fenced(now, tried))
                     continue
                 work = self._work
                 beat = Heartbeat(standing.epoch or 0, work.in_flight, work.queued)
+                tried = now
                 if await self._link.send(beat):
                     standing.sent(now)
                 await self._clock.sleep(standing.heartbeat_interval)
@@ -196,6 +195,18 @@ class Membership:
                         )
                     )
                 await self._clock.sleep(self._hello_interval)
+
+    def _why_fenced(self, now: float, tried: float) -> str:
+        """Why the fence deadline passed, as far as this worker can tell: its heartbeat loop did
+        not run (the process stalled), or its heartbeats could not be queued (no connection),
+        or the coordinator said nothing."""
+        standing = self._standing
+        stalled, silent = now - standing.last_sent, now - standing.last_contact
+        if silent > stalled:
+            return f"no word from the coordinator for {silent:.1f}s"
+        if now - tried > 2 * standing.heartbeat_interval:
+            return f"this process stalled for {now - tried:.1f}s"
+        return f"no heartbeat could be queued for {stalled:.1f}s (no connection to the coordinator)"
 
     def _fence(self, reason: str, *, ack: Bye | None = None) -> None:
         log.warning("fenced: stopped all reconciles", reason=reason, epoch=self._standing.epoch)

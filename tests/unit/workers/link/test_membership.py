@@ -9,12 +9,14 @@ has been done: a test can assert that something did not happen.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 import pytest_asyncio
 import zmq
+from structlog.testing import capture_logs
 
 from proto.runtime.clock import FakeClock
 from proto.wire import (
@@ -81,6 +83,11 @@ class Pipe:
     async def __aiter__(self) -> AsyncIterator[Message]:
         while True:
             yield await self.to_worker.get()
+
+
+def fenced(logs: list[MutableMapping[str, Any]]) -> list[str]:
+    """The reasons of the fences logged."""
+    return [e["reason"] for e in logs if e["event"] == "fenced: stopped all reconciles"]
 
 
 @dataclass
@@ -358,10 +365,12 @@ async def test_a_stalled_worker_fences_though_the_coordinator_spoke_during_the_s
     world.send(Heartbeat(5))
     world.clock.advance(2 * TIMEOUT)  # the stall: nothing on this event loop runs meanwhile
     assert not world.standing.in_contact()
-    await settle()  # the heartbeat is read first, then the heartbeat loop finds it late
+    with capture_logs() as logs:
+        await settle()  # the heartbeat is read first, then the heartbeat loop finds it late
     assert not world.standing.in_contact()
     assert world.script.running == 0 and not world.standing.welcomed
     assert world.pipe.reconnects == 1
+    assert fenced(logs) == ["this process stalled for 1.2s"]
 
 
 @pytest.mark.asyncio
@@ -377,5 +386,10 @@ async def test_heartbeats_that_cannot_leave_end_contact_though_the_coordinator_s
         await world.advance(INTERVAL)
     assert world.standing.in_contact()
     world.send(Heartbeat(5))
-    await world.advance(INTERVAL + INTERVAL / 2)  # the last heartbeat left 0.45 s ago
+    with capture_logs() as logs:
+        await world.advance(INTERVAL + INTERVAL / 2)  # the last heartbeat left 0.45 s ago
     assert not world.standing.welcomed and world.pipe.reconnects == 1
+    # Not a stall: the heartbeat loop ran on time, and its heartbeats found no room.
+    assert fenced(logs) == [
+        "no heartbeat could be queued for 0.4s (no connection to the coordinator)"
+    ]
