@@ -23,6 +23,7 @@ from proto.hooks.client import DEFAULT_MAX_RESPONSE_BYTES
 from proto.runtime.curve import ClientCurve, CurveKeyError, client_keys
 from proto.runtime.flags import (
     DEFAULT_APPLY,
+    DEFAULT_CONCURRENCY,
     ApplyStrategy,
     Parser,
     add_common,
@@ -40,7 +41,7 @@ _ENDPOINT = re.compile(r"^(tcp://(\[[^\]]+\]|[^:/\s]+):\d{1,5}|ipc://\S+)$")
 class WorkerSettings:
     worker_id: str
     coordinator: str  # the coordinator's ZeroMQ endpoint, tcp://host:port or ipc://path
-    concurrency: int = 16
+    concurrency: int = DEFAULT_CONCURRENCY
     kubeconfig: str | None = None
     qps: float = 0.0  # client-side API rate limit; 0 = none (rely on API priority and fairness)
     burst: int = 0

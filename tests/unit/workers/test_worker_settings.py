@@ -8,7 +8,7 @@ from workers.settings import from_args
 def test_identity_and_endpoint_from_flags_or_environment() -> None:
     env = {"METASHARD_COORDINATOR": "tcp://c:7070", "POD_NAME": "metashard-worker-3"}
     s = from_args([], env)
-    assert (s.coordinator, s.worker_id, s.concurrency) == ("tcp://c:7070", "metashard-worker-3", 16)
+    assert (s.coordinator, s.worker_id, s.concurrency) == ("tcp://c:7070", "metashard-worker-3", 64)
     s = from_args(["--coordinator", "ipc:///x", "--id", "w", "--concurrency", "4"], env)
     assert (s.coordinator, s.worker_id, s.concurrency) == ("ipc:///x", "w", 4)
 

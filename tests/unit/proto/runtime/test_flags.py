@@ -127,7 +127,7 @@ def test_our_logging_flags_win_over_zap_and_zap_devel_sets_defaults(
 def test_defaults_follow_metacontroller_where_it_has_them() -> None:
     resolved = common(parse([]), role="worker")
     assert (resolved.metrics_address, resolved.health_address) == (":9999", ":8081")
-    assert (resolved.qps, resolved.burst, resolved.concurrency) == (0, 0, 16)
+    assert (resolved.qps, resolved.burst, resolved.concurrency) == (0, 0, 64)
     assert resolved.notices == ()
     assert common(parse(["--workers=5"]), role="run").concurrency == 5
     assert common(parse(["--client-go-qps=5"]), role="run").burst == 10
