@@ -13,6 +13,10 @@
   namespace sharing this directory still does); and it holds nothing but what a run puts
   there. Each removal is logged; anything else is left alone, and a failure to remove is
   logged and never stops the run.
+  It also removes the private directories in which dead processes kept the ``*-data``
+  credentials of their kubeconfig (``proto.kube.kubeconfig``, ``metashard-kubeconfig-<pid>-...``:
+  a process removes its own at exit, but not when killed): under the same conditions, but
+  for the lock (they have none), and holding nothing but those files.
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ import re
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from proto.kube.kubeconfig import DATA_FILES_PREFIX
 from proto.runtime.curve import SERVER_PUBLIC, SERVER_SECRET, WORKER_PUBLIC, WORKER_SECRET
 from proto.runtime.logs import get_logger
 
@@ -36,6 +42,8 @@ LINK: Final = "link.sock"
 CURVE: Final = "curve"
 _NAME: Final = re.compile(rf"{PREFIX}(\d+)-[^/]+")
 _SOCKET: Final = re.compile(r"w\d+\.sock")
+_DATA_DIR: Final = re.compile(rf"{DATA_FILES_PREFIX}(\d+)-[^/]+")
+_DATA_FILE: Final = re.compile(r"[0-9a-f]{32}")
 _KEYS: Final = frozenset({SERVER_PUBLIC, SERVER_SECRET, WORKER_PUBLIC, WORKER_SECRET})
 
 log = get_logger("metashard.run")
@@ -72,17 +80,22 @@ def remove_stale(*, parent: str | None = None) -> list[Path]:
     except OSError:
         return removed
     for entry in entries:
-        found = _NAME.fullmatch(entry.name)
-        if found is None or not _gone(int(found[1])):
-            continue
         path = Path(entry.path)
-        if not _ours(path) or not _unlocked(path):
+        if (run := _NAME.fullmatch(entry.name)) is not None:
+            stale = _gone(int(run[1])) and _ours(path, _left_by_a_run) and _unlocked(path)
+            what = "the private directory of a dead run"
+        elif (data := _DATA_DIR.fullmatch(entry.name)) is not None:
+            stale = _gone(int(data[1])) and _ours(path, _kubeconfig_file)
+            what = "the kubeconfig credential files of a dead process"
+        else:
+            continue
+        if not stale:
             continue
         failures = _remove(path)
         if failures:
-            log.warning("cannot remove what a dead run left", path=str(path), errors=failures)
+            log.warning(f"cannot remove {what}", path=str(path), errors=failures)
         else:
-            log.info("removed the private directory of a dead run", path=str(path))
+            log.info(f"removed {what}", path=str(path))
             removed.append(path)
     return removed
 
@@ -98,17 +111,21 @@ def _gone(pid: int) -> bool:
     return False
 
 
-def _ours(path: Path) -> bool:
-    """A directory as ``RunDirectory`` makes it, holding only what a run puts there."""
+def _ours(path: Path, left: Callable[[os.DirEntry[str]], bool]) -> bool:
+    """A directory of this uid, mode 0700, holding only entries ``left`` recognises."""
     try:
         info = path.lstat()
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
             return False
         if stat.S_IMODE(info.st_mode) != 0o700:
             return False
-        return all(_left_by_a_run(entry) for entry in os.scandir(path))
+        return all(left(entry) for entry in os.scandir(path))
     except OSError:
         return False
+
+
+def _kubeconfig_file(entry: os.DirEntry[str]) -> bool:
+    return _DATA_FILE.fullmatch(entry.name) is not None and entry.is_file(follow_symlinks=False)
 
 
 def _left_by_a_run(entry: os.DirEntry[str]) -> bool:

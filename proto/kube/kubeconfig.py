@@ -203,6 +203,12 @@ def _first_line(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
+DATA_FILES_PREFIX = "metashard-kubeconfig-"
+"""``<prefix><pid>-<random>``: the private directory (0700) of a process's ``*-data`` files.
+A process killed with SIGKILL leaves it behind; ``metashard run`` removes those of dead
+processes (``manager.cli.rundir``)."""
+
+
 class _DataFiles:
     """Private files holding ``*-data`` contents, one per distinct content, removed at exit."""
 
@@ -214,7 +220,8 @@ class _DataFiles:
         digest = hashlib.sha256(content).hexdigest()
         if digest not in self._files:
             if self._directory is None:
-                self._directory = tempfile.mkdtemp(prefix="metashard-kubeconfig-")
+                prefix = f"{DATA_FILES_PREFIX}{os.getpid()}-"
+                self._directory = tempfile.mkdtemp(prefix=prefix)
                 atexit.register(shutil.rmtree, self._directory, ignore_errors=True)
             name = os.path.join(self._directory, digest[:32])
             fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -110,3 +110,39 @@ def test_another_users_directory_is_left_alone(tmp_path: Path) -> None:
 
 def test_a_missing_temporary_directory_is_nothing_to_clean(tmp_path: Path) -> None:
     assert remove_stale(parent=str(tmp_path / "missing")) == []
+
+
+KILLED_HOLDING_CREDENTIALS = """
+import os, sys
+from proto.kube.kubeconfig import _DATA_FILES
+print(os.getpid(), _DATA_FILES.path(b"client key"), flush=True)
+os.kill(os.getpid(), 9)
+"""
+
+
+def test_the_kubeconfig_files_a_killed_process_left_are_removed(tmp_path: Path) -> None:
+    """A process killed with SIGKILL leaves the private directory of its kubeconfig's
+    ``*-data`` files; a live process's, or one holding anything else, is left alone."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_HOLDING_CREDENTIALS],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == -9
+    pid, file = done.stdout.split()
+    left = Path(file).parent
+    assert left.parent == tmp_path and left.name.startswith(f"metashard-kubeconfig-{pid}-")
+    live = tmp_path / f"metashard-kubeconfig-{os.getpid()}-x"
+    live.mkdir(mode=0o700)
+    other = tmp_path / f"metashard-kubeconfig-{_dead_pid()}-y"
+    other.mkdir(mode=0o700)
+    (other / "notes.txt").write_text("not a credential file of ours")
+    with capture_logs() as logs:
+        assert remove_stale(parent=str(tmp_path)) == [left]
+    assert sorted(tmp_path.iterdir()) == sorted([live, other])
+    assert [(line["event"], line["path"]) for line in logs] == [
+        ("removed the kubeconfig credential files of a dead process", str(left))
+    ]
