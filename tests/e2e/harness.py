@@ -10,6 +10,7 @@ or, given ``METASHARD_E2E_KUBECONFIG``, a real one: nothing here depends on whic
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,7 +21,15 @@ import orjson
 
 from loadtest.dev.processes import Proc, Processes
 
-__all__ = ["Interval", "Proc", "Processes", "Recording", "eventually", "with_own_tmpdir"]
+__all__ = [
+    "Interval",
+    "Proc",
+    "Processes",
+    "Recording",
+    "eventually",
+    "run_directories",
+    "with_own_tmpdir",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,3 +122,10 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(message() if callable(message) else message)
         await asyncio.sleep(interval)
+
+
+def run_directories(tmp: Path) -> list[Path]:
+    """The private directories of ``metashard run`` in ``tmp`` (``metashard-<pid>-...``; on a
+    cluster whose kubeconfig carries ``*-data`` credentials, each process also keeps those in a
+    ``metashard-kubeconfig-<pid>-...`` directory of its own)."""
+    return [p for p in tmp.iterdir() if re.fullmatch(r"metashard-\d+-.+", p.name)]

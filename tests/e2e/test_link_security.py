@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from loadtest.dev.processes import REPO, Proc, Processes, free_port
-from tests.e2e.harness import eventually, with_own_tmpdir
+from tests.e2e.harness import eventually, run_directories, with_own_tmpdir
 
 pytestmark = pytest.mark.e2e
 
@@ -79,7 +79,7 @@ def as_nobody(what: str, target: str) -> dict[str, Any]:
 
 
 def _private(tmp: Path) -> Path:
-    (private,) = tmp.iterdir()
+    (private,) = run_directories(tmp)
     return private
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from loadtest.dev.processes import children, exited
-from tests.e2e.harness import eventually, with_own_tmpdir
+from tests.e2e.harness import eventually, run_directories, with_own_tmpdir
 
 pytestmark = [
     pytest.mark.e2e,
@@ -31,7 +31,7 @@ def test_a_killed_run_leaves_no_worker_and_the_next_run_removes_its_directory(
         asyncio.run(eventually(killed.ready, within=30, message=procs.logs))
         workers = children(killed.popen.pid)
         assert len(workers) == 2, procs.logs()
-        (left,) = tmp.iterdir()
+        (left,) = run_directories(tmp)
         procs.kill(killed)
         deadline = time.monotonic() + 5
         while not all(exited(pid) for pid in workers):
