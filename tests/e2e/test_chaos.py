@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
 import secrets
@@ -249,17 +250,32 @@ class Chaos:
 
     def unexpected_exits(self) -> list[str]:
         """Processes that exited though the test did not stop them, or stopped uncleanly: a
-        stopped one exits 0, or by the SIGTERM itself if it came before the worker had set up
-        anything (it logged nothing)."""
+        stopped one exits 0, or by the SIGTERM itself if it came before the worker had joined
+        a coordinator (while its interpreter started, or the worker set up: it logged nothing,
+        or no coordinator logged it joined)."""
+        joined = self.joined()
         found = []
         for proc in self.procs.procs:
             code, pid = proc.popen.poll(), proc.popen.pid
             if code is None or pid in self.killed:
                 continue
-            unborn = code == -signal.SIGTERM and self.logged.get(pid) == proc.log.stat().st_size
+            unborn = code == -signal.SIGTERM and (
+                self.logged.get(pid) == proc.log.stat().st_size or pid not in joined
+            )
             if pid not in self.stopped or not (code == 0 or unborn):
                 found.append(f"{proc.name} (pid {pid}) exited {code}")
         return found
+
+    def joined(self) -> set[int]:
+        """The pids of the workers a coordinator logged as joined."""
+        pids: set[int] = set()
+        for coordinator in self.coordinators:
+            for line in coordinator.log.read_text(errors="replace").splitlines():
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    record = json.loads(line)
+                    if isinstance(record, dict) and record.get("event") == "worker joined":
+                        pids.add(int(record["pid"]))
+        return pids
 
 
 class Writes:
