@@ -12,11 +12,14 @@ Semantics follow ``k8s.io/apimachinery/pkg/labels`` exactly:
   match a non-integer label value.
 - Requirements are kept sorted by key (the parser's deterministic order); ``str()`` renders the
   canonical string form.
+- ``cover(selectors)`` is one selector that matches every object any of ``selectors`` matches
+  (a superset of their union, which one conjunction cannot always express): what a watch can
+  carry on behalf of several selectors, each of them still applied to what it delivers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -365,3 +368,81 @@ def from_match_labels(labels: Mapping[str, str]) -> Selector:
     """A selector matching exactly these labels (``labels.SelectorFromSet``)."""
     reqs = (Requirement(k, Operator.EQUALS, (v,)) for k, v in labels.items())
     return Selector(tuple(sorted(reqs, key=lambda r: r.key)))
+
+
+# --- covering several selectors with one --------------------------------------------------
+
+_VALUED = (Operator.EQUALS, Operator.DOUBLE_EQUALS, Operator.IN)
+_EXCLUDING = (Operator.NOT_EQUALS, Operator.NOT_IN)
+_PRESENT = (*_VALUED, Operator.EXISTS, Operator.GREATER_THAN, Operator.LESS_THAN)
+
+
+@dataclass(frozen=True, slots=True)
+class _KeyBound:
+    """What one selector implies about one label key."""
+
+    values: frozenset[str] | None  # it must be one of these (None: any)
+    present: bool  # it must exist
+    absent: bool  # it must not exist
+    excluded: frozenset[str]  # it must not be one of these (or be absent)
+
+    @classmethod
+    def of(cls, requirements: Iterable[Requirement]) -> _KeyBound:
+        values: frozenset[str] | None = None
+        present = absent = False
+        excluded: frozenset[str] = frozenset()
+        for r in requirements:
+            if r.operator in _VALUED:
+                given = frozenset(r.values)
+                values = given if values is None else values & given
+            if r.operator in _PRESENT:
+                present = True
+            elif r.operator is Operator.DOES_NOT_EXIST:
+                absent = True
+            elif r.operator in _EXCLUDING:
+                excluded |= frozenset(r.values)
+        return cls(values, present, absent, excluded)
+
+
+def _bounds(selector: Selector) -> dict[str, _KeyBound]:
+    by_key: dict[str, list[Requirement]] = {}
+    for r in selector.requirements:
+        by_key.setdefault(r.key, []).append(r)
+    return {key: _KeyBound.of(rs) for key, rs in by_key.items()}
+
+
+def _cover_key(key: str, bounds: list[_KeyBound]) -> Requirement | None:
+    """The strongest requirement on ``key`` that each of ``bounds`` implies, if any."""
+    if all(b.values is not None for b in bounds):
+        union = frozenset().union(*(b.values or () for b in bounds))
+        return Requirement(key, Operator.IN, tuple(sorted(union)))
+    if all(b.present for b in bounds):
+        return Requirement(key, Operator.EXISTS)
+    if all(b.absent for b in bounds):
+        return Requirement(key, Operator.DOES_NOT_EXIST)
+    shared = frozenset.intersection(*(b.excluded for b in bounds))
+    if shared:
+        return Requirement(key, Operator.NOT_IN, tuple(sorted(shared)))
+    return None
+
+
+def cover(selectors: Iterable[Selector]) -> Selector:
+    """One selector that matches every object some of ``selectors`` matches.
+
+    Per label key that every selector restricts: ``key in (every value they allow)`` when
+    each allows only some values (``=``, ``in``); else ``key`` when each needs the key
+    (``in``, ``=``, ``exists``, ``>``, ``<``); else ``!key`` when each needs it absent; else
+    ``key notin (values all of them exclude)``. Selectors that match nothing (also through
+    contradictory values) are left out; ``Selector.nothing()`` when nothing is left, and
+    ``Selector.everything()`` when no key is restricted by all of them.
+    """
+    bounds = [
+        b
+        for b in (_bounds(s) for s in selectors if not s.matches_nothing)
+        if all(k.values is None or k.values for k in b.values())
+    ]
+    if not bounds:
+        return Selector.nothing()
+    keys = set(bounds[0]).intersection(*bounds[1:])
+    requirements = (_cover_key(key, [b[key] for b in bounds]) for key in sorted(keys))
+    return Selector(tuple(r for r in requirements if r is not None))
