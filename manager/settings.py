@@ -13,6 +13,10 @@ installation runs to those whose labels match. Two installations with disjoint s
 not share a Lease either: unless ``--leader-election-id`` is given, the Lease is named
 ``metashard`` without a selector and ``metashard-<10 hex digits of the selector's SHA-256>``
 with one (the selector in its canonical form, so equivalent spellings agree).
+
+``--narrow-watches`` (on by default) lets parent watches carry the controllers' label
+selectors (``manager.controllers.hosted``); ``--narrow-watches=false`` watches every object
+of every resource, as Metacontroller does.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from manager.election.config import ElectionConfig
 from proto.api.selectors import Operator, Requirement, Selector, parse
 from proto.runtime.addresses import Peer
 from proto.runtime.curve import CurveKeyError, ServerCurve, server_keys
-from proto.runtime.flags import Parser, Role, add_common, common, duration, typed
+from proto.runtime.flags import Parser, Role, add_common, common, duration, go_bool, typed
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +56,7 @@ class CoordinatorSettings:
     curve_keys: str | None = None  # directory of the worker link's CURVE keys
     curve: ServerCurve | None = None  # the keys read from it at start
     target_label_selector: str = ""
+    narrow_watches: bool = True  # parent watches carry the controllers' label selectors
     cluster_revision_namespace: str = "default"  # ControllerRevisions of cluster-scoped parents
     # The local processes whose metrics the coordinator also serves (``metashard run``).
     metrics_peers: tuple[Peer, ...] = ()
@@ -117,6 +122,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--insecure-worker-link",
         action="store_true",
         help="allow a tcp:// worker socket without --curve-keys: whoever reaches it can join",
+    )
+    p.add_argument(
+        "--narrow-watches",
+        type=typed(go_bool),
+        nargs="?",
+        const=True,
+        default=True,
+        metavar="BOOL",
+        help="list and watch a parent resource with its controllers' label selectors, when "
+        "all of them have one and none has a finalize hook, so the coordinator never caches "
+        "objects no controller selects (default true)",
     )
     p.add_argument(
         "--heartbeat-interval",
@@ -224,6 +240,7 @@ def from_namespace(
         curve_keys=args.curve_keys,
         curve=link_security(args),
         target_label_selector=args.target_label_selector,
+        narrow_watches=args.narrow_watches,
         cluster_revision_namespace=shared.cluster_revision_namespace,
         metrics_peers=tuple(peers),
         own_workers=own_workers,

@@ -43,6 +43,12 @@ Contract:
 - Informers are shared and reference-counted per resource: when controllers change, the
   informers of the new set are acquired before those no longer used are released, so editing
   one controller never restarts an informer another one uses.
+- Watches are narrowed on the server (``settings.narrow_watches``, on unless
+  ``--narrow-watches=false``): a resource that controllers use only as parents, each with a
+  ``watch_selector`` for it, is listed and watched with the cover of those selectors
+  (``manager.informers.shared.combine``), so objects no controller selects never reach the
+  coordinator. A child resource, and a parent of a controller without one, is watched whole.
+  When the selectors change, the informer relists with the new cover.
 - When a running controller object is deleted, its finalizer is removed from the parents
   that still carry it (``manager.controllers.finalizers``), before its informers are released.
 - A list or watch of a running controller's parents or children that the API server refuses
@@ -89,13 +95,14 @@ from manager.controllers.refusals import RefusalReports, Refusals
 from manager.controllers.running import ControllerSet
 from manager.controllers.view import ControllerId, ControllerView, Unusable, group_resource
 from manager.informers.informer import EventHandler, Informer
-from manager.informers.shared import Informers
+from manager.informers.shared import Informers, combine
 from manager.informers.store import Cached
 from manager.kinds import Context, Kind, registry
 from manager.settings import CoordinatorSettings
 from proto.api import names
 from proto.api.endpoints import object_refs
 from proto.api.interventions import PAUSED, annotations_of, pause_of
+from proto.api.selectors import Selector
 from proto.api.unsupported import unsupported
 from proto.kube.errors import KubeError, ResourceNotFound, ResourceNotFoundYet, TransportError
 from proto.kube.events import NORMAL, WARNING, EventRecorder
@@ -162,6 +169,16 @@ class _Failure:
     """Why the last attempt failed."""
 
 
+@dataclass(slots=True)
+class _Held:
+    """An informer the controllers use, and the label selector they acquired it with."""
+
+    resource: Resource
+    informer: Informer
+    handler: EventHandler
+    selector: Selector | None
+
+
 class Controllers:
     def __init__(
         self,
@@ -195,7 +212,8 @@ class Controllers:
         self._context = Context(discovery, settings)
         self._failed: dict[ControllerId, _Failure] = {}
         self._skipped: set[ControllerId] = set()  # not selected by the target label selector
-        self._acquired: dict[str, tuple[Resource, Informer, EventHandler]] = {}
+        self._acquired: dict[str, _Held] = {}  # group-resource -> what this holds of it
+        self._narrow = settings.narrow_watches
         self._references = references
         self._reported: dict[ControllerId, set[str]] = {}  # id -> connection problems reported
         self._changed = asyncio.Event()
@@ -481,26 +499,46 @@ class Controllers:
         self._reported[view.id] = set(problems)
         return connections
 
-    async def _use(self, views: dict[ControllerId, ControllerView]) -> None:
-        needed: dict[str, Resource] = {}
+    def _needs(
+        self, views: dict[ControllerId, ControllerView]
+    ) -> dict[str, tuple[Resource, Selector | None]]:
+        """Per group-resource, the resource and the label selector its watch may carry."""
+        resources: dict[str, Resource] = {}
+        needs: dict[str, list[Selector | None]] = {}
         for view in views.values():
-            for resource in (*view.parents, *view.children):
-                needed[group_resource(resource)] = resource
-        for key, resource in needed.items():
-            if key not in self._acquired:
-                informer = self._informers.acquire(resource)
+            for resource in view.parents:
+                need = view.watch_selector(resource) if self._narrow else None
+                key = group_resource(resource)
+                resources[key] = resource
+                needs.setdefault(key, []).append(need)
+            for resource in view.children:
+                key = group_resource(resource)
+                resources[key] = resource
+                needs.setdefault(key, []).append(None)
+        return {key: (resources[key], combine(needs[key])) for key in resources}
+
+    async def _use(self, views: dict[ControllerId, ControllerView]) -> None:
+        needed = self._needs(views)
+        for key, (resource, selector) in needed.items():
+            held = self._acquired.get(key)
+            if held is None:
+                informer = self._informers.acquire(resource, selector=selector)
                 handler = self._routes.handler(resource)
                 informer.add_handler(handler)
-                self._acquired[key] = (resource, informer, handler)
+                self._acquired[key] = _Held(resource, informer, handler, selector)
+            elif held.selector != selector:
+                self._informers.reselect(resource, held.selector, selector)
+                held.selector = selector
         for key in set(self._acquired) - set(needed):
-            resource, informer, handler = self._acquired.pop(key)
-            informer.remove_handler(handler)
-            await self._informers.release(resource)
+            await self._release(self._acquired.pop(key))
+
+    async def _release(self, held: _Held) -> None:
+        held.informer.remove_handler(held.handler)
+        await self._informers.release(held.resource, selector=held.selector)
 
     async def _release_all(self) -> None:
-        for resource, informer, handler in self._acquired.values():
-            informer.remove_handler(handler)
-            await self._informers.release(resource)
+        for held in self._acquired.values():
+            await self._release(held)
         self._acquired.clear()
         for source in self._sources.values():
             await self._informers.release(source.resource)

@@ -43,6 +43,7 @@ from proto.api.controllers import Hook, HookName
 from proto.api.endpoints import Connection, Settings, decode_connections
 from proto.api.errors import InvalidControllerError
 from proto.api.objectmap import TypeKey
+from proto.api.selectors import Selector
 from proto.kube.errors import ResourceNotFound, ResourceNotFoundYet
 from proto.kube.resources import Discovery, Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
@@ -290,6 +291,12 @@ class ControllerView(HostedController, Protocol):
 
     def ignores_update(self, resource: Resource, old: Cached, new: Cached) -> bool:
         """``ignoreStatusChanges``: an update of a parent that changes nothing that matters."""
+        ...
+
+    def watch_selector(self, resource: Resource) -> Selector | None:
+        """A label selector every parent of ``resource`` that this controller handles
+        matches, for the watch to carry (``manager.informers.shared``); None when it must
+        see every object of ``resource``."""
         ...
 
     def owner_key(self, child: Cached) -> ParentKey | None:

@@ -42,6 +42,10 @@ Invariants:
 - **Shares the loop.** A streaming list is applied chunk by chunk as it arrives; a paginated
   list, which arrives whole, is applied with a yield to the event loop every
   ``YIELD_EVERY`` objects, so lease renewals and other informers keep running.
+- **A label selector**, when given, goes with every list and watch: the store holds only what
+  it selects, and the server's DELETED for an object that stops matching takes it out.
+  ``reselect`` changes it: the list or watch under way is abandoned and a relist with the new
+  selector follows at once (a diff, so objects it no longer selects get a DELETED).
 - The informer belongs to one event loop; ``run()`` runs until cancelled.
 """
 
@@ -121,7 +125,12 @@ class ListerWatcher(Protocol):
     """The client calls an informer makes (``proto.kube.Client`` conforms)."""
 
     async def list(
-        self, resource: Resource, *, namespace: str | None = ..., limit: int = ...
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = ...,
+        label_selector: str | None = ...,
+        limit: int = ...,
     ) -> ObjectList: ...
 
     def watch(
@@ -129,6 +138,7 @@ class ListerWatcher(Protocol):
         resource: Resource,
         *,
         namespace: str | None = ...,
+        label_selector: str | None = ...,
         resource_version: str | None = ...,
         allow_bookmarks: bool = ...,
         send_initial_events: bool = ...,
@@ -172,8 +182,9 @@ def resource_label(resource: Resource) -> str:
 
 
 class Informer:
-    """List+watch of one resource (all namespaces, or only ``namespace``) into ``store``
-    (see the module docstring)."""
+    """List+watch of one resource (all namespaces, or only ``namespace``; what
+    ``label_selector`` selects, "" for everything) into ``store`` (see the module
+    docstring)."""
 
     def __init__(
         self,
@@ -181,6 +192,7 @@ class Informer:
         resource: Resource,
         *,
         namespace: str | None = None,
+        label_selector: str = "",
         options: InformerOptions | None = None,
         clock: Clock = SYSTEM_CLOCK,
         metrics: InformerMetrics = NO_INFORMER_METRICS,
@@ -193,6 +205,7 @@ class Informer:
         self._verb = "list"  # of the request under way: what a 403 refused
         self._refused = False  # told ``refusals`` of a 403 not followed by a success yet
         self.namespace = namespace
+        self.label_selector = label_selector
         self.store = Store()
         self._client = client
         self._options = options if options is not None else InformerOptions()
@@ -214,6 +227,7 @@ class Informer:
         self._failing_handlers: set[EventHandler] = set()
         self._streaming = opts.streaming_list
         self._running = False
+        self._attempt: asyncio.Future[None] | None = None  # the list or watch under way
         # Where to resume the watch; None when a (re)list is needed.
         self._resume_rv: str | None = None
         self._relist_reason = "initial"
@@ -276,6 +290,18 @@ class Informer:
         self._handlers.remove(handler)
         self._failing_handlers.discard(handler)
 
+    def reselect(self, label_selector: str) -> None:
+        """List and watch only what ``label_selector`` selects ("": everything) from now on;
+        nothing happens when it is the selector in use (see the module docstring)."""
+        if label_selector == self.label_selector:
+            return
+        self._log.info("label selector changed; relisting", label_selector=label_selector)
+        self.label_selector = label_selector
+        self._resume_rv = None
+        self._relist_reason = "selector"
+        if self._attempt is not None:
+            self._attempt.cancel()
+
     # --- the loop ------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -286,10 +312,7 @@ class Informer:
         try:
             while True:
                 try:
-                    if self._resume_rv is None:
-                        await self._relist()
-                    else:
-                        await self._watch(self._resume_rv)
+                    await self._once()
                     continue
                 except Gone as exc:
                     self._resume_rv = None
@@ -314,6 +337,24 @@ class Informer:
             self._running = False
             self._seen.close()
 
+    async def _once(self) -> None:
+        """One list or watch; returns early when ``reselect`` abandons it."""
+        if self._resume_rv is None:
+            attempt = asyncio.ensure_future(self._relist())
+        else:
+            attempt = asyncio.ensure_future(self._watch(self._resume_rv))
+        self._attempt = attempt
+        try:
+            await asyncio.wait([attempt])
+        except asyncio.CancelledError:
+            attempt.cancel()
+            await asyncio.wait([attempt])
+            raise
+        finally:
+            self._attempt = None
+        if not attempt.cancelled():
+            attempt.result()
+
     async def _relist(self) -> None:
         self._metrics.relist(self._relist_reason)
         if self._streaming:
@@ -328,7 +369,10 @@ class Informer:
         self._verb = "list"
         with self._gc.bulk():
             listed = await self._client.list(
-                self.resource, namespace=self.namespace, limit=self._options.page_size
+                self.resource,
+                namespace=self.namespace,
+                label_selector=self.label_selector or None,
+                limit=self._options.page_size,
             )
             seen: set[ObjectKey] = set()
             for index, (obj, raw) in enumerate(zip(listed.items, listed.raws, strict=True)):
@@ -384,6 +428,7 @@ class Informer:
         return self._client.watch(
             self.resource,
             namespace=self.namespace,
+            label_selector=self.label_selector or None,
             resource_version=resource_version,
             allow_bookmarks=True,
             send_initial_events=send_initial_events,

@@ -7,7 +7,8 @@ Series, all labelled ``resource`` (``<plural>.<version>.<group>``, e.g. ``deploy
 - ``metashard_informer_events_total{type}``: changes applied to the store, by the type handed
   to the event handlers (``ADDED``, ``MODIFIED``, ``DELETED``; synthetic deletes of a relist
   included) and ``BOOKMARK`` for bookmarks.
-- ``metashard_informer_relists_total{reason}``: full lists, ``initial`` or ``expired`` (410).
+- ``metashard_informer_relists_total{reason}``: full lists: ``initial``, ``expired`` (410),
+  ``error`` (an object this code could not read) or ``selector`` (the label selector changed).
 - ``metashard_informer_watch_errors_total{reason}``: failed list or watch attempts, by the
   API Status reason (``Unauthorized``, ``Forbidden``, ``InternalError``, ...) or the client
   error class (``TransportError``, ``StreamError``).

@@ -6,6 +6,12 @@ Invariants:
   and plural name), creating and starting it (a task running ``Informer.run``) on first use;
   every call counts one user. ``release(resource)`` drops one user; the last release stops
   the informer, waits until its task has ended and removes its metric series.
+- Each user says what it needs of the resource: every object (``selector=None``) or only
+  those a label selector matches. The informer lists and watches with the ``cover`` of
+  the users' selectors (``proto.api.selectors``), so the server sends, and the store keeps,
+  only objects some user needs, a superset of them; one user that needs everything makes it
+  watch everything. When the users change so does its selector (``Informer.reselect``: a
+  relist). Users still apply their own selectors to what the informer holds.
 - Starting or stopping one informer never touches another.
 - Every informer tells ``refusals`` when the API server refuses its list or watch (403).
 - ``synced`` is True when every informer acquired now has synced (vacuously with none);
@@ -20,7 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from manager.informers.gcguard import PROCESS_GC_GUARD, GcGuard
 from manager.informers.informer import (
@@ -37,6 +44,7 @@ from manager.informers.metrics import (
     InformerMetricsFactory,
 )
 from manager.informers.store import Store
+from proto.api.selectors import Selector, cover
 from proto.kube.resources import Resource
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
 from proto.runtime.logs import get_logger
@@ -54,7 +62,26 @@ class _Entry:
     informer: Informer
     task: asyncio.Task[None]
     metrics: InformerMetrics
-    users: int = 0
+    needs: list[Selector | None] = field(default_factory=list)
+    """One per user: the label selector it needs, None for every object."""
+
+
+def combine(needs: Iterable[Selector | None]) -> Selector | None:
+    """What users with ``needs`` need together: the ``cover`` of their selectors; None (every
+    object) when one of them needs every object, or when the cover restricts nothing."""
+    selectors: list[Selector] = []
+    for need in needs:
+        if need is None:
+            return None
+        selectors.append(need)
+    covered = cover(selectors)
+    return None if covered.empty or covered.matches_nothing else covered
+
+
+def watch_selector(needs: Iterable[Selector | None]) -> str:
+    """The label selector an informer's list and watch carry for ``needs`` ("": none)."""
+    combined = combine(needs)
+    return "" if combined is None else str(combined)
 
 
 class Informers:
@@ -96,10 +123,11 @@ class Informers:
 
     def users(self, resource: Resource) -> int:
         entry = self._entries.get(_key(resource))
-        return entry.users if entry is not None else 0
+        return len(entry.needs) if entry is not None else 0
 
-    def acquire(self, resource: Resource) -> Informer:
-        """The informer of ``resource``, started if it is not running; one more user."""
+    def acquire(self, resource: Resource, *, selector: Selector | None = None) -> Informer:
+        """The informer of ``resource``, started if it is not running; one more user, who
+        needs what ``selector`` matches (None: every object)."""
         key = _key(resource)
         entry = self._entries.get(key)
         if entry is None:
@@ -107,6 +135,7 @@ class Informers:
             informer = Informer(
                 self._client,
                 resource,
+                label_selector=watch_selector([selector]),
                 options=self._options,
                 clock=self._clock,
                 metrics=metrics,
@@ -121,21 +150,35 @@ class Informers:
             entry = self._entries[key] = _Entry(informer, task, metrics)
             informer.add_synced_callback(self._notify)
             self._notify()
-        entry.users += 1
+        entry.needs.append(selector)
+        entry.informer.reselect(watch_selector(entry.needs))
         return entry.informer
 
-    async def release(self, resource: Resource) -> None:
-        """One user less; the last one stops the informer. ``KeyError`` if not acquired."""
+    def reselect(self, resource: Resource, old: Selector | None, new: Selector | None) -> None:
+        """A user of ``resource`` that needed ``old`` now needs ``new``. ``KeyError`` if no
+        user of it needs ``old``."""
+        entry = self._user(resource, old)
+        entry.needs[entry.needs.index(old)] = new
+        entry.informer.reselect(watch_selector(entry.needs))
+
+    async def release(self, resource: Resource, *, selector: Selector | None = None) -> None:
+        """One user less (the one that acquired with ``selector``); the last one stops the
+        informer. ``KeyError`` if no such user."""
         key = _key(resource)
-        entry = self._entries.get(key)
-        if entry is None:
-            raise KeyError(f"the informer of {resource} is not acquired")
-        entry.users -= 1
-        if entry.users > 0:
+        entry = self._user(resource, selector)
+        entry.needs.remove(selector)
+        if entry.needs:
+            entry.informer.reselect(watch_selector(entry.needs))
             return
         del self._entries[key]
         self._notify()
         await self._stop(entry)
+
+    def _user(self, resource: Resource, selector: Selector | None) -> _Entry:
+        entry = self._entries.get(_key(resource))
+        if entry is None or selector not in entry.needs:
+            raise KeyError(f"the informer of {resource} is not acquired with {selector}")
+        return entry
 
     async def close(self) -> None:
         """Stop every informer."""

@@ -4,7 +4,8 @@
 - A parent is handled when ``parentResource.labelSelector`` selects it or it still carries
   the controller's finalizer (it must be finalized). ``ignoreStatusChanges`` drops updates
   that change neither generation, labels nor annotations, of a parent not being deleted
-  (``manager.controllers.view.status_only``).
+  (``manager.controllers.view.status_only``). Without a finalize hook, the parents' watch may
+  carry ``parentResource.labelSelector`` (``watch_selector``).
 - A child maps to the parent its controller ownerReference names (same group and kind as the
   parent type). An orphan maps to every parent in scope whose children selector matches it:
   the parents of its namespace for a namespaced parent type, all parents otherwise.
@@ -116,6 +117,14 @@ class CompositeView(SpecView[CompositeController]):
 
     def ignores_update(self, resource: Resource, old: Cached, new: Cached) -> bool:
         return self.spec.parent.ignore_status_changes and status_only(old, new)
+
+    def watch_selector(self, resource: Resource) -> Selector | None:
+        """``parentResource.labelSelector``; None without one, and with a finalize hook,
+        which must also finalize parents that stopped matching."""
+        selector = self.spec.parent.label_selector
+        if self.spec.hooks.finalize is not None or selector.empty or selector.matches_nothing:
+            return None
+        return selector
 
     def owner_key(self, child: Cached) -> ParentKey | None:
         ref = child.owner

@@ -9,7 +9,8 @@ As Metacontroller's ``pkg/controller/decorator`` does it:
   be finalized: the finalize hook also runs for a target that stopped matching). With
   ``ignoreStatusChanges`` on every rule of its resource, an update that changes neither
   generation, labels nor annotations, of a target not being deleted, is dropped
-  (``manager.controllers.view.status_only``).
+  (``manager.controllers.view.status_only``). Without a finalize hook, a target resource's
+  watch may carry the cover of its rules' ``labelSelector`` (``watch_selector``).
 - An attachment is ours when its controller ownerReference names a target type and it
   carries ``metacontroller.k8s.io/decorator-controller: <name>``; it maps to that target's
   key. An orphan carrying the annotation maps to every handled target in scope (its
@@ -41,6 +42,7 @@ from proto.api import names
 from proto.api.controllers import group_of
 from proto.api.decorator import DecoratedResource, DecoratorController, parse_decorator_controller
 from proto.api.fields import Fields
+from proto.api.selectors import Selector, cover
 from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey
 
@@ -97,6 +99,16 @@ class DecoratorView(SpecView[DecoratorController]):
     def ignores_update(self, resource: Resource, old: Cached, new: Cached) -> bool:
         rules = self._rules(resource)
         return bool(rules) and all(r.ignore_status_changes for r in rules) and status_only(old, new)
+
+    def watch_selector(self, resource: Resource) -> Selector | None:
+        """The cover of the ``labelSelector`` of ``resource``'s rules; None when one of
+        them has none, and with a finalize hook, which must also finalize targets that
+        stopped matching (``annotationSelector`` cannot go to the server)."""
+        rules = self._rules(resource)
+        if self.spec.hooks.finalize is not None or not rules:
+            return None
+        covered = cover(r.label_selector for r in rules)
+        return None if covered.empty or covered.matches_nothing else covered
 
     def _ours(self, child: Cached) -> bool:
         return child.annotations.get(names.DECORATOR_ANNOTATION) == self.spec.name

@@ -605,3 +605,74 @@ async def test_resync_period_calls_the_hook_again_without_changes(
         return len(hooks.calls(name, "sync")) >= settled + 3
 
     await eventually(resynced, within=60, message="resyncPeriodSeconds: 1 syncs again and again")
+
+
+# --- server-side narrowing ----------------------------------------------------------------------
+
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
+
+
+def secret_per_configmap(hook: str, request: dict[str, Any]) -> dict[str, Any]:
+    name = request["object"]["metadata"]["name"]
+    return {
+        "attachments": [
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "type": "Opaque"}
+        ]
+    }
+
+
+async def test_configmaps_no_controller_selects_never_reach_the_coordinator(
+    kube: Client, namespace: str, decorator: Make, hooks: HookServer, stack: Processes
+) -> None:
+    """Metacontroller #1033: a decorator of ConfigMaps with a label selector caches only the
+    ConfigMaps it selects; one that starts or stops matching comes or goes."""
+
+    async def configmap(name: str, labels: dict[str, str]) -> None:
+        body = {"metadata": {"name": name, "namespace": namespace, "labels": labels}}
+        await kube.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap", **body})
+
+    def selecting(n: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "apiVersion": "v1",
+                "resource": "configmaps",
+                "labelSelector": {"matchLabels": {SELECTED_BY: n}},
+            }
+        ]
+
+    name = await decorator(
+        secret_per_configmap,
+        resources=selecting,
+        attachments=[{"apiVersion": "v1", "resource": "secrets"}],
+    )
+    for i in range(30):
+        await configmap(f"other-{i}", {"e2e.metashard.io/other": "yes"})
+    for i in range(2):
+        await configmap(f"selected-{i}", {SELECTED_BY: name})
+    coordinator = stack.procs[0]
+
+    async def cached(count: int) -> bool:
+        objects = await coordinator.metric(
+            "metashard_informer_objects", {"resource": "configmaps.v1"}
+        )
+        return objects == count
+
+    async def attached(*names: str) -> bool:
+        return all([await get(kube, SECRETS, n, namespace) is not None for n in names])
+
+    await eventually(lambda: attached("selected-0", "selected-1"), within=60, message="secrets")
+    await eventually(lambda: cached(2), within=30, message="only the 2 selected are cached")
+
+    # one starts matching: it is listed, cached and decorated
+    await kube.patch(
+        CONFIGMAPS, "other-5", {"metadata": {"labels": {SELECTED_BY: name}}}, namespace=namespace
+    )
+    await eventually(lambda: attached("other-5"), within=60, message="other-5's secret")
+    await eventually(lambda: cached(3), within=30, message="other-5 cached")
+    # one stops matching: the server's DELETED takes it out of the cache
+    await kube.patch(
+        CONFIGMAPS, "selected-0", {"metadata": {"labels": {SELECTED_BY: None}}}, namespace=namespace
+    )
+    await eventually(lambda: cached(2), within=30, message="selected-0 no longer cached")
+    called = {c[2]["object"]["metadata"]["name"] for c in hooks.calls(name)}
+    assert called == {"selected-0", "selected-1", "other-5"}

@@ -16,6 +16,7 @@ def test_defaults_follow_metacontroller_and_client_go() -> None:
     assert not s.leader_election and s.leader_election_id == "metashard"
     assert (s.lease_duration, s.renew_deadline, s.retry_period) == (15.0, 10.0, 2.0)
     assert s.discovery_interval == 30.0 and s.cache_flush_interval == 1800.0
+    assert s.narrow_watches
 
 
 def test_go_durations_and_flags() -> None:
@@ -39,6 +40,7 @@ def test_go_durations_and_flags() -> None:
     assert s.cache_flush_interval == 1800.0 and s.qps == 50 and s.burst == 100
     assert (s.heartbeat_interval, s.worker_timeout) == (0.5, 2.0)
     assert from_args(["--leader-election=false", "--insecure-worker-link"]).leader_election is False
+    assert not from_args(["--narrow-watches=false", "--insecure-worker-link"]).narrow_watches
 
 
 @pytest.mark.parametrize(
@@ -50,6 +52,7 @@ def test_go_durations_and_flags() -> None:
         ["--bind", "0.0.0.0:7070"],
         ["--bind", "tcp://"],
         ["--leader-election", "--bind", "http://x:1"],
+        ["--narrow-watches=maybe"],
     ],
 )
 def test_bad_values_are_refused(argv: list[str]) -> None:

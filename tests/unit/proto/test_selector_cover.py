@@ -77,4 +77,3 @@ def test_cover_matches_whatever_any_selector_matches(
     for labels in objects:
         if any(s.matches(labels) for s in selectors):
             assert covered.matches(labels), (labels, str(covered))
-

@@ -21,6 +21,7 @@ from manager.informers.store import Cached, Store
 from manager.settings import CoordinatorSettings
 from proto.api.controllers import HookName
 from proto.api.endpoints import decode_connections
+from proto.api.selectors import Selector
 from proto.kube.errors import KubeError, NotFound, ResourceNotFound, ServerError, TransportError
 from proto.kube.resources import Resource
 
@@ -53,9 +54,23 @@ class Informer:
 class Informers:
     def __init__(self) -> None:
         self.informers: dict[str, Informer] = {}
+        self.selectors: dict[str, Selector | None] = {}  # resource -> what the watch carries
 
-    def acquire(self, resource: Resource) -> Informer:
+    def acquire(self, resource: Resource, *, selector: Selector | None = None) -> Informer:
+        self.selectors[resource.name] = selector
         return self.informers.setdefault(resource.name, Informer(resource))
+
+    def reselect(self, resource: Resource, old: Selector | None, new: Selector | None) -> None:
+        assert self.selectors[resource.name] == old
+        self.selectors[resource.name] = new
+
+    def watched(self) -> dict[str, str]:
+        """What the watch of each parent and child resource carries ("": everything)."""
+        return {
+            name: str(selector or "")
+            for name, selector in self.selectors.items()
+            if name not in (DCS.name, CCS.name)
+        }
 
     def get(self, resource: Resource) -> Informer | None:
         return self.informers.get(resource.name)
@@ -64,8 +79,8 @@ class Informers:
         informer = self.informers.get(resource.name)
         return informer.store if informer is not None else None
 
-    async def release(self, resource: Resource) -> None:
-        pass
+    async def release(self, resource: Resource, *, selector: Selector | None = None) -> None:
+        assert self.selectors.pop(resource.name, None) == selector
 
 
 class Discovery:
@@ -155,7 +170,11 @@ def decorator(
 
 class World:
     def __init__(
-        self, discovery: Discovery | None = None, refusals: Refusals | None = None
+        self,
+        discovery: Discovery | None = None,
+        refusals: Refusals | None = None,
+        *,
+        narrow_watches: bool = True,
     ) -> None:
         self.informers = Informers()
         self.discovery = discovery if discovery is not None else Discovery()
@@ -174,7 +193,9 @@ class World:
             routes=self,
             listeners=[self],
             writer=self.writer,
-            settings=CoordinatorSettings(target_label_selector="shard=a"),
+            settings=CoordinatorSettings(
+                target_label_selector="shard=a", narrow_watches=narrow_watches
+            ),
             references=self.references,
             refusals=refusals,
         )
@@ -467,3 +488,70 @@ async def test_a_discovery_timeout_is_retried_and_does_not_end_the_loop() -> Non
     assert ("DecoratorController", "dc") in world.controllers.views
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+
+
+def selecting(
+    name: str, *selectors: dict[str, Any], finalize: bool = False, rv: str = "1"
+) -> Cached:
+    """A DecoratorController of shard a with one rule on pods per selector."""
+    hooks: dict[str, Any] = {"sync": {"webhook": {"url": "http://h/sync"}}}
+    if finalize:
+        hooks["finalize"] = {"webhook": {"url": "http://h/finalize"}}
+    rules = [{"apiVersion": "v1", "resource": "pods", "labelSelector": s} for s in selectors]
+    return cached(
+        {
+            "apiVersion": "metacontroller.k8s.io/v1alpha1",
+            "kind": "DecoratorController",
+            "metadata": {"name": name, "labels": {"shard": "a"}, "resourceVersion": rv},
+            "spec": {
+                "resources": rules,
+                "attachments": [{"apiVersion": "v1", "resource": "services"}],
+                "hooks": hooks,
+            },
+        }
+    )
+
+
+WEB = {"matchLabels": {"app": "web"}}
+DB = {"matchExpressions": [{"key": "app", "operator": "In", "values": ["db"]}]}
+
+
+@pytest.mark.asyncio
+async def test_parent_watches_carry_the_cover_of_the_controllers_label_selectors() -> None:
+    world = World()
+    world.put(selecting("one", WEB))
+    await world.sync()
+    assert world.informers.watched() == {"pods": "app in (web)", "services": ""}
+
+    world.put(selecting("two", DB))  # a second controller on pods: the union
+    await world.sync()
+    assert world.informers.watched()["pods"] == "app in (db,web)"
+
+    world.put(selecting("two", {}, rv="2"))  # a rule without a selector needs every pod
+    await world.sync()
+    assert world.informers.selectors["pods"] is None
+
+    world.put(selecting("two", DB, finalize=True, rv="3"))  # finalize: also unselected pods
+    await world.sync()
+    assert world.informers.selectors["pods"] is None
+
+    world.put(selecting("two", DB, rv="4"))
+    await world.sync()
+    assert world.informers.watched()["pods"] == "app in (db,web)"
+
+
+@pytest.mark.asyncio
+async def test_a_resource_that_is_also_a_child_is_watched_whole_and_narrowing_can_be_off() -> None:
+    world = World()
+    world.put(selecting("one", WEB))
+    both = selecting("two", WEB)
+    spec = orjson.loads(both.raw)
+    spec["spec"]["attachments"] = [{"apiVersion": "v1", "resource": "pods"}]
+    world.put(cached(spec))
+    await world.sync()
+    assert world.informers.selectors["pods"] is None
+
+    off = World(narrow_watches=False)
+    off.put(selecting("one", WEB))
+    await off.sync()
+    assert off.informers.selectors["pods"] is None

@@ -10,12 +10,14 @@ from prometheus_client import CollectorRegistry
 from manager.informers.gcguard import GcGuard
 from manager.informers.metrics import PrometheusInformerMetrics
 from manager.informers.shared import Informers
+from proto.api.selectors import parse
 from proto.kube.client import Client
 from proto.kube.resources import Resource
 from proto.runtime.clock import FakeClock
 from tests.unit.manager.informers.fakes import (
     CONFIGMAPS,
     SECRETS,
+    Recorder,
     bookmark,
     configmap,
     eventually,
@@ -104,3 +106,71 @@ async def test_wait_synced_follows_informers_acquired_and_released_meanwhile() -
         assert synced
         await informers.close()
         _close_connections(server)
+
+
+def _labelled(name: str, rv: str, app: str) -> dict[str, object]:
+    obj = configmap(name, rv)
+    obj["metadata"]["labels"] = {"app": app}
+    return obj
+
+
+@pytest.mark.asyncio
+async def test_the_watch_carries_the_cover_of_its_users_selectors() -> None:
+    a, b, c = _labelled("a", "5", "a"), _labelled("b", "6", "b"), _labelled("c", "7", "c")
+
+    def listing(*objects: dict[str, object], rv: str) -> Reply:
+        events = [*(watch_line("ADDED", o) for o in objects)]
+        return Reply(
+            chunks=[*events, watch_line("BOOKMARK", bookmark(rv, initial_end=True))], stall=30.0
+        )
+
+    server = FakeApiServer()
+    path = "/api/v1/configmaps"
+    server.route("GET", path, listing(a, b, c, rv="13"), query=STREAM)  # no selector
+    for selector, objects, rv in (
+        ("app in (a)", (a,), "10"),
+        ("app in (a,b)", (a, b), "11"),
+        ("app in (b)", (b,), "12"),
+    ):
+        server.route(
+            "GET", path, listing(*objects, rv=rv), query={**STREAM, "labelSelector": selector}
+        )
+    registry = CollectorRegistry()
+    recorder = Recorder()
+    async with serve(server) as session:
+        informers = Informers(
+            Client(session),
+            clock=FakeClock(),
+            metrics=PrometheusInformerMetrics(registry),
+            gc_guard=GcGuard(),
+        )
+        informer = informers.acquire(CONFIGMAPS, selector=parse("app=a"))
+        informer.add_handler(recorder)
+        await asyncio.wait_for(informer.wait_synced(), 5)
+        assert recorder.take() == [("ADDED", None, "a@5", True)]
+
+        informers.acquire(CONFIGMAPS, selector=parse("app=b"))  # a second user
+        await eventually(lambda: informer.last_resource_version == "11")
+        assert recorder.take() == [("ADDED", None, "b@6", True)]
+
+        await informers.release(CONFIGMAPS, selector=parse("app=a"))
+        await eventually(lambda: informer.last_resource_version == "12")
+        assert recorder.take() == [("DELETED", "a@5", None, True)]  # no user selects it now
+
+        informers.reselect(CONFIGMAPS, parse("app=b"), None)  # that user needs everything
+        await eventually(lambda: informer.last_resource_version == "13")
+        assert recorder.take() == [("ADDED", None, "a@5", True), ("ADDED", None, "c@7", True)]
+        assert informers.users(CONFIGMAPS) == 1
+
+        selectors = [r.query.get("labelSelector") for r in server.requests_to(path)]
+        assert selectors == ["app in (a)", "app in (a,b)", "app in (b)", None]
+        relists = sample(
+            registry,
+            "metashard_informer_relists_total",
+            resource="configmaps.v1",
+            reason="selector",
+        )
+        assert relists == 3
+        with pytest.raises(KeyError):
+            await informers.release(CONFIGMAPS, selector=parse("app=a"))  # no such user
+        await informers.close()

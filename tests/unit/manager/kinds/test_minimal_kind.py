@@ -36,6 +36,7 @@ from manager.term.snapshots import parent_of, snapshot_of
 from proto.api.controllers import Hook, HookName
 from proto.api.endpoints import Settings
 from proto.api.fields import Fields
+from proto.api.selectors import Selector
 from proto.kube.errors import ResourceNotFound
 from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey, Priority
@@ -102,6 +103,9 @@ class MinimalView(SpecView[Spec]):
 
     def ignores_update(self, resource: Resource, old: Cached, new: Cached) -> bool:
         return False
+
+    def watch_selector(self, resource: Resource) -> Selector | None:
+        return None
 
     def owner_key(self, child: Cached) -> ParentKey | None:
         return None
@@ -180,7 +184,7 @@ class World:
                 return known
         raise ResourceNotFound(404, {"message": resource})
 
-    def acquire(self, resource: Resource) -> Informer:
+    def acquire(self, resource: Resource, *, selector: Selector | None = None) -> Informer:
         return Informer(self.stores[resource.name])
 
     def get(self, resource: Resource) -> Informer:

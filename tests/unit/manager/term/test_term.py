@@ -17,6 +17,7 @@ from manager.link.router import RouterLink, SendResult
 from manager.settings import CoordinatorSettings
 from manager.term.grace import Grace
 from manager.term.term import Term, TermFailed
+from proto.api.selectors import Selector
 from proto.hooks.client import HookClient
 from proto.kube.errors import ResourceNotFound
 from proto.kube.events import EventRecorder
@@ -117,7 +118,7 @@ class FakeInformers:
         self.informers["things"].store.upsert(thing("p1", "2"))
         self.synced = True
 
-    def acquire(self, resource: Resource) -> Informer:
+    def acquire(self, resource: Resource, *, selector: Selector | None = None) -> Informer:
         return self.informers[resource.name]
 
     def get(self, resource: Resource) -> Informer | None:
@@ -127,7 +128,7 @@ class FakeInformers:
         informer = self.informers.get(resource.name)
         return informer.store if informer is not None else None
 
-    async def release(self, resource: Resource) -> None:
+    async def release(self, resource: Resource, *, selector: Selector | None = None) -> None:
         pass
 
 
