@@ -1,7 +1,7 @@
 """The narrowing benchmark: a DecoratorController of ConfigMaps in a cluster full of ConfigMaps
 it does not select (Metacontroller #1033), with the parent watch narrowed and whole.
 
-``python -m loadtest.bench.narrowing`` (``make bench BENCH=narrowing`` runs it small);
+``python -m loadtest.bench.narrowing`` (``make bench BENCH=narrowing`` runs it with 20,000 unselected ConfigMaps);
 ``--help`` lists the flags. With ``--kubeconfig`` (or ``METASHARD_E2E_KUBECONFIG``) it runs
 on that cluster, otherwise on the embedded cluster it starts. In a namespace of its own
 (labelled ``narrowbench=1``, deleted at the end, also after a failure or Ctrl-C) it creates
