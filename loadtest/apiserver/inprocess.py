@@ -232,7 +232,8 @@ Responder = Callable[[dict[str, Any]], bytes]
 @dataclass
 class ScriptedHooks:
     """A hook client whose answers come from ``respond(request)``; with ``keep`` it records
-    each request, the ETag cache variant and the headers it was made with."""
+    each request, the ETag cache variant and the headers it was made with. It caches nothing:
+    every call is answered, whatever its ``cache_key`` or ``ttl_of``."""
 
     respond: Responder
     requests: list[tuple[HookEndpoint, dict[str, Any]]] = field(default_factory=list)
@@ -246,10 +247,9 @@ class ScriptedHooks:
         body: bytes,
         *,
         decode: Callable[[bytes], T],
-        cache_key: Hashable | None = None,
         cache_variant: Hashable = None,
         headers: Mapping[str, str] | None = None,
-        ttl_of: Callable[[T], float | None] | None = None,
+        **_: Any,
     ) -> T:
         request = orjson.loads(body)
         if self.keep:

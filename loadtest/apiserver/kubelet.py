@@ -22,6 +22,14 @@ from loadtest.apiserver.workqueue import WorkQueue
 
 PODS = "/pods"
 HOST_IP = "10.0.0.10"
+READY_CONDITIONS = (
+    "PodReadyToStartContainers",
+    "Initialized",
+    "Ready",
+    "ContainersReady",
+    "PodScheduled",
+)
+"""The condition types of a running, ready Pod, in a kubelet's order; each ``True``."""
 
 
 class Kubelet:
@@ -67,13 +75,7 @@ class Kubelet:
         spec = pod.obj.get("spec") or {}
         conditions = [
             {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
-            for t in (
-                "PodReadyToStartContainers",
-                "Initialized",
-                "Ready",
-                "ContainersReady",
-                "PodScheduled",
-            )
+            for t in READY_CONDITIONS
         ]
         statuses = [
             {

@@ -127,48 +127,25 @@ class NamespaceController:
             return
         old = {c.get("type"): c for c in (current.obj.get("status") or {}).get("conditions") or []}
         wanted: list[tuple[str, str, str, str]] = [(t, "False", r, m) for t, r, m in _CONDITIONS]
-        if remaining:
-            listed = ", ".join(
-                f"{res} has {n} resource instances" for res, n in sorted(remaining.items())
+        wanted.append(
+            _remaining(
+                "NamespaceContentRemaining",
+                [f"{res} has {n} resource instances" for res, n in sorted(remaining.items())],
+                present=("SomeResourcesRemain", "Some resources are remaining: "),
+                absent=("ContentRemoved", "All content successfully removed"),
             )
-            wanted.append(
-                (
-                    "NamespaceContentRemaining",
-                    "True",
-                    "SomeResourcesRemain",
-                    f"Some resources are remaining: {listed}",
-                )
-            )
-        else:
-            wanted.append(
-                (
-                    "NamespaceContentRemaining",
-                    "False",
-                    "ContentRemoved",
-                    "All content successfully removed",
-                )
-            )
-        if finalizers:
-            listed = ", ".join(
-                f"{f} in {n} resource instances" for f, n in sorted(finalizers.items())
-            )
-            wanted.append(
-                (
-                    "NamespaceFinalizersRemaining",
-                    "True",
+        )
+        wanted.append(
+            _remaining(
+                "NamespaceFinalizersRemaining",
+                [f"{f} in {n} resource instances" for f, n in sorted(finalizers.items())],
+                present=(
                     "SomeFinalizersRemain",
-                    f"Some content in the namespace has finalizers remaining: {listed}",
-                )
+                    "Some content in the namespace has finalizers remaining: ",
+                ),
+                absent=("ContentHasNoFinalizers", "All content-preserving finalizers finished"),
             )
-        else:
-            wanted.append(
-                (
-                    "NamespaceFinalizersRemaining",
-                    "False",
-                    "ContentHasNoFinalizers",
-                    "All content-preserving finalizers finished",
-                )
-            )
+        )
         conditions: list[dict[str, Any]] = []
         for type_, state, reason, message in wanted:
             previous = old.get(type_)
@@ -191,6 +168,18 @@ class NamespaceController:
         body: dict[str, Any] = {"metadata": {"name": name}, "status": status}
         owner = FieldOwner(MANAGER, "status")
         self.objects.update(rt, "", name, body, subresource="status", owner=owner)
+
+
+def _remaining(
+    type_: str, listed: list[str], *, present: tuple[str, str], absent: tuple[str, str]
+) -> tuple[str, str, str, str]:
+    """A ``*Remaining`` condition: ``True`` with the ``present`` reason and message prefix,
+    followed by what remains, when anything is ``listed``; else ``False`` with ``absent``."""
+    if listed:
+        reason, prefix = present
+        return (type_, "True", reason, prefix + ", ".join(listed))
+    reason, message = absent
+    return (type_, "False", reason, message)
 
 
 class ServiceAccountController:

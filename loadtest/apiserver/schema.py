@@ -37,6 +37,16 @@ LIST = "list"
 
 _COLLECTIONS = frozenset({STRING, STRING_MAP, STRING_LIST, OBJECT, LIST})
 _JSON_TYPE = {dict: "object", list: "array", str: "string", bool: "bool", int: "number"}
+# Kinds checked by the JSON type alone, with the Go type an error names; the items of those
+# in _OF_STRINGS must be strings too.
+_PLAIN: dict[str, tuple[type[Any], str]] = {
+    STRING: (str, "string"),
+    BOOL: (bool, "bool"),
+    STRING_MAP: (dict, "map[string]string"),
+    STRING_LIST: (list, "[]string"),
+    OBJECT: (dict, "map[string]interface {}"),
+}
+_OF_STRINGS = frozenset({STRING_MAP, STRING_LIST})
 
 
 def _json_type(value: Any) -> str:
@@ -104,9 +114,15 @@ class Struct:
             return value
         if kind == ANY:
             return value
-        if kind == STRING:
-            if not isinstance(value, str):
-                raise self._mismatch(value, where, "string")
+        plain = _PLAIN.get(kind)
+        if plain is not None:
+            expected, go_type = plain
+            if not isinstance(value, expected):
+                raise self._mismatch(value, where, go_type)
+            if kind in _OF_STRINGS:
+                for item in value.values() if isinstance(value, dict) else value:
+                    if not isinstance(item, str):
+                        raise self._mismatch(item, where, "string")
             return value
         if kind in (INT32, INT64):
             if isinstance(value, bool) or not isinstance(value, int | float):
@@ -115,10 +131,6 @@ class Struct:
                 if not value.is_integer():
                     raise self._mismatch(value, where, kind)
                 value = int(value)
-            return value
-        if kind == BOOL:
-            if not isinstance(value, bool):
-                raise self._mismatch(value, where, "bool")
             return value
         if kind in (TIME, MICROTIME):
             if not isinstance(value, str):
@@ -132,24 +144,6 @@ class Struct:
             return (
                 timefmt.format_micro(moment) if kind == MICROTIME else timefmt.format_time(moment)
             )
-        if kind == STRING_MAP:
-            if not isinstance(value, dict):
-                raise self._mismatch(value, where, "map[string]string")
-            for item in value.values():
-                if not isinstance(item, str):
-                    raise self._mismatch(item, where, "string")
-            return value
-        if kind == STRING_LIST:
-            if not isinstance(value, list):
-                raise self._mismatch(value, where, "[]string")
-            for item in value:
-                if not isinstance(item, str):
-                    raise self._mismatch(item, where, "string")
-            return value
-        if kind == OBJECT:
-            if not isinstance(value, dict):
-                raise self._mismatch(value, where, "map[string]interface {}")
-            return value
         if kind == LIST:
             if not isinstance(value, list):
                 raise self._mismatch(

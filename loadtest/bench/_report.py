@@ -6,6 +6,7 @@ import gc
 import statistics
 import time
 from collections.abc import Callable
+from typing import TypedDict, Unpack
 
 
 def rate(fn: Callable[[], object], *, seconds: float = 1.0, repeat: int = 5) -> float:
@@ -32,33 +33,29 @@ def rate(fn: Callable[[], object], *, seconds: float = 1.0, repeat: int = 5) -> 
     return statistics.median(results)
 
 
-def format_row(
-    label: str,
-    value: float,
-    unit: str,
-    *,
-    baseline: float | None = None,
-    target: str = "",
-    vs: str = "baseline",
-    digits: int = 1,
-) -> str:
+class RowOptions(TypedDict, total=False):
+    baseline: float | None
+    """The value the ratio value/baseline is taken against (no ratio without one)."""
+    target: str
+    """The goal, printed after the figures."""
+    vs: str
+    """What the baseline is called (default ``baseline``)."""
+    digits: int
+    """Decimals of the value (default 1)."""
+
+
+def format_row(label: str, value: float, unit: str, **options: Unpack[RowOptions]) -> str:
     """One result line; with ``baseline``, also the ratio value/baseline, named by ``vs``."""
-    ratio = f"  x{value / baseline:6.2f} vs {vs}" if baseline else ""
+    baseline, target = options.get("baseline"), options.get("target", "")
+    digits = options.get("digits", 1)
+    ratio = f"  x{value / baseline:6.2f} vs {options.get('vs', 'baseline')}" if baseline else ""
     goal = f"  (target {target})" if target else ""
     return f"  {label:<52} {value:>14,.{digits}f} {unit}{ratio}{goal}"
 
 
-def row(
-    label: str,
-    value: float,
-    unit: str,
-    *,
-    baseline: float | None = None,
-    target: str = "",
-    vs: str = "baseline",
-) -> None:
-    """Print one result line; with ``baseline``, also the ratio value/baseline."""
-    print(format_row(label, value, unit, baseline=baseline, target=target, vs=vs), flush=True)
+def row(label: str, value: float, unit: str, **options: Unpack[RowOptions]) -> None:
+    """Print one result line (``format_row``)."""
+    print(format_row(label, value, unit, **options), flush=True)
 
 
 def header(title: str) -> None:

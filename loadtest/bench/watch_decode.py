@@ -27,6 +27,8 @@ import aiohttp
 import orjson
 from aiohttp import web
 
+from loadtest.apiserver.kubelet import READY_CONDITIONS
+from loadtest.apiserver.pods import DEFAULT_TOLERATIONS
 from loadtest.bench._report import header, row
 from loadtest.bench._streaming import serve, stream
 from proto.kube.client import Client
@@ -148,13 +150,7 @@ def pod(index: int, *, large: bool) -> dict[str, Any]:
             "lastProbeTime": None,
             "lastTransitionTime": "2026-03-01T10:00:04Z",
         }
-        for t in (
-            "PodReadyToStartContainers",
-            "Initialized",
-            "Ready",
-            "ContainersReady",
-            "PodScheduled",
-        )
+        for t in READY_CONDITIONS
     ]
     metadata: dict[str, Any] = {
         "name": f"web-7d9f8b6c5-{index:05d}",
@@ -208,20 +204,7 @@ def pod(index: int, *, large: bool) -> dict[str, Any]:
             "nodeName": f"node-{index % 50:03d}",
             "securityContext": {},
             "schedulerName": "default-scheduler",
-            "tolerations": [
-                {
-                    "key": "node.kubernetes.io/not-ready",
-                    "operator": "Exists",
-                    "effect": "NoExecute",
-                    "tolerationSeconds": 300,
-                },
-                {
-                    "key": "node.kubernetes.io/unreachable",
-                    "operator": "Exists",
-                    "effect": "NoExecute",
-                    "tolerationSeconds": 300,
-                },
-            ],
+            "tolerations": [dict(t) for t in DEFAULT_TOLERATIONS],
             "priority": 0,
             "enableServiceLinks": True,
             "preemptionPolicy": "PreemptLowerPriority",

@@ -92,6 +92,16 @@ class UpdateMethod(StrEnum):
     def rolling(self) -> bool:
         return self in (UpdateMethod.ROLLING_RECREATE, UpdateMethod.ROLLING_IN_PLACE)
 
+    @property
+    def recreates(self) -> bool:
+        """A changed child is deleted, and created again by a later sync."""
+        return self in (UpdateMethod.RECREATE, UpdateMethod.ROLLING_RECREATE)
+
+    @property
+    def in_place(self) -> bool:
+        """A changed child is updated where it stands."""
+        return self in (UpdateMethod.IN_PLACE, UpdateMethod.ROLLING_IN_PLACE)
+
 
 @dataclass(frozen=True, slots=True)
 class ServiceRef:

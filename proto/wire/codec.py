@@ -37,7 +37,7 @@ import math
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
-from typing import Any, Final, TypeGuard
+from typing import Any, Final, TypeGuard, TypeVar
 
 import msgpack
 
@@ -57,6 +57,7 @@ from proto.wire.messages import (
 
 DEFAULT_MAX_FRAME_SIZE: Final = 64 * 1024 * 1024
 
+T = TypeVar("T")
 _Decoder = Callable[[Any], Any]
 _Encoder = Callable[[Any], Any] | None  # None: the value packs as it is
 _Fields = tuple[tuple[str, _Encoder, _Decoder, bool], ...]  # name, codec, may be missing
@@ -75,22 +76,21 @@ def _uint(v: Any) -> int:
     raise _Invalid("a non-negative integer")
 
 
-def _str(v: Any) -> str:
-    if type(v) is str:
-        return v
-    raise _Invalid("a string")
+def _exactly(kind: type[T], expected: str) -> Callable[[Any], T]:
+    """The decoder of a value of exactly type ``kind`` (no subclass: ``True`` is no int);
+    ``expected`` names it in the error."""
+
+    def decode(v: Any) -> T:
+        if type(v) is kind:
+            return v
+        raise _Invalid(expected)
+
+    return decode
 
 
-def _bytes(v: Any) -> bytes:
-    if type(v) is bytes:
-        return v
-    raise _Invalid("bin bytes")
-
-
-def _bool(v: Any) -> bool:
-    if type(v) is bool:
-        return v
-    raise _Invalid("a boolean")
+_str = _exactly(str, "a string")
+_bytes = _exactly(bytes, "bin bytes")
+_bool = _exactly(bool, "a boolean")
 
 
 def _seconds(v: Any) -> float:

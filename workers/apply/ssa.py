@@ -59,9 +59,6 @@ from proto.api.controllers import UpdateMethod
 from workers.apply import SYSTEM_FIELDS, ControllerRef, strip_last_applied
 from workers.apply.errors import InvalidObjectError
 
-_RECREATE = (UpdateMethod.RECREATE, UpdateMethod.ROLLING_RECREATE)
-_IN_PLACE = (UpdateMethod.IN_PLACE, UpdateMethod.ROLLING_IN_PLACE)
-
 
 class Step(enum.Enum):
     SKIP = "skip"
@@ -175,9 +172,9 @@ def plan_update(
     answer of the apply run as a dry run, once ``DRY_RUN`` was asked."""
     if deleting or method is UpdateMethod.ON_DELETE or cached:
         return Step.SKIP
-    if method in _IN_PLACE:
+    if method.in_place:
         return Step.APPLY
-    if method not in _RECREATE:
+    if not method.recreates:
         return Step.SKIP
     if dry_run is None:
         return Step.DRY_RUN

@@ -69,8 +69,6 @@ from workers.sync.writer import Writer
 log = get_logger("metashard.children")
 
 BACKGROUND = "Background"
-_RECREATE = (UpdateMethod.RECREATE, UpdateMethod.ROLLING_RECREATE)
-_IN_PLACE = (UpdateMethod.IN_PLACE, UpdateMethod.ROLLING_IN_PLACE)
 
 
 class Action(enum.Enum):
@@ -133,9 +131,9 @@ def plan(
         if not different or current.deleting:
             continue
         method = methods.get(child.type, UpdateMethod.ON_DELETE)
-        if method in _RECREATE and not _only_labels(current, child, in_place_labels):
+        if method.recreates and not _only_labels(current, child, in_place_labels):
             writes.append(Write(Action.RECREATE, *ident, uid=current.uid))
-        elif method in _RECREATE or method in _IN_PLACE:
+        elif method.recreates or method.in_place:
             writes.append(Write(Action.UPDATE, *ident, body=put_body(merged)))
     return Plan((*deletes, *writes), tuple(problems))
 

@@ -181,6 +181,22 @@ def test_everything_set() -> None:
 
 
 @pytest.mark.parametrize(
+    ("method", "rolling", "recreates", "in_place"),
+    [
+        (UpdateMethod.ON_DELETE, False, False, False),
+        (UpdateMethod.RECREATE, False, True, False),
+        (UpdateMethod.IN_PLACE, False, False, True),
+        (UpdateMethod.ROLLING_RECREATE, True, True, False),
+        (UpdateMethod.ROLLING_IN_PLACE, True, False, True),
+    ],
+)
+def test_update_methods_say_how_a_changed_child_is_updated(
+    method: UpdateMethod, rolling: bool, recreates: bool, in_place: bool
+) -> None:
+    assert (method.rolling, method.recreates, method.in_place) == (rolling, recreates, in_place)
+
+
+@pytest.mark.parametrize(
     ("fields", "expected"),
     [
         ({"url": "http://u/x", "service": {"name": "s", "namespace": "n"}, "path": "/p"}, "u/x"),

@@ -371,20 +371,14 @@ def check_status(checks: Sequence[StatusCheck], child: Mapping[str, Any]) -> str
             )
         if found is None:
             return f"required condition type missing: {_quote(check.type)}"
-        actual_status = found.get("status")
-        actual_status = actual_status if isinstance(actual_status, str) else ""
-        if check.status is not None and actual_status != check.status:
-            return (
-                f"{_quote(check.type)} condition status is {_quote(actual_status)} "
-                f"(want {_quote(check.status)})"
-            )
-        actual_reason = found.get("reason")
-        actual_reason = actual_reason if isinstance(actual_reason, str) else ""
-        if check.reason is not None and actual_reason != check.reason:
-            return (
-                f"{_quote(check.type)} condition reason is {_quote(actual_reason)} "
-                f"(want {_quote(check.reason)})"
-            )
+        for key, wanted in (("status", check.status), ("reason", check.reason)):
+            actual = found.get(key)
+            actual = actual if isinstance(actual, str) else ""
+            if wanted is not None and actual != wanted:
+                return (
+                    f"{_quote(check.type)} condition {key} is {_quote(actual)} "
+                    f"(want {_quote(wanted)})"
+                )
     return None
 
 
