@@ -121,25 +121,16 @@ async def _remove_one(writer: FinalizerWriter, item: Held, finalizer: str) -> bo
         if finalizer not in finalizers:
             return False
         try:
-            await writer.patch(
-                item.resource,
-                item.name,
-                _patch(finalizers, finalizer, version),
-                namespace=namespace,
-            )
-            return True
-        except errors.NotFound:
-            return False
-        except errors.Conflict:
-            pass
-        except errors.Forbidden:
-            raise
-        except errors.KubeError as e:
-            log.warning(
-                "cannot remove a finalizer", finalizer=finalizer, object=item.name, error=str(e)
-            )
-            return False
-        try:
+            try:
+                await writer.patch(
+                    item.resource,
+                    item.name,
+                    _patch(finalizers, finalizer, version),
+                    namespace=namespace,
+                )
+                return True
+            except errors.Conflict:
+                pass  # changed meanwhile: read it again
             current = await writer.get(item.resource, item.name, namespace=namespace)
         except errors.NotFound:
             return False
