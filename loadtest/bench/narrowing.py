@@ -1,17 +1,17 @@
 """The narrowing benchmark: a DecoratorController of ConfigMaps in a cluster full of ConfigMaps
 it does not select (Metacontroller #1033), with the parent watch narrowed and whole.
 
-``python -m loadtest.bench.narrowing`` (``make bench BENCH=narrowing`` runs it with 20,000 unselected ConfigMaps);
-``--help`` lists the flags. With ``--kubeconfig`` (or ``METASHARD_E2E_KUBECONFIG``) it runs
-on that cluster, otherwise on the embedded cluster it starts. In a namespace of its own
-(labelled ``narrowbench=1``, deleted at the end, also after a failure or Ctrl-C) it creates
-``--unselected`` ConfigMaps no controller selects and ``--selected`` ConfigMaps carrying
-``narrowbench.metashard.io/selected=yes``. Then, for each configuration in turn, it creates a
-DecoratorController of ConfigMaps with that label selector (its sync hook, served by this
-process, puts an annotation of the configuration's own on each target), starts ``metashard
-run --processes 1`` with ``--narrow-watches=true`` (``narrowed``) or ``false`` (``whole``,
-what Metacontroller does: it watches every ConfigMap), and measures until every selected
-ConfigMap carries the annotation:
+``python -m loadtest.bench.narrowing`` (``make bench BENCH=narrowing`` runs it with 20,000
+unselected ConfigMaps); ``--help`` lists the flags. With ``--kubeconfig`` (or
+``METASHARD_E2E_KUBECONFIG``) it runs on that cluster, otherwise on the embedded cluster it
+starts. In a namespace of its own (labelled ``narrowbench=1``, deleted at the end, also after
+a failure or Ctrl-C) it creates ``--unselected`` ConfigMaps no controller selects and
+``--selected`` ConfigMaps carrying ``narrowbench.metashard.io/selected=yes``. Then, for each
+configuration in turn, it creates a DecoratorController of ConfigMaps with that label selector
+(its sync hook, served by this process, puts an annotation of the configuration's own on each
+target), starts ``metashard run --processes 1`` with ``--narrow-watches=true`` (``narrowed``)
+or ``false`` (``whole``, what Metacontroller does: it watches every ConfigMap), and measures
+until every selected ConfigMap carries the annotation:
 
 - ``seconds``: from the process's start to the last selected ConfigMap annotated;
 - ``cached``: the coordinator's ``metashard_informer_objects{resource="configmaps.v1"}``;
