@@ -31,8 +31,8 @@ Where keys go and are kept:
 - ``KeySink.push(key, priority)`` hands a parent key to whoever sends it to the worker that
   owns its slot (``manager.term.dispatch.Dispatch``). The router, the customize hooks
   (``manager.routing.related``) and the resyncs (``manager.term.resync``) push through it.
-- ``KeyIndex`` is state only: it sends nothing. ``manager.term.membership`` reads it
-  (``keys_of``) for ASSIGN, ``manager.term.dispatch`` and ``manager.term.snapshots`` for
+- ``KeyIndex`` is state only: it sends nothing. ``manager.term.dispatch`` reads it for the
+  keys of assigned slots (``keys_of``, ``behind_of``), it and ``manager.term.snapshots`` for
   slots (``slot``), ``manager.term.resync`` for the keys of a controller (``of_controller``).
 """
 
@@ -68,10 +68,10 @@ class KeyIndex:
 
     - ``add(key, behind=...)`` holds a key, or updates whether it is behind; ``discard`` and
       ``clear`` forget keys;
-    - ``keys_of(slots)``: every key of ``slots``, sorted (what ASSIGN carries);
+    - ``keys_of(slots)``: every key of ``slots``, sorted (queued LOW with their ASSIGN);
       ``of_controller(id)``: every key of one controller (what a resync pushes);
     - ``behind_of(slots)``: the keys of ``slots`` whose parent's last sync did not see its
-      current generation, sorted (pushed LIVE after the ASSIGN, ``manager.term.dispatch``);
+      current generation, sorted (queued first with the ASSIGN, ``manager.term.dispatch``);
     - ``slot(key)``: the slot of any key, a lookup for the keys held (hashed once, when
       added), hashed for others (``proto.wire.slot_of``);
     - memory per key: the key itself (its group-resource string shared with every other key:

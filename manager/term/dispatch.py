@@ -4,7 +4,7 @@ Contract:
 - ``push(key, priority)`` (the term's ``manager.routing.router.KeySink``) notes a parent key for
   the owner of its slot (``SlotOwners.dispatch_target``; the slot from ``SlotOf``, the key
   index, which remembers the slot of every parent it holds). A key whose slot is in transit
-  is dropped (the ASSIGN that ends the move carries every key of the slot). A key whose
+  is dropped (every key of the slot is queued when the ASSIGN that ends the move is). A key whose
   snapshot is being held back still goes out: only the worker knows whether it still waits
   for that snapshot (it drops KEYS of a key it is fetching, since the snapshot follows them
   on the same pipe).
@@ -16,17 +16,19 @@ Contract:
   ``next()`` gets to them: **controllers take turns**, one KEYS each, and within a
   controller keys go in the order first pushed. So one controller's 100,000 LOW keys (its
   initial list) hold back another's by one KEYS message, not by 100,000 keys.
-  A waiting key whose slot no longer goes to that worker is dropped when its turn comes (the
-  ASSIGN of the slot to its next owner carries it).
+  A waiting key whose slot no longer goes to that worker is dropped when its turn comes (it
+  is queued again for the slot's next owner with its ASSIGN).
 - ``send(target, msg)`` queues one message: ``target`` is a worker id (resolved to its current
   connection when sent, and dropped if it is no longer a member, unless it is a NACK or BYE)
   or a routing id (``bytes``: an answer to a connection that is not a member).
 - ``emit(outbox)`` queues what ``manager.term.membership`` returned, counting revoked slots.
   Keys are counted (``metashard_coordinator_keys_pushed_total``) as they go into KEYS
   messages, each once per message.
-  An ASSIGN, whose keys the worker queues at LOW priority, is followed by KEYS at LIVE
-  priority of those of its keys whose parent is behind (``IndexedKeys.behind_of``: the last
-  sync did not see the parent's generation), which the worker's queue promotes: after a
+  An ASSIGN carries no keys: **every key of its slots waits as LOW** for the worker
+  (``IndexedKeys.keys_of``), so a worker given 100,000 parents at a start has only a window
+  of them at a time (its memory does not grow with the parents), and those whose parent is
+  behind (``IndexedKeys.behind_of``: the last sync did not see the parent's generation) wait
+  **at the front**, ahead of every LOW key already waiting for that worker: after a
   failover, or any new term, the parents edited since their last sync go first.
 - ``next()`` waits for the next message to send. **Fresh work first**: everything but LOW
   keys (LIVE KEYS, SNAPSHOT, NACK, WELCOME, ASSIGN, REVOKE, CONTROLLERS, HEARTBEAT) goes out
@@ -43,7 +45,7 @@ Contract:
   keys a slow worker has not taken yet wait here once each, as in its own queue. Every
   heartbeat corrects the estimate (a key the worker already had queued, or fetches twice,
   makes it drift). The LOW keys waiting for a worker that is no longer a member are dropped:
-  its slots go to others with ASSIGNs that carry every key.
+  its slots go to others with ASSIGNs, and every key of them waits for those.
 - A LOW key therefore only ever goes out later than in the order pushed, never earlier than
   anything queued before it but the LOW keys of other controllers; what that means to the
   worker (``workers.link.membership``):
@@ -51,8 +53,8 @@ Contract:
     key whose FETCH is outstanding" needs (the snapshot reflects the change);
   - a LOW key sent after a SNAPSHOT of it runs once more (a no-op reconcile) instead of being
     dropped;
-  - a LOW key sent after a REVOKE of its slot is dropped here or by the worker: the ASSIGN
-    that gives the slot to its next owner carries it;
+  - a LOW key sent after a REVOKE of its slot is dropped here or by the worker: it waits for
+    the slot's next owner from its ASSIGN on;
   - a LOW key sent after a CONTROLLERS that removed its controller is dropped by the worker;
     keys of a controller are pushed only once the CONTROLLERS that adds it is queued.
 """
@@ -88,6 +90,10 @@ class SlotOf(Protocol):
 
 class IndexedKeys(SlotOf, Protocol):
     """What the dispatch asks the key index (``manager.routing.router.KeyIndex``)."""
+
+    def keys_of(self, slots: Iterable[int]) -> tuple[ParentKey, ...]:
+        """Every key of ``slots``."""
+        ...
 
     def behind_of(self, slots: Iterable[int]) -> tuple[ParentKey, ...]:
         """The keys of ``slots`` whose parent's last sync did not see its generation."""
@@ -173,12 +179,29 @@ class Dispatch:
                 self._metrics.revoked(len(msg.slots))
             self._first.append((worker, msg))
             if isinstance(msg, Assign):
-                behind = self._slots.behind_of(msg.slots)
-                self._metrics.keys_pushed(Priority.LIVE, len(behind))
-                for i in range(0, len(behind), KEYS_BATCH):
-                    batch = behind[i : i + KEYS_BATCH]
-                    self._first.append((worker, Keys(self._epoch, Priority.LIVE, batch)))
+                self._wait_low(worker, self._slots.keys_of(msg.slots))
+                self._wait_low(worker, self._slots.behind_of(msg.slots), first=True)
         self._queued.set()
+
+    def _wait_low(self, worker: str, keys: Iterable[ParentKey], *, first: bool = False) -> None:
+        """``keys`` wait as LOW for ``worker``, each once: after those already waiting, or
+        ``first``: ahead of them (a key already waiting moves to the front)."""
+        controllers = self._low.get(worker)
+        if controllers is None:
+            controllers = self._low[worker] = {}
+        by_controller: dict[Controller, list[ParentKey]] = defaultdict(list)
+        for key in keys:
+            by_controller[(key.kind, key.controller)].append(key)
+        for controller, new in by_controller.items():
+            waiting = controllers.get(controller)
+            if waiting is None:
+                controllers[controller] = dict.fromkeys(new)
+            elif first:
+                controllers[controller] = dict.fromkeys(new) | waiting
+            else:
+                waiting.update(dict.fromkeys(new))
+        if by_controller:
+            self._may_send_low(worker)
 
     def reported(self, worker: str, queue_depth: int) -> None:
         """A HEARTBEAT of ``worker``: ``queue_depth`` keys wait in its queues."""

@@ -34,9 +34,10 @@ Invariants (the exclusivity guarantee rests on them):
 - Nothing is assigned before ``start_at`` (a new leader waits until workers of the previous
   term have fenced themselves and live ones have re-joined).
 - Targets come from rendezvous hashing over the live worker ids (``proto.wire.slots``), so a
-  membership change moves about 1/N of the slots. ASSIGN carries every parent key of the
-  slots it assigns (``SlotKeys``); keys pushed for a slot in transit are dropped (the ASSIGN
-  covers them). WELCOME carries the running controllers' definitions (``Definitions``).
+  membership change moves about 1/N of the slots. ASSIGN carries no keys: the dispatch
+  queues every parent key of the slots it assigns for their new owner
+  (``manager.term.dispatch``), and keys pushed for a slot in transit are dropped (those cover
+  them). WELCOME carries the running controllers' definitions (``Definitions``).
 - It is the term's ``SlotOwners``: who owns a slot (``owner``) and where a live key of it
   goes (``dispatch_target``).
 """
@@ -53,19 +54,12 @@ from proto.wire import (
     Assign,
     ControllerDef,
     Message,
-    ParentKey,
     Revoke,
     Welcome,
     assign,
 )
 
 Outbox = list[tuple[str, Message]]
-
-
-class SlotKeys(Protocol):
-    def keys_of(self, slots: Iterable[int]) -> tuple[ParentKey, ...]:
-        """Every parent key of ``slots`` (``manager.routing.router.KeyIndex``)."""
-        ...
 
 
 class Definitions(Protocol):
@@ -110,7 +104,6 @@ class Membership:
         *,
         epoch: int,
         coordinator_id: str,
-        keys: SlotKeys,
         controllers: Definitions,
         start_at: float,
         timing: Timing = Timing(),
@@ -123,7 +116,6 @@ class Membership:
         self.start_at = start_at
         self.workers: dict[str, WorkerInfo] = {}
         self._by_route: dict[bytes, str] = {}
-        self._keys = keys
         self._controllers = controllers
         self._owner: dict[int, str] = {}
         self._revoking: dict[int, str] = {}
@@ -278,7 +270,7 @@ class Membership:
         return self._generation
 
     def _assign(self, slots: tuple[int, ...]) -> Assign:
-        return Assign(self.epoch, slots, self._keys.keys_of(slots), self._next_generation())
+        return Assign(self.epoch, slots, (), self._next_generation())
 
     def _drop(self, worker_id: str, *, free_at: float | None) -> None:
         worker = self.workers.pop(worker_id)

@@ -14,8 +14,8 @@ then on two clocks; at LIVE priority when its controller object asks for it.
 - Every ``cache_flush_interval`` every parent of every controller is pushed (Metacontroller's
   ``--cache-flush-interval``); a controller's own parents also every ``resyncPeriodSeconds``.
   Both periods are jittered by +-10% so that many controllers do not resync at once.
-- Nothing is pushed by the clocks before ``assigning`` is set (slots are assigned): the first
-  assignment carries every parent key anyway.
+- Nothing is pushed by the clocks before ``assigning`` is set (slots are assigned): every
+  parent key is queued with the first assignment anyway.
 - The keys of one controller are pushed ``PUSH_CHUNK`` at a time, the event loop turning
   between chunks: 100,000 pushes would hold it some 100 ms, during which no event or FETCH
   would be served.

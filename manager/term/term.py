@@ -118,7 +118,6 @@ class Term:
         self.membership = Membership(
             epoch=epoch,
             coordinator_id=coordinator_id,
-            keys=self.keys,
             controllers=self.controllers,
             start_at=math.inf,
             timing=Timing(settings.heartbeat_interval, settings.worker_timeout),

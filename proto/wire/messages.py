@@ -15,9 +15,10 @@ tag ``t`` and the fields below (``proto.wire.codec``).
 |             |                 | timeout, and the generation of its slots' assignment          |
 | CONTROLLERS | coord -> worker | the full current set of controller definitions, on change     |
 | ASSIGN      | coord -> worker | you now own ``slots``, as of assignment ``generation``;       |
-|             |                 | ``keys`` are all their parent keys, to enqueue at LOW         |
-|             |                 | priority. A large move may be split over several ASSIGNs of   |
-|             |                 | the same epoch                                                |
+|             |                 | ``keys``, to enqueue at LOW priority, are empty from this     |
+|             |                 | coordinator: the slots' keys follow as LOW KEYS, against the  |
+|             |                 | worker's backlog. A large move may be split over several      |
+|             |                 | ASSIGNs of the same epoch                                     |
 | REVOKE      | coord -> worker | give up ``slots``: drop their queued keys, start no new       |
 |             |                 | reconcile of them, let running ones finish, then RELEASED     |
 | RELEASED    | worker -> coord | ``slots`` are released: no reconcile of them is running       |

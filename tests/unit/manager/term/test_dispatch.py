@@ -13,7 +13,17 @@ from prometheus_client import CollectorRegistry
 from manager.routing.router import KeyIndex
 from manager.term.dispatch import KEYS_BATCH, LOW_WINDOW, Dispatch, Target
 from manager.term.metrics import TermMetrics
-from proto.wire import Assign, Keys, Message, ParentKey, Priority, Revoke, Snapshot, slot_of
+from proto.wire import (
+    SLOT_COUNT,
+    Assign,
+    Keys,
+    Message,
+    ParentKey,
+    Priority,
+    Revoke,
+    Snapshot,
+    slot_of,
+)
 
 EPOCH = 3
 
@@ -98,14 +108,14 @@ async def test_keys_are_counted_as_they_go_into_keys_messages() -> None:
         d.push(key(name), Priority.LIVE)
         d.push(key(name), Priority.LOW)
     d.push(key("c"), Priority.LOW)
-    d.emit([("w", Assign(EPOCH, (slot_of(key("behind")),), (key("behind"),)))])
+    d.emit([("w", Assign(EPOCH, (slot_of(key("behind")),), ()))])
     await queued(d)
 
     def counted(priority: str) -> float | None:
         name = "metashard_coordinator_keys_pushed_total"
         return registry.get_sample_value(name, {"priority": priority})
 
-    assert (counted("live"), counted("low")) == (3.0, 1.0)  # a, b, behind; c
+    assert (counted("live"), counted("low")) == (2.0, 2.0)  # a, b; c and the assigned slot's
 
 
 @pytest.mark.asyncio
@@ -121,7 +131,7 @@ async def test_a_waiting_low_key_of_a_slot_that_moved_is_dropped() -> None:
 
 
 @pytest.mark.asyncio
-async def test_an_assign_is_followed_by_live_keys_of_its_parents_that_are_behind() -> None:
+async def test_every_key_of_an_assigned_slot_waits_as_low_those_behind_first() -> None:
     keys = KeyIndex()
     names = [f"p{i}" for i in range(3 * KEYS_BATCH)]
     for i, name in enumerate(names):
@@ -129,18 +139,37 @@ async def test_an_assign_is_followed_by_live_keys_of_its_parents_that_are_behind
     slots = sorted({slot_of(key(name)) for name in names})
     mine, others = slots[: len(slots) // 2], slots[len(slots) // 2 :]
     d = dispatch(keys=keys)
-    d.emit([("w", Assign(EPOCH, tuple(mine), keys.keys_of(mine)))])
+    d.push(key("waiting"), Priority.LOW)  # already waiting: the behind keys go before it
+    d.emit([("w", Assign(EPOCH, tuple(mine), ()))])
     d.push(key("fresh"), Priority.LIVE)
     sent = [m for _, m in await queued(d)]
     assert isinstance(sent[0], Assign)
-    live = [m for m in sent[1:-1] if isinstance(m, Keys) and m.priority is Priority.LIVE]
-    assert len(live) == len(sent) - 2 and all(len(m.keys) <= KEYS_BATCH for m in live)
-    behind = [k for m in live for k in m.keys]
-    assert behind == sorted(
+    assert sent[1] == Keys(EPOCH, Priority.LIVE, (key("fresh"),))  # fresh work first
+    low = [m for m in sent[2:] if isinstance(m, Keys)]
+    assert len(low) == len(sent) - 2 and all(m.priority is Priority.LOW for m in low)
+    assert all(len(m.keys) <= KEYS_BATCH for m in low)
+    order = [k for m in low for k in m.keys]
+    behind = sorted(
         key(name) for i, name in enumerate(names) if i % 2 == 0 and slot_of(key(name)) in mine
     )
-    assert not set(behind) & set(keys.keys_of(others))
-    assert sent[-1] == Keys(EPOCH, Priority.LIVE, (key("fresh"),))  # after them
+    assert order[: len(behind)] == behind
+    assert order[len(behind)] == key("waiting")
+    assert set(order[len(behind) + 1 :]) == set(keys.keys_of(mine)) - set(behind)
+    assert not set(order) & set(keys.keys_of(others))
+
+
+@pytest.mark.asyncio
+async def test_an_assigned_slot_goes_out_against_the_window() -> None:
+    keys = KeyIndex()
+    for i in range(3 * LOW_WINDOW):
+        keys.add(key(f"p{i}"), behind=True)
+    d = dispatch(keys=keys)
+    d.emit([("w", Assign(EPOCH, tuple(range(SLOT_COUNT)), ()))])
+    sent = [m for _, m in await queued(d) if isinstance(m, Keys)]
+    assert sum(len(m.keys) for m in sent) == LOW_WINDOW  # the rest waits for FETCHes
+    d.reported("w", 0)
+    more = [m for _, m in await queued(d) if isinstance(m, Keys)]
+    assert sum(len(m.keys) for m in more) == LOW_WINDOW
 
 
 @pytest.mark.asyncio

@@ -1,32 +1,22 @@
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from manager.controllers.running import ControllerSet
 from manager.term.membership import Membership, Outbox, Timing
-from proto.wire import Assign, ParentKey, Revoke, Welcome
+from proto.wire import Assign, Revoke, Welcome
 
 SLOTS = 64
 TIMING = Timing(heartbeat_interval=1.0, worker_timeout=5.0)
 FENCE = TIMING.worker_timeout - 2 * TIMING.heartbeat_interval
 
 
-class Keys:
-    """One made-up key per slot."""
-
-    def keys_of(self, slots: Iterable[int]) -> tuple[ParentKey, ...]:
-        return tuple(ParentKey("CompositeController", "cc", "things", "ns", f"p{s}") for s in slots)
-
-
 def table(start_at: float = 0.0) -> Membership:
     return Membership(
         epoch=3,
         coordinator_id="c",
-        keys=Keys(),
         controllers=ControllerSet(),
         start_at=start_at,
         timing=TIMING,
@@ -81,7 +71,7 @@ def test_hello_is_welcomed_and_nothing_is_assigned_before_start() -> None:
     out = m.tick(10.0)
     assert granted(out) == {"w1": set(range(SLOTS))}
     (assign,) = (msg for _, msg in out)
-    assert isinstance(assign, Assign) and assign.keys == Keys().keys_of(assign.slots)
+    assert isinstance(assign, Assign) and assign.keys == ()  # the dispatch queues them
     assert settled(m, 10.0)
 
 
@@ -143,7 +133,7 @@ def test_undeliverable_control_messages_drop_the_worker() -> None:
     assert granted(m.tick(6.0)) == {"w2": lost}
 
 
-def test_a_worker_that_fenced_rejoins_and_gets_every_key_of_its_slots_again() -> None:
+def test_a_worker_that_fenced_rejoins_and_gets_every_slot_again() -> None:
     m = table()
     m.hello("w1", "i1", 4, now=0.0, route=b"r1")
     m.tick(0.0)
@@ -153,7 +143,6 @@ def test_a_worker_that_fenced_rejoins_and_gets_every_key_of_its_slots_again() ->
     (_, welcome), (_, assign) = out
     assert isinstance(welcome, Welcome) and welcome.slots == ()
     assert isinstance(assign, Assign) and set(assign.slots) == set(range(SLOTS))
-    assert assign.keys == Keys().keys_of(assign.slots)
     assert m.route("w1") == b"r2" and m.member_at(b"r2") == "w1" and m.member_at(b"r1") is None
     # A repeated HELLO on the same connection is only welcomed again.
     again = m.hello("w1", "i1", 4, now=1.1, route=b"r2")

@@ -12,7 +12,6 @@ import pytest
 import structlog
 
 from manager.controllers.running import ControllerSet
-from manager.routing.router import KeyIndex
 from manager.term.grace import Grace
 from manager.term.membership import Membership, Outbox
 from manager.term.metrics import TermMetrics
@@ -71,7 +70,6 @@ def sessions(
     membership = Membership(
         epoch=7,
         coordinator_id="c",
-        keys=KeyIndex(),
         controllers=caches.controllers,
         start_at=math.inf,
     )

@@ -242,8 +242,9 @@ async def test_a_term_runs_its_parts_and_walks_a_key_and_a_fetch_through_them() 
     (welcome,) = world.link.taken(Welcome)
     assert [d.name for d in welcome.controllers] == ["cc"]
     await world.step(0.1)  # the caches are ready and there is no grace: the next tick assigns
-    (assign,) = world.link.taken(Assign)
-    assert len(assign.slots) == 1024 and assign.keys == (KEY,)
+    assign, low = world.link.taken(object)
+    assert isinstance(assign, Assign) and len(assign.slots) == 1024 and assign.keys == ()
+    assert low == Keys(7, Priority.LOW, (KEY,))  # every key of the assigned slots follows
 
     world.informers.informers["things"].emit(thing("p1", "3", app="x"))  # a watch event
     await world.settle()
@@ -270,9 +271,9 @@ async def test_a_term_runs_its_parts_and_walks_a_key_and_a_fetch_through_them() 
     assert not PARTS & {task.get_name() for task in asyncio.all_tasks()}
 
 
-async def test_a_new_term_sends_the_parents_edited_since_their_last_sync_live() -> None:
+async def test_a_new_term_sends_the_parents_edited_since_their_last_sync_first() -> None:
     """After a failover, what was edited while there was no leader does not wait in the full
-    pass of every parent: ASSIGN queues every key LOW, then KEYS LIVE promote those."""
+    pass of every parent: every key of the assigned slots goes LOW, those first."""
     world = World()
     things = world.informers.informers["things"].store
     for name, generation, observed in (("p1", 1, 1), ("p2", 2, 1), ("p3", 1, None)):
@@ -286,9 +287,10 @@ async def test_a_new_term_sends_the_parents_edited_since_their_last_sync_live() 
     await world.join()
     world.link.taken(Welcome)
     await world.step(0.1)
-    assign, live = (msg for _, msg in world.link.sent)
-    assert isinstance(assign, Assign) and [k.name for k in assign.keys] == ["p1", "p2", "p3"]
-    assert live == Keys(7, Priority.LIVE, (KEY._replace(name="p2"), KEY._replace(name="p3")))
+    assign, low = (msg for _, msg in world.link.sent)
+    assert isinstance(assign, Assign) and assign.keys == ()
+    first = (KEY._replace(name="p2"), KEY._replace(name="p3"))
+    assert low == Keys(7, Priority.LOW, (*first, KEY._replace(name="p1")))
     running.cancel()
     await asyncio.gather(running, return_exceptions=True)
 
