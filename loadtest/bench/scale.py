@@ -115,7 +115,8 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
         help="another controller to measure, e.g. 'metacontroller=/path/metacontroller"
         " --kubeconfig {kubeconfig} --metrics-address 127.0.0.1:{port}"
         " --cache-flush-interval {flush} --leader-election --leader-election-id {lease}"
-        " --leader-election-namespace {namespace}'; placeholders {kubeconfig} {python} {port}"
+        " --leader-election-namespace {namespace} --health-probe-bind-address 127.0.0.1:0';"
+        " placeholders {kubeconfig} {python} {port}"
         " {flush} {lease} {namespace} (repeatable)",
     )
     p.add_argument(
