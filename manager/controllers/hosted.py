@@ -506,15 +506,11 @@ class Controllers:
         resources: dict[str, Resource] = {}
         needs: dict[str, list[Selector | None]] = {}
         for view in views.values():
-            for resource in view.parents:
-                need = view.watch_selector(resource) if self._narrow else None
+            narrowed = [(r, view.watch_selector(r) if self._narrow else None) for r in view.parents]
+            for resource, need in (*narrowed, *((r, None) for r in view.children)):
                 key = group_resource(resource)
                 resources[key] = resource
                 needs.setdefault(key, []).append(need)
-            for resource in view.children:
-                key = group_resource(resource)
-                resources[key] = resource
-                needs.setdefault(key, []).append(None)
         return {key: (resources[key], combine(needs[key])) for key in resources}
 
     async def _use(self, views: dict[ControllerId, ControllerView]) -> None:

@@ -36,13 +36,14 @@ from manager.controllers.view import (
     resolve_all,
     status_only,
 )
+from manager.informers.shared import combine
 from manager.informers.store import Cached, Store
 from manager.kinds import Context
 from proto.api import names
 from proto.api.controllers import group_of
 from proto.api.decorator import DecoratedResource, DecoratorController, parse_decorator_controller
 from proto.api.fields import Fields
-from proto.api.selectors import Selector, cover
+from proto.api.selectors import Selector
 from proto.kube.resources import Resource
 from proto.wire import ControllerDef, ControllerKind, ParentKey
 
@@ -107,8 +108,7 @@ class DecoratorView(SpecView[DecoratorController]):
         rules = self._rules(resource)
         if self.spec.hooks.finalize is not None or not rules:
             return None
-        covered = cover(r.label_selector for r in rules)
-        return None if covered.empty or covered.matches_nothing else covered
+        return combine(r.label_selector for r in rules)
 
     def _ours(self, child: Cached) -> bool:
         return child.annotations.get(names.DECORATOR_ANNOTATION) == self.spec.name
