@@ -89,16 +89,24 @@ def _merge_array(dest: list[Any], last: Any, desired: Any) -> Any:
     last_map = {_key(item[key]): item for item in last or []}
     desired_map = {_key(item[key]): item for item in desired or []}
     _merge_object(dest_map, last_map, desired_map)
+    return _in_order(dest_map, dest, desired or [], key)
+
+
+def _in_order(
+    merged: dict[str, Any], observed: list[Any], desired: list[Any], key: str
+) -> list[Any]:
+    """The items of a list merged by ``key`` (``merged``, by ``_key``): those of ``observed``
+    still there, in its order, then the new ones in the order of ``desired``."""
     out, added = [], set()
-    for item in dest:
+    for item in observed:
         k = _key(item[key])
-        if k in dest_map:
-            out.append(dest_map[k])
+        if k in merged:
+            out.append(merged[k])
             added.add(k)
-    for item in desired or []:
+    for item in desired:
         k = _key(item[key])
         if k not in added:
-            out.append(dest_map[k])
+            out.append(merged[k])
             added.add(k)
     return out
 
@@ -184,18 +192,7 @@ def _plain_list(observed: list[Any], last: list[Any], desired: list[Any], origin
         {_key(item[key]): item for item in last},
         {_key(item[key]): item for item in desired},
     )
-    out, added = [], set()
-    for item in observed:
-        k = _key(item[key])
-        if k in merged:
-            out.append(merged[k])
-            added.add(k)
-    for item in desired:
-        k = _key(item[key])
-        if k not in added:
-            out.append(merged[k])
-            added.add(k)
-    return out
+    return _in_order(merged, observed, desired, key)
 
 
 def plain_update(observed: dict[str, Any], desired: dict[str, Any]) -> tuple[Any, bool]:
