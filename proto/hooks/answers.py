@@ -24,9 +24,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from proto.hooks.bodies import Bodies
-
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+from proto.hooks.bodies import DEFAULT_MAX_BYTES, Bodies
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,9 @@ class Expiring(Protocol):
 
 E = TypeVar("E", bound=Expiring)
 
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+"""The caches' default ``max_bytes`` (each cache of each controller's hook has its own)."""
+
 
 class Bodies(Generic[E]):
     """Entries per key, least recently used first, at most ``max_bytes`` of bodies."""

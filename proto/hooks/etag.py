@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from proto.api.endpoints import ETag
-from proto.hooks.bodies import Bodies
+from proto.hooks.bodies import DEFAULT_MAX_BYTES, Bodies
 
 DEFAULT_TTL_SECONDS = 600.0
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
