@@ -27,6 +27,7 @@ from aiohttp import web
 from loadtest.apiserver.background import ClusterProcess
 from loadtest.bench._report import header, row
 from loadtest.bench.runtime import _cpu
+from loadtest.dev import webhook
 from loadtest.dev.crds import install
 from loadtest.dev.processes import Processes, free_port
 from proto.api.crds import load_crds
@@ -58,19 +59,37 @@ def attachments(target: dict[str, Any], k: int) -> list[dict[str, Any]]:
     ]
 
 
+def decorator_of_configmaps(
+    name: str, *, match_labels: dict[str, str], hook_url: str
+) -> dict[str, Any]:
+    """A DecoratorController of the ConfigMaps carrying ``match_labels``, with Secrets as
+    attachments and its sync hook at ``hook_url``."""
+    return {
+        "apiVersion": "metacontroller.k8s.io/v1alpha1",
+        "kind": "DecoratorController",
+        "metadata": {"name": name},
+        "spec": {
+            "resources": [
+                {
+                    "apiVersion": "v1",
+                    "resource": "configmaps",
+                    "labelSelector": {"matchLabels": match_labels},
+                }
+            ],
+            "attachments": [{"apiVersion": "v1", "resource": "secrets"}],
+            "hooks": {"sync": {"webhook": {"url": hook_url}}},
+        },
+    }
+
+
 async def _hook_server(k: int) -> tuple[web.AppRunner, int]:
     async def sync(request: web.Request) -> web.Response:
         body = orjson.loads(await request.read())
         answer = {"labels": {"decorated": "yes"}, "attachments": attachments(body["object"], k)}
         return web.Response(body=orjson.dumps(answer), content_type="application/json")
 
-    app = web.Application()
-    app.router.add_post("/sync", sync)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
     port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    return runner, port
+    return await webhook.serve("/sync", sync, port=port), port
 
 
 async def _targets(client: Client, namespace: str, n: int) -> list[dict[str, Any]]:
@@ -160,22 +179,7 @@ async def _metashard(
         started = time.perf_counter()
         await client.create(
             DCS,
-            {
-                "apiVersion": "metacontroller.k8s.io/v1alpha1",
-                "kind": "DecoratorController",
-                "metadata": {"name": namespace},
-                "spec": {
-                    "resources": [
-                        {
-                            "apiVersion": "v1",
-                            "resource": "configmaps",
-                            "labelSelector": {"matchLabels": {"bench": namespace}},
-                        }
-                    ],
-                    "attachments": [{"apiVersion": "v1", "resource": "secrets"}],
-                    "hooks": {"sync": {"webhook": {"url": hook}}},
-                },
-            },
+            decorator_of_configmaps(namespace, match_labels={"bench": namespace}, hook_url=hook),
         )
         while not await _converged(client, namespace, n, k):  # noqa: ASYNC110 (polling)
             await asyncio.sleep(0.25)

@@ -41,21 +41,16 @@ from aiohttp import web
 
 from loadtest.bench import _proc
 from loadtest.bench._report import header
+from loadtest.bench.decorator import CONFIGMAPS, DCS, NAMESPACES, decorator_of_configmaps
 from loadtest.bench.fanout import cluster, terminate_as_interrupt
-from loadtest.dev import crds
+from loadtest.dev import crds, webhook
 from loadtest.dev.processes import Processes, free_port
 from proto.api.crds import load_crds
 from proto.kube import errors
 from proto.kube.client import Client
 from proto.kube.config import load_config
-from proto.kube.resources import Resource
 from proto.kube.session import Session
 
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
-DCS = Resource(
-    "metacontroller.k8s.io", "v1alpha1", "decoratorcontrollers", "DecoratorController", False
-)
 SELECTED = "narrowbench.metashard.io/selected"
 DONE = "narrowbench.metashard.io/synced-by-"
 CONFIGS = ("narrowed", "whole")
@@ -113,25 +108,6 @@ async def _done(client: Client, namespace: str, config: str) -> int:
     )
 
 
-def _decorator(name: str, hook_url: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "metacontroller.k8s.io/v1alpha1",
-        "kind": "DecoratorController",
-        "metadata": {"name": name},
-        "spec": {
-            "resources": [
-                {
-                    "apiVersion": "v1",
-                    "resource": "configmaps",
-                    "labelSelector": {"matchLabels": {SELECTED: "yes"}},
-                }
-            ],
-            "attachments": [{"apiVersion": "v1", "resource": "secrets"}],
-            "hooks": {"sync": {"webhook": {"url": hook_url}}},
-        },
-    }
-
-
 async def _measure(
     client: Client,
     args: argparse.Namespace,
@@ -142,7 +118,10 @@ async def _measure(
     logs: Path,
 ) -> dict[str, Any]:
     name = f"narrowbench-{config}"
-    await client.create(DCS, _decorator(name, f"{hook}/{config}"))
+    decorator = decorator_of_configmaps(
+        name, match_labels={SELECTED: "yes"}, hook_url=f"{hook}/{config}"
+    )
+    await client.create(DCS, decorator)
     processes = Processes(kubeconfig=kubeconfig, workdir=logs, fast=False)
     started = time.monotonic()
     proc = processes.run(1, extra=["--narrow-watches", "true" if config == "narrowed" else "false"])
@@ -182,12 +161,8 @@ async def run(args: argparse.Namespace, kubeconfig: str, logs: Path) -> list[dic
         await crds.install(client, load_crds())
         meta = {"name": namespace, "labels": {"narrowbench": "1"}}
         await client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
-        app = web.Application()
-        app.router.add_post("/{config}", _hook)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
         port = free_port()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
+        runner = await webhook.serve("/{config}", _hook, port=port)
         try:
             t0 = time.monotonic()
             await _create_all(client, namespace, args.unselected, "other", {}, args.concurrency)

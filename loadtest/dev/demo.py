@@ -30,7 +30,7 @@ from typing import IO, Any
 from aiohttp import web
 
 from loadtest.apiserver.background import ClusterProcess
-from loadtest.dev import crds
+from loadtest.dev import crds, webhook
 from loadtest.dev.crds import simple_crd
 from loadtest.dev.processes import REPO, free_port
 from proto.api.crds import load_crds
@@ -87,15 +87,6 @@ async def sync_hook(request: web.Request) -> web.Response:
     ]
     observed = len(body["children"].get("ConfigMap.v1", {}))
     return web.json_response({"status": {"configMaps": observed}, "children": children})
-
-
-async def serve_hook(port: int) -> web.AppRunner:
-    app = web.Application()
-    app.router.add_post("/sync", sync_hook)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    return runner
 
 
 async def install(client: Client, hook_url: str) -> None:
@@ -161,7 +152,7 @@ def show(rows: list[tuple[str, int, int, Any, bool]], started: float) -> bool:
 
 async def demo(kubeconfig: str, stop: asyncio.Event, log: IO[bytes]) -> None:
     hook_port, metrics_port = free_port(), free_port()
-    hook = await serve_hook(hook_port)
+    hook = await webhook.serve("/sync", sync_hook, port=hook_port)
     async with Session(load_config(kubeconfig), qps=0) as session:
         client = Client(session)
         await install(client, f"http://127.0.0.1:{hook_port}/sync")
