@@ -54,10 +54,8 @@ from proto.api.decoding import FREE, OPAQUE, Items, Struct
 from proto.api.endpoints import EndpointConfig, Settings, parse_endpoint_configs
 from proto.api.errors import HookResponseError, InvalidControllerError
 from proto.api.fields import Fields, join, json_type
-from proto.api.hooks import check_child, decode_fields
-from proto.api.reports import CONDITIONS_SHAPE, EVENTS_SHAPE, NO_REPORTS, Reports, read_reports
+from proto.api.hooks import ANSWER_SHAPES, HookAnswer, check_child, decode_fields
 from proto.api.selectors import Selector, SelectorError, from_label_selector
-from proto.api.ttl import TTL_FIELD, TTL_SHAPE, read_ttl
 
 DecoratorHooks = CompositeHooks
 """The same three hooks (``sync`` required, ``finalize``, ``customize``)."""
@@ -176,40 +174,21 @@ def sync_request(
 
 
 _RESPONSE_SHAPE = Struct(
-    {
-        "labels": FREE,
-        "annotations": FREE,
-        "status": FREE,
-        "attachments": Items(OPAQUE),
-        "resyncAfterSeconds": FREE,
-        "finalized": FREE,
-        "events": EVENTS_SHAPE,
-        "conditions": CONDITIONS_SHAPE,
-        TTL_FIELD: TTL_SHAPE,
-    }
+    {**ANSWER_SHAPES, "labels": FREE, "annotations": FREE, "attachments": Items(OPAQUE)}
 )
 
 MetadataChanges = dict[str, str | None]
 """Key -> new value; ``None`` removes the key."""
 
 
-@dataclass(frozen=True, slots=True)
-class DecoratorResponse:
-    """A decorator's sync or finalize answer."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecoratorResponse(HookAnswer):
+    """A decorator's sync or finalize answer; its ``status`` ``None`` leaves the status as it
+    is."""
 
     labels: MetadataChanges
     annotations: MetadataChanges
-    status: dict[str, Any] | None
-    """``None``: leave the status as it is."""
     attachments: tuple[dict[str, Any], ...]
-    resync_after_seconds: float | None
-    finalized: bool
-    warnings: tuple[str, ...] = ()
-    reports: Reports = NO_REPORTS
-    """The answer's ``events`` and ``conditions`` (``proto.api.reports``); a malformed
-    ``ttlSeconds`` is among its problems."""
-    ttl_seconds: float | None = None
-    """How long the answer may be reused for the same request (``proto.api.ttl``)."""
 
 
 def _changes(top: Fields, key: str) -> MetadataChanges:
@@ -227,23 +206,16 @@ def _changes(top: Fields, key: str) -> MetadataChanges:
 def decode_decorator_response(body: bytes, *, mode: ResponseMode) -> DecoratorResponse:
     """Parse a decorator's sync or finalize answer. Raises ``HookResponseError``."""
     top, warnings = decode_fields(body, _RESPONSE_SHAPE, mode)
-    status = top.get_raw_object("status")
     attachments = tuple(
         check_child(item, join("attachments", i))
         for i, item in enumerate(top.get_list("attachments"))
     )
-    resync = top.get_number("resyncAfterSeconds")
-    ttl, ttl_problem = read_ttl(top)
-    return DecoratorResponse(
+    return DecoratorResponse.read(
+        top,
+        warnings,
         labels=_changes(top, "labels"),
         annotations=_changes(top, "annotations"),
-        status=None if status is None else dict(status),
         attachments=attachments,
-        resync_after_seconds=resync if resync is not None and resync > 0 else None,
-        finalized=bool(top.get_bool("finalized")),
-        warnings=warnings,
-        reports=read_reports(top).with_problem(ttl_problem),
-        ttl_seconds=ttl,
     )
 
 

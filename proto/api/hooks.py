@@ -35,11 +35,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from proto.api import names
 from proto.api.controllers import HookVersion, ResponseMode
-from proto.api.decoding import FREE, OPAQUE, Items, Struct, decode
+from proto.api.decoding import FREE, OPAQUE, Items, Shape, Struct, decode
 from proto.api.errors import HookResponseError
 from proto.api.fields import Fields, join, json_type
 from proto.api.objectmap import ObjectMap, TypeKey
@@ -78,17 +78,17 @@ def customize_request(
 
 # --- responses --------------------------------------------------------------------------------
 
-_SYNC_SHAPE = Struct(
-    {
-        "status": FREE,
-        "children": Items(OPAQUE),
-        "resyncAfterSeconds": FREE,
-        "finalized": FREE,
-        "events": EVENTS_SHAPE,
-        "conditions": CONDITIONS_SHAPE,
-        TTL_FIELD: TTL_SHAPE,
-    }
-)
+ANSWER_SHAPES: Mapping[str, Shape] = {
+    "status": FREE,
+    "resyncAfterSeconds": FREE,
+    "finalized": FREE,
+    "events": EVENTS_SHAPE,
+    "conditions": CONDITIONS_SHAPE,
+    TTL_FIELD: TTL_SHAPE,
+}
+"""The fields of every sync or finalize answer (``HookAnswer``), of either kind."""
+
+_SYNC_SHAPE = Struct({**ANSWER_SHAPES, "children": Items(OPAQUE)})
 _SELECTOR_SHAPE = Struct(
     {
         "matchLabels": FREE,
@@ -113,13 +113,12 @@ _CUSTOMIZE_SHAPE = Struct(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class SyncResponse:
-    """A sync or finalize hook's answer."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HookAnswer:
+    """What every sync or finalize answer carries (``SyncResponse``, and a DecoratorController's
+    ``proto.api.decorator.DecoratorResponse``)."""
 
     status: dict[str, Any] | None
-    children: tuple[dict[str, Any], ...]
-    """In the order the hook returned them (rollouts follow this order)."""
     resync_after_seconds: float | None
     finalized: bool
     warnings: tuple[str, ...] = ()
@@ -129,6 +128,31 @@ class SyncResponse:
     ``ttlSeconds`` is among its problems."""
     ttl_seconds: float | None = None
     """How long the answer may be reused for the same request (``proto.api.ttl``)."""
+
+    @classmethod
+    def read(cls, top: Fields, warnings: tuple[str, ...], **fields: Any) -> Self:
+        """The answer of the decoded ``top`` (``decode_fields``), with the ``fields`` of
+        ``cls`` its own: ``resyncAfterSeconds`` <= 0 reads as ``None``."""
+        status = top.get_raw_object("status")
+        resync = top.get_number("resyncAfterSeconds")
+        ttl, ttl_problem = read_ttl(top)
+        return cls(
+            status=None if status is None else dict(status),
+            resync_after_seconds=resync if resync is not None and resync > 0 else None,
+            finalized=bool(top.get_bool("finalized")),
+            warnings=warnings,
+            reports=read_reports(top).with_problem(ttl_problem),
+            ttl_seconds=ttl,
+            **fields,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncResponse(HookAnswer):
+    """A sync or finalize hook's answer."""
+
+    children: tuple[dict[str, Any], ...]
+    """In the order the hook returned them (rollouts follow this order)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,21 +187,10 @@ def check_child(child: Any, path: str) -> dict[str, Any]:
 def decode_sync_response(body: bytes, *, mode: ResponseMode) -> SyncResponse:
     """Parse a sync or finalize response body. Raises ``HookResponseError``."""
     top, warnings = decode_fields(body, _SYNC_SHAPE, mode)
-    status = top.get_raw_object("status")
     children = tuple(
         check_child(child, join("children", i)) for i, child in enumerate(top.get_list("children"))
     )
-    resync = top.get_number("resyncAfterSeconds")
-    ttl, ttl_problem = read_ttl(top)
-    return SyncResponse(
-        status=None if status is None else dict(status),
-        children=children,
-        resync_after_seconds=resync if resync is not None and resync > 0 else None,
-        finalized=bool(top.get_bool("finalized")),
-        warnings=warnings,
-        reports=read_reports(top).with_problem(ttl_problem),
-        ttl_seconds=ttl,
-    )
+    return SyncResponse.read(top, warnings, children=children)
 
 
 def decode_customize_response(
