@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit
 
 from proto.api import names
@@ -183,64 +183,53 @@ class ChildResource:
         return group_of(self.api_version)
 
 
-@dataclass(frozen=True, slots=True)
-class CompositeController:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LambdaController:
+    """What every controller kind has (``CompositeController``, and
+    ``proto.api.decorator.DecoratorController``)."""
+
     name: str
     uid: str
-    parent: ParentResource
-    children: tuple[ChildResource, ...]
     hooks: CompositeHooks
     resync_period: int | None
     """``resyncPeriodSeconds`` as written (``None`` when absent)."""
-    generate_selector: bool
     endpoint_configs: tuple[EndpointConfig, ...]
     raw: Mapping[str, Any]
     """The object as read; sent whole as the hook request's ``controller``. Do not mutate."""
+
+    @property
+    def resync_period_seconds(self) -> float | None:
+        """The periodic resync interval, with Metacontroller's floor of one second."""
+        if self.resync_period is None:
+            return None
+        return max(float(self.resync_period), MIN_RESYNC_PERIOD_SECONDS)
+
+    def connection_settings(self) -> dict[HookName, Settings]:
+        """Hook name -> the connection settings it uses: its own, or its endpoint config's
+        (``proto.api.endpoints``)."""
+        out: dict[HookName, Settings] = {}
+        for name in HookName:
+            hook = self.hooks.get(name)
+            if hook is not None:
+                webhook = hook.webhook
+                out[name] = effective_settings(webhook.url, webhook.settings, self.endpoint_configs)
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompositeController(LambdaController):
+    parent: ParentResource
+    children: tuple[ChildResource, ...]
+    generate_selector: bool
 
     @property
     def finalizer(self) -> str:
         return names.composite_finalizer(self.name)
 
     @property
-    def resync_period_seconds(self) -> float | None:
-        """The periodic resync interval, with Metacontroller's floor of one second."""
-        return resync_floor(self.resync_period)
-
-    @property
     def rolling(self) -> bool:
         """True when some child type rolls out revision by revision."""
         return any(c.update_strategy.method.rolling for c in self.children)
-
-    def connection_settings(self) -> dict[HookName, Settings]:
-        """The connection settings each hook uses (its own, or its endpoint config's)."""
-        return hook_settings(self.hooks, self.endpoint_configs)
-
-
-class HookSet(Protocol):
-    """The hooks of a controller of any kind (``CompositeHooks`` conforms)."""
-
-    def get(self, name: HookName) -> Hook | None: ...
-
-
-def hook_settings(
-    hooks: HookSet, endpoint_configs: tuple[EndpointConfig, ...]
-) -> dict[HookName, Settings]:
-    """Hook name -> the connection settings it uses (see ``proto.api.endpoints``); shared by
-    every controller kind."""
-    out: dict[HookName, Settings] = {}
-    for name in HookName:
-        hook = hooks.get(name)
-        if hook is not None:
-            webhook = hook.webhook
-            out[name] = effective_settings(webhook.url, webhook.settings, endpoint_configs)
-    return out
-
-
-def resync_floor(period: int | None) -> float | None:
-    """``resyncPeriodSeconds`` as an interval, with Metacontroller's floor of one second."""
-    if period is None:
-        return None
-    return max(float(period), MIN_RESYNC_PERIOD_SECONDS)
 
 
 def group_of(api_version: str) -> str:

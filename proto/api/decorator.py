@@ -41,17 +41,16 @@ from proto.api.controllers import (
     ChildResource,
     CompositeHooks,
     HookName,
+    LambdaController,
     ResponseMode,
     api_version_of,
     check_type,
-    hook_settings,
     parse_child_resources,
     parse_hooks,
     parse_resync_period,
-    resync_floor,
 )
 from proto.api.decoding import FREE, OPAQUE, Items, Struct
-from proto.api.endpoints import EndpointConfig, Settings, parse_endpoint_configs
+from proto.api.endpoints import parse_endpoint_configs
 from proto.api.errors import HookResponseError, InvalidControllerError
 from proto.api.fields import Fields, join, json_type
 from proto.api.hooks import ANSWER_SHAPES, HookAnswer, check_child, decode_fields
@@ -78,29 +77,14 @@ class DecoratedResource:
         return self.label_selector.matches(labels) and self.annotation_selector.matches(annotations)
 
 
-@dataclass(frozen=True, slots=True)
-class DecoratorController:
-    name: str
-    uid: str
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecoratorController(LambdaController):
     resources: tuple[DecoratedResource, ...]
     attachments: tuple[ChildResource, ...]
-    hooks: DecoratorHooks
-    resync_period: int | None
-    endpoint_configs: tuple[EndpointConfig, ...]
-    raw: Mapping[str, Any]
-    """The object as read; sent whole as the hook request's ``controller``. Do not mutate."""
 
     @property
     def finalizer(self) -> str:
         return names.decorator_finalizer(self.name)
-
-    @property
-    def resync_period_seconds(self) -> float | None:
-        return resync_floor(self.resync_period)
-
-    def connection_settings(self) -> dict[HookName, Settings]:
-        """The connection settings each hook uses (its own, or its endpoint config's)."""
-        return hook_settings(self.hooks, self.endpoint_configs)
 
 
 def _annotation_selector(fields: Fields, key: str) -> Selector:
