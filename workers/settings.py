@@ -18,13 +18,10 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from proto.api.revisions import DEFAULT_HISTORY_LIMIT
 from proto.hooks.client import DEFAULT_MAX_RESPONSE_BYTES
 from proto.runtime.curve import ClientCurve, CurveKeyError, client_keys
 from proto.runtime.flags import (
-    DEFAULT_APPLY,
-    DEFAULT_CONCURRENCY,
-    ApplyStrategy,
+    Common,
     Parser,
     add_common,
     common,
@@ -37,26 +34,16 @@ from proto.runtime.flags import (
 _ENDPOINT = re.compile(r"^(tcp://(\[[^\]]+\]|[^:/\s]+):\d{1,5}|ipc://\S+)$")
 
 
-@dataclass(frozen=True, slots=True)
-class WorkerSettings:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerSettings(Common):
+    """The shared flags' ``Common`` and the worker's own."""
+
     worker_id: str
     coordinator: str  # the coordinator's ZeroMQ endpoint, tcp://host:port or ipc://path
-    concurrency: int = DEFAULT_CONCURRENCY
-    kubeconfig: str | None = None
-    qps: float = 0.0  # client-side API rate limit; 0 = none (rely on API priority and fairness)
-    burst: int = 0
-    metrics_address: str = ":9999"
-    health_address: str = ":8081"
     reconciler: str | None = None  # MODULE:CALLABLE replacing the built-in reconcilers
     hook_max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # a longer hook answer fails
-    log_format: str = "auto"
-    log_level: str = "info"
     curve: ClientCurve | None = None  # the worker link's CURVE keys (--curve-keys)
-    cluster_revision_namespace: str = "default"  # ControllerRevisions of cluster-scoped parents
-    revision_history_limit: int = DEFAULT_HISTORY_LIMIT  # childless revisions kept per parent
-    apply: ApplyStrategy = DEFAULT_APPLY  # --apply-strategy, --apply-strategy-ssa-field-manager
     unsafe_fence_timeout: float | None = None  # tests only (module docstring)
-    notices: tuple[str, ...] = ()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -106,24 +93,12 @@ def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
             curve = client_keys(args.curve_keys)
         except CurveKeyError as e:
             parser.error(f"--curve-keys: {e}")
-    shared = common(args, role="worker", environ=env)
     return WorkerSettings(
+        **common(args, role="worker", environ=env).by_name(),
         worker_id=args.worker_id or env.get("POD_NAME") or socket.gethostname(),
         coordinator=coordinator,
-        concurrency=shared.concurrency,
-        kubeconfig=shared.kubeconfig,
-        qps=shared.qps,
-        burst=shared.burst,
-        metrics_address=shared.metrics_address,
-        health_address=shared.health_address,
         reconciler=args.reconciler,
         hook_max_response_bytes=args.hook_max_response_bytes,
-        log_format=shared.log_format,
-        log_level=shared.log_level,
         curve=curve,
-        cluster_revision_namespace=shared.cluster_revision_namespace,
-        revision_history_limit=shared.revision_history_limit,
-        apply=shared.apply,
         unsafe_fence_timeout=args.unsafe_fence_timeout,
-        notices=shared.notices,
     )
