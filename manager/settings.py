@@ -30,7 +30,7 @@ from manager.election.config import ElectionConfig
 from proto.api.selectors import Operator, Requirement, Selector, parse
 from proto.runtime.addresses import Peer
 from proto.runtime.curve import CurveKeyError, ServerCurve, server_keys
-from proto.runtime.flags import Parser, Role, add_common, common, duration, go_bool, typed
+from proto.runtime.flags import Parser, Role, add_common, add_go_bool, common, duration, typed
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,11 +123,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow a tcp:// worker socket without --curve-keys: whoever reaches it can join",
     )
-    p.add_argument(
+    add_go_bool(
+        p,
         "--narrow-watches",
-        type=typed(go_bool),
-        nargs="?",
-        const=True,
         default=True,
         metavar="BOOL",
         help="list and watch a parent resource with its controllers' label selectors, when "

@@ -105,6 +105,27 @@ def go_bool(text: str) -> bool:
     raise ValueError(f"expected true or false, got {text!r}")
 
 
+def add_go_bool(
+    p: argparse.ArgumentParser,
+    flag: str,
+    *,
+    default: bool,
+    help: str | None = None,
+    metavar: str | None = None,
+) -> None:
+    """Add a boolean flag as Go's ``flag`` package reads one: ``--flag`` alone is true,
+    ``--flag=VALUE`` or ``--flag VALUE`` is ``go_bool(VALUE)``."""
+    p.add_argument(
+        flag,
+        type=typed(go_bool),
+        nargs="?",
+        const=True,
+        default=default,
+        help=help,
+        metavar=metavar,
+    )
+
+
 def zap_level(text: str) -> str:
     """``--zap-log-level`` -> our level: ``debug``/``info``/``error``, or an integer > 0
     (zap's custom verbosity -N, which is at or below debug: our ``debug``)."""
@@ -310,11 +331,9 @@ def add_common(p: argparse.ArgumentParser) -> None:
 
 
 def _add_leader_election(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
+    add_go_bool(
+        p,
         "--leader-election",
-        type=typed(go_bool),
-        nargs="?",
-        const=True,
         default=False,
         help="hold a Lease; only the holder runs (several replicas may run)",
     )
@@ -357,7 +376,7 @@ def _add_logging(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-level", type=typed(parse_level), help="debug, info, warning, error")
     p.add_argument("--zap-log-level", type=typed(zap_level), help="debug, info, error or N > 0")
     p.add_argument("--zap-encoder", type=typed(_choice("json", "console")))
-    p.add_argument("--zap-devel", type=typed(go_bool), nargs="?", const=True, default=False)
+    add_go_bool(p, "--zap-devel", default=False)
     p.add_argument("--zap-stacktrace-level", type=typed(_choice(*_ZAP_STACK_LEVELS)))
     p.add_argument("--zap-time-encoding", type=typed(_choice(*_ZAP_TIME_ENCODINGS)))
 
