@@ -74,16 +74,25 @@ CONTROLLER = {
         "hooks": {"sync": {"webhook": {"url": "http://127.0.0.1:8089/sync", "timeout": "10s"}}},
     },
 }
-DEFINITION = ControllerDef(
-    ControllerKind.COMPOSITE,
-    "fanout-bench",
-    "cc-uid",
-    "1",
-    orjson.dumps(CONTROLLER),
-    (
-        ResourceInfo("bench.metashard.io/v1", "fanouts", "Fanout", True, ("status",)),
-        ResourceInfo("v1", "configmaps", "ConfigMap", True, ()),
-    ),
+
+
+def definition(controller: dict[str, Any], parent: ResourceInfo) -> ControllerDef:
+    """What a coordinator sends for the CompositeController object ``controller`` of ``parent``
+    with ConfigMap children, at resourceVersion 1."""
+    metadata = controller["metadata"]
+    children = ResourceInfo("v1", "configmaps", "ConfigMap", True, ())
+    return ControllerDef(
+        ControllerKind.COMPOSITE,
+        metadata["name"],
+        metadata["uid"],
+        "1",
+        orjson.dumps(controller),
+        (parent, children),
+    )
+
+
+DEFINITION = definition(
+    CONTROLLER, ResourceInfo("bench.metashard.io/v1", "fanouts", "Fanout", True, ("status",))
 )
 SPEC = parse_composite_controller(CONTROLLER)
 ENDPOINT = HookEndpoint(HookName.SYNC, SPEC.hooks.sync.webhook, "CompositeController", SPEC.name)

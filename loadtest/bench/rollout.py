@@ -24,9 +24,10 @@ import orjson
 
 from loadtest.apiserver.inprocess import MemoryCluster, ScriptedHooks
 from loadtest.bench._report import header, row
+from loadtest.bench.composite import definition
 from proto.kube.resources import Resource
 from proto.runtime.logs import configure
-from proto.wire import ControllerDef, ControllerKind, ParentKey, ResourceInfo
+from proto.wire import ParentKey, ResourceInfo
 from workers.kinds.composite.steps import CompositeSteps
 from workers.reconcile import Reconciler, ReconcileRequest
 from workers.sync.template import SyncTemplate
@@ -53,16 +54,8 @@ CONTROLLER = {
         "hooks": {"sync": {"webhook": {"url": "http://127.0.0.1:8089/sync"}}},
     },
 }
-DEFINITION = ControllerDef(
-    ControllerKind.COMPOSITE,
-    "rollout-bench",
-    "cc-uid",
-    "1",
-    orjson.dumps(CONTROLLER),
-    (
-        ResourceInfo("bench.metashard.io/v1", "sets", "Set", True, ("status",)),
-        ResourceInfo("v1", "configmaps", "ConfigMap", True, ()),
-    ),
+DEFINITION = definition(
+    CONTROLLER, ResourceInfo("bench.metashard.io/v1", "sets", "Set", True, ("status",))
 )
 
 
