@@ -18,6 +18,11 @@ Contract:
   initial list) hold back another's by one KEYS message, not by 100,000 keys.
   A waiting key whose slot no longer goes to that worker is dropped when its turn comes (it
   is queued again for the slot's next owner with its ASSIGN).
+- ``deferred(keys)``: keys a worker sent back (KEYS from a worker: the echoes of its own
+  writes, ``workers.runner.runner``) wait as LOW, after the LOW keys already waiting, for
+  the owner of their slot then: so an echo goes after the parents still waiting for their
+  first reconcile, first come, first served, however many of those wait here. A key the key
+  index does not hold (its parent is gone, or the worker made it up) is dropped.
 - ``send(target, msg)`` queues one message: ``target`` is a worker id (resolved to its current
   connection when sent, and dropped if it is no longer a member, unless it is a NACK or BYE)
   or a routing id (``bytes``: an answer to a connection that is not a member).
@@ -99,6 +104,10 @@ class IndexedKeys(SlotOf, Protocol):
         """The keys of ``slots`` whose parent's last sync did not see its generation."""
         ...
 
+    def held(self, key: ParentKey) -> ParentKey | None:
+        """The index's own copy of ``key``, None when it holds no such key."""
+        ...
+
 
 class Members(Protocol):
     def route(self, worker_id: str) -> bytes | None:
@@ -168,6 +177,13 @@ class Dispatch:
                 batch = tuple(unique[i : i + KEYS_BATCH])
                 self._first.append((worker, Keys(self._epoch, Priority.LIVE, batch)))
         self._queued.set()
+
+    def deferred(self, keys: Iterable[ParentKey]) -> None:
+        held = self._slots.held
+        for key in keys:
+            mine = held(key)
+            if mine is not None:
+                self.push(mine, Priority.LOW)
 
     def send(self, target: Target, msg: Message) -> None:
         self._first.append((target, msg))
