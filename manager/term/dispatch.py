@@ -77,9 +77,11 @@ from manager.term.metrics import TermMetrics
 from proto.wire import Assign, Keys, Message, ParentKey, Priority, Revoke
 
 KEYS_BATCH = 512
-LOW_WINDOW = 32 * KEYS_BATCH
-"""LOW keys a worker may have queued or on their way: 16,384, some 30 ms of its loop to read,
-and more than a worker reconciles between two heartbeats."""
+LOW_WINDOW = 8 * KEYS_BATCH
+"""LOW keys a worker may have queued or on their way: 4,096, more than a worker runs no-op
+reconciles in a second (its FETCHes refill the window as it goes, its heartbeats correct
+the estimate every second), and few enough that the keys a worker holds, and so its memory,
+do not grow with the parents."""
 
 Target = str | bytes
 """A worker id, or the routing id of a connection that is not a member."""

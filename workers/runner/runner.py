@@ -35,7 +35,8 @@ Invariants:
   cancelled reconcile's key is forgotten by its queue's rate limiter, like a dropped one.
 - Read-your-writes: the resourceVersions a reconcile reports through ``wrote`` become the
   barrier of the key's next fetch (``workers.runner.barriers``); a fetch that returned
-  satisfied it, and it is forgotten then, or a minute after the writes, or with the key.
+  satisfied it, and it is forgotten then, or ``BARRIER_TTL`` (20 s) after the writes, or with
+  the key.
 - Echoes wait their turn: a LIVE key whose running reconcile has written, or whose last
   reconcile's writes no fetch has seen yet, is almost always the echo of those writes (it
   still runs again: the hook must see the children it created), and it must not go ahead of
