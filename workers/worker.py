@@ -52,6 +52,7 @@ from proto.wire import ControllerDef, dropped_frames_counter
 from workers.kinds.plugins import FactoryBuilder, WorkerContext, builtin, load
 from workers.link.contact import ContactReport, join_warnings_counter
 from workers.link.dealer import DealerLink
+from workers.link.deferrals import Deferrals
 from workers.link.fencing import Fence
 from workers.link.membership import Membership
 from workers.link.snapshots import Snapshots
@@ -151,6 +152,7 @@ class Worker:
         )
         standing = self.standing
         snapshots = Snapshots(link, standing)
+        deferrals = Deferrals(link, standing)
         fence = Fence(standing, clock=self._clock)
         hooks = HookClient(
             http,
@@ -190,6 +192,7 @@ class Worker:
             queue_metrics=PrometheusMetricsProvider(registry=registry),
             metrics=PrometheusControllerMetrics(registry=registry),
             caches=WorkerCaches(hooks, ssa),
+            later=deferrals,
             worker_id=settings.worker_id,
         )
         membership = Membership(

@@ -74,6 +74,9 @@ class KeyIndex:
       current generation, sorted (queued first with the ASSIGN, ``manager.term.dispatch``);
     - ``slot(key)``: the slot of any key, a lookup for the keys held (hashed once, when
       added), hashed for others (``proto.wire.slot_of``);
+    - ``held(key)``: the index's own copy of ``key`` (None: not held), which a key that came
+      over the wire can be swapped for, so that keeping it costs no memory: a look through the
+      keys of its slot (some hundred at 100,000 parents);
     - memory per key: the key itself (its group-resource string shared with every other key:
       interned), one dict entry and one list entry: about 140 bytes (``make bench
       BENCH=coordinator``).
@@ -97,6 +100,12 @@ class KeyIndex:
             self._by_slot[slot] = [key]
         else:
             keys.append(key)
+
+    def held(self, key: ParentKey) -> ParentKey | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        return next(mine for mine in self._by_slot[entry[0]] if mine == key)
 
     def discard(self, key: ParentKey) -> None:
         entry = self._entries.pop(key, None)

@@ -18,6 +18,11 @@ Contract:
   initial list) hold back another's by one KEYS message, not by 100,000 keys.
   A waiting key whose slot no longer goes to that worker is dropped when its turn comes (it
   is queued again for the slot's next owner with its ASSIGN).
+- ``deferred(keys)``: keys a worker sent back (KEYS from a worker: the echoes of its own
+  writes, ``workers.runner.runner``) wait as LOW, after the LOW keys already waiting, for
+  the owner of their slot then: so an echo goes after the parents still waiting for their
+  first reconcile, first come, first served, however many of those wait here. A key the key
+  index does not hold (its parent is gone, or the worker made it up) is dropped.
 - ``send(target, msg)`` queues one message: ``target`` is a worker id (resolved to its current
   connection when sent, and dropped if it is no longer a member, unless it is a NACK or BYE)
   or a routing id (``bytes``: an answer to a connection that is not a member).
@@ -72,9 +77,11 @@ from manager.term.metrics import TermMetrics
 from proto.wire import Assign, Keys, Message, ParentKey, Priority, Revoke
 
 KEYS_BATCH = 512
-LOW_WINDOW = 32 * KEYS_BATCH
-"""LOW keys a worker may have queued or on their way: 16,384, some 30 ms of its loop to read,
-and more than a worker reconciles between two heartbeats."""
+LOW_WINDOW = 8 * KEYS_BATCH
+"""LOW keys a worker may have queued or on their way: 4,096, more than a worker runs no-op
+reconciles in a second (its FETCHes refill the window as it goes, its heartbeats correct
+the estimate every second), and few enough that the keys a worker holds, and so its memory,
+do not grow with the parents."""
 
 Target = str | bytes
 """A worker id, or the routing id of a connection that is not a member."""
@@ -97,6 +104,10 @@ class IndexedKeys(SlotOf, Protocol):
 
     def behind_of(self, slots: Iterable[int]) -> tuple[ParentKey, ...]:
         """The keys of ``slots`` whose parent's last sync did not see its generation."""
+        ...
+
+    def held(self, key: ParentKey) -> ParentKey | None:
+        """The index's own copy of ``key``, None when it holds no such key."""
         ...
 
 
@@ -168,6 +179,13 @@ class Dispatch:
                 batch = tuple(unique[i : i + KEYS_BATCH])
                 self._first.append((worker, Keys(self._epoch, Priority.LIVE, batch)))
         self._queued.set()
+
+    def deferred(self, keys: Iterable[ParentKey]) -> None:
+        held = self._slots.held
+        for key in keys:
+            mine = held(key)
+            if mine is not None:
+                self.push(mine, Priority.LOW)
 
     def send(self, target: Target, msg: Message) -> None:
         self._first.append((target, msg))

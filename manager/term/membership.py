@@ -200,6 +200,7 @@ class Membership:
             heartbeat_interval=self.timing.heartbeat_interval,
             heartbeat_timeout=self.timing.worker_timeout,
             generation=self._next_generation(),
+            defers=True,
         )
         out: Outbox = [(worker_id, welcome)]
         if rejoined and kept:

@@ -10,7 +10,8 @@ Contract:
   Members' messages count as contact; FETCH goes to the snapshot server, RELEASED and BYE to
   membership, DONE of the current epoch (and whether a HELLO takes part in limits) to
   ``manager.term.throttle``; HEARTBEAT (its queue depth) and FETCH also tell the dispatch how
-  much LOW work the worker may be sent (``manager.term.dispatch``).
+  much LOW work the worker may be sent, and KEYS of the current epoch (the keys a worker
+  defers) go back to the dispatch as LOW keys (``manager.term.dispatch``).
 - ``send()`` sends what ``Dispatch`` queued, to the member's current connection. A message
   that cannot be delivered to a member ends its membership (it fences itself for lack of
   contact and joins again): no key notification is silently lost to a live member. A
@@ -54,6 +55,7 @@ from proto.wire import (
     Fetch,
     Heartbeat,
     Hello,
+    Keys,
     LinkClosed,
     Message,
     Nack,
@@ -127,6 +129,9 @@ class WorkerSessions:
             if isinstance(msg, Fetch):
                 self._dispatch.fetched(worker)
                 self._snapshots.fetch(worker, msg)
+            elif isinstance(msg, Keys):
+                if msg.epoch == self._epoch:
+                    self._dispatch.deferred(msg.keys)
             elif isinstance(msg, Done):
                 if msg.epoch == self._epoch:
                     self._throttle.release(worker, msg.key)

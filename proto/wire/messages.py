@@ -23,6 +23,10 @@ tag ``t`` and the fields below (``proto.wire.codec``).
 |             |                 | reconcile of them, let running ones finish, then RELEASED     |
 | RELEASED    | worker -> coord | ``slots`` are released: no reconcile of them is running       |
 | KEYS        | coord -> worker | enqueue ``keys`` (all in slots the worker owns) at priority   |
+|             | worker -> coord | ``keys`` whose reconcile the worker defers (the echoes of its |
+|             |                 | own writes): queue them LOW, behind the LOW keys waiting, for |
+|             |                 | whoever owns them then; only to a coordinator whose WELCOME   |
+|             |                 | said ``defers``                                               |
 | FETCH       | worker -> coord | request the snapshot of ``key``; answered by SNAPSHOT or NACK |
 |             |                 | with the same ``request_id``                                  |
 | SNAPSHOT    | coord -> worker | the parent (``None``: not found or deleted), its observed     |
@@ -63,6 +67,10 @@ Invariants and conventions:
   coordinator keeps it and pushes it again when the controller may run it). An older worker
   sends no ``limits``, so it gets neither, and its reconciles are not limited; an older
   coordinator ignores ``limits`` and never asks for DONE.
+- Deferred keys, added after protocol version 2 the same way: a coordinator that takes KEYS
+  back from workers says so in its WELCOME (``defers``, default False). A worker sends KEYS
+  only to such a coordinator (an older one would drop them, and the reconcile with them); an
+  older worker never sends any.
 """
 
 from __future__ import annotations
@@ -156,6 +164,7 @@ class Welcome:
     heartbeat_interval: float  # seconds between heartbeats, both ways
     heartbeat_timeout: float  # seconds of silence after which the peer is considered gone
     generation: int = 0  # of the assignment of ``slots`` (0: from an older coordinator)
+    defers: bool = False  # takes KEYS back from workers (False: an older coordinator)
 
 
 @dataclass(frozen=True, slots=True)

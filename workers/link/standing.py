@@ -52,6 +52,7 @@ class Standing:
         self.leaving = False
         self.slots: dict[int, int] = {}  # slot -> the generation of its assignment to us
         self.slot_count = 0
+        self.defers = False  # the coordinator takes keys back (KEYS from this worker)
         self.heartbeat_interval = 1.0
         self.fence_timeout = 3.0
         self.last_contact = 0.0  # when a message of the epoch was last heard
@@ -93,6 +94,7 @@ class Standing:
         self.epoch = msg.epoch
         self.slot_count = msg.slot_count
         self.slots = dict.fromkeys(msg.slots, msg.generation)
+        self.defers = msg.defers
         self.heartbeat_interval = msg.heartbeat_interval
         self.fence_timeout = (
             self._fence_override

@@ -27,7 +27,11 @@ from typing import Final
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
 from proto.wire import ParentKey
 
-BARRIER_TTL: Final = 60.0  # seconds a barrier is kept at most
+BARRIER_TTL: Final = 20.0
+"""Seconds a barrier is kept at most: four times the coordinator's wait for one, and longer
+than a watch takes to bring back the echo of a write under load; a key whose echo waits at
+the coordinator behind a start's parents gets its next fetch later than this, when its writes
+are long in the coordinator's cache."""
 
 
 class Barriers:

@@ -35,13 +35,18 @@ Invariants:
   cancelled reconcile's key is forgotten by its queue's rate limiter, like a dropped one.
 - Read-your-writes: the resourceVersions a reconcile reports through ``wrote`` become the
   barrier of the key's next fetch (``workers.runner.barriers``); a fetch that returned
-  satisfied it, and it is forgotten then, or a minute after the writes, or with the key.
+  satisfied it, and it is forgotten then, or ``BARRIER_TTL`` (20 s) after the writes, or with
+  the key.
 - Echoes wait their turn: a LIVE key whose running reconcile has written, or whose last
-  reconcile's writes no fetch has seen yet, is queued at LOW priority. Such a key is almost
-  always the echo of those writes (it still runs again: the hook must see the children it
-  created), and it must not go ahead of parents still waiting for their first reconcile
-  (after a start or a new slot, those are LOW): between them the order is first come, first
-  served, as in a one-priority queue. A key already queued LIVE stays LIVE.
+  reconcile's writes no fetch has seen yet, is almost always the echo of those writes (it
+  still runs again: the hook must see the children it created), and it must not go ahead of
+  parents still waiting for their first reconcile (after a start or a new slot, those are
+  LOW, most of them still at the coordinator, which sends a worker a window of them at a
+  time): between them the order is first come, first served, as in a one-priority queue. So
+  such a key, when not queued here already, is handed back to the coordinator (``Later``,
+  ``workers.link.deferrals``), which queues it behind the LOW keys waiting there; when it
+  cannot be (an older coordinator), it is queued here at LOW priority. A key already queued
+  stays as it is (a LIVE one stays LIVE).
 - A successful reconcile that wrote something is logged at info level, once: ``reconciled``
   with the controller, key, result, each write, the hook time and the whole reconcile's time
   (a reconcile that found nothing to write is logged at debug level).
@@ -89,6 +94,15 @@ class SnapshotSource(Protocol):
 
     async def done(self, key: ParentKey) -> None:
         """The reconcile of ``key``, whose snapshot held a permit, has ended."""
+        ...
+
+
+class Later(Protocol):
+    """Where the echoes of a worker's own writes go (``workers.link.deferrals.Deferrals``)."""
+
+    def later(self, key: ParentKey) -> bool:
+        """Hand ``key`` back to the coordinator, to run after the LOW keys waiting there;
+        False: it cannot be now (nothing was sent)."""
         ...
 
 
@@ -149,6 +163,7 @@ class Runner:
         queue_metrics: MetricsProvider | None = None,
         metrics: ControllerMetrics | None = None,
         caches: Caches | None = None,
+        later: Later | None = None,
         worker_id: str = "",
     ) -> None:
         if concurrency < 1:
@@ -162,6 +177,7 @@ class Runner:
         self._queue_metrics = queue_metrics or NoMetricsProvider()
         self._metrics = metrics or NoControllerMetrics()
         self._caches = caches
+        self._later = later
         self._controllers: dict[str, _Controller] = {}
         self._running: dict[ParentKey, asyncio.Task[tuple[Outcome, ReconcileRequest]]] = {}
         self._barriers = Barriers(clock=clock)
@@ -240,6 +256,9 @@ class Runner:
             return False
         self._barriers.sweep()
         if priority is Priority.LIVE and self._echoing(key):
+            later = self._later
+            if key not in controller.queue and later is not None and later.later(key):
+                return True
             priority = Priority.LOW
         controller.queue.add(key, priority=priority)
         return True

@@ -23,7 +23,7 @@ Invariants:
 - ``discard(predicate)`` drops dirty items (queued or waiting for a re-run) without handing
   them out; items being processed finish normally and are not re-run.
 - ``len(queue)`` counts items ready to be handed out (not those processing, nor their
-  pending re-runs).
+  pending re-runs); ``item in queue``: ``item`` is dirty.
 - Waiting ``get()`` calls are served first come, first served. The queue belongs to one event
   loop and is not thread-safe; ``add`` and ``done`` never block.
 """
@@ -82,6 +82,9 @@ class Queue(Generic[T]):
 
     def __len__(self) -> int:
         return sum(len(line) for line in self._order)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._dirty
 
     def add(self, item: T, *, priority: Priority = Priority.LIVE) -> None:
         """Mark ``item`` as needing processing (ignored once shutting down)."""

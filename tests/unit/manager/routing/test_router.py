@@ -435,6 +435,10 @@ def test_the_key_index_holds_what_was_added_and_not_discarded_with_their_slots(
         assert index.slot(key) == slot_of(key)
     held = index.keys_of(range(1024))
     assert len({id(k.resource) for k in held}) <= 2  # one string per group-resource
+    mine = {id(k) for k in held}
+    for _, key in steps:  # equal keys from elsewhere (the wire) find the index's own copy
+        copy = index.held(ParentKey(*((field + ".")[:-1] for field in key)))
+        assert (copy == key and id(copy) in mine) if key in model else copy is None
     for controller in (("CompositeController", "cc"), ("DecoratorController", "dd")):
         assert sorted(index.of_controller(controller)) == sorted(
             k for k in model if (k.kind, k.controller) == controller

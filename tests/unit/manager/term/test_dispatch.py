@@ -173,6 +173,29 @@ async def test_an_assigned_slot_goes_out_against_the_window() -> None:
 
 
 @pytest.mark.asyncio
+async def test_keys_a_worker_defers_wait_behind_every_low_key_already_waiting() -> None:
+    keys = KeyIndex()
+    names = [f"p{i}" for i in range(2 * LOW_WINDOW)]
+    for name in names:
+        keys.add(key(name), behind=True)
+    d = dispatch(keys=keys)
+    d.emit([("w", Assign(EPOCH, tuple(range(SLOT_COUNT)), ()))])
+    first = [k for _, m in await queued(d) if isinstance(m, Keys) for k in m.keys]
+    assert len(first) == LOW_WINDOW
+    # the echoes of the first reconciles come back over the wire (equal keys, new objects),
+    # with a key the index does not hold
+    echoes = [ParentKey(*k) for k in first[:3]]
+    d.deferred([*echoes, key("unknown")])
+    rest = []
+    for _ in range(2):
+        d.reported("w", 0)
+        rest += [k for _, m in await queued(d) if isinstance(m, Keys) for k in m.keys]
+    assert rest[:LOW_WINDOW] == sorted(set(keys.keys_of(range(SLOT_COUNT))) - set(first))
+    assert rest[LOW_WINDOW:] == echoes  # after the parents not yet reconciled
+    assert all(k is keys.held(k) for k in rest)  # the index's copies: no memory per echo
+
+
+@pytest.mark.asyncio
 async def test_a_key_of_a_slot_in_transit_is_dropped() -> None:
     owners = Owners()
     d = dispatch(owners)

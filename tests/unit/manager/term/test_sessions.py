@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import pytest
@@ -18,7 +18,7 @@ from manager.term.metrics import TermMetrics
 from manager.term.sessions import WorkerSessions
 from manager.term.throttle import Throttle
 from proto.runtime.clock import FakeClock
-from proto.wire import Assign, Hello, Message
+from proto.wire import Assign, Hello, Keys, Message, ParentKey, Priority
 
 
 class Dispatch:
@@ -26,6 +26,7 @@ class Dispatch:
 
     def __init__(self) -> None:
         self.emitted: list[tuple[str, Message]] = []
+        self.deferred_keys: list[ParentKey] = []
 
     def send(self, target: Any, msg: Any) -> None:
         pass
@@ -38,6 +39,9 @@ class Dispatch:
 
     def fetched(self, worker: str) -> None:
         pass
+
+    def deferred(self, keys: Iterable[ParentKey]) -> None:
+        self.deferred_keys.extend(keys)
 
 
 class Link:
@@ -187,3 +191,23 @@ async def test_the_last_expected_worker_joining_starts_the_assignment_without_wa
     for t in (task, receiving):
         t.cancel()
     await asyncio.gather(task, receiving, return_exceptions=True)
+
+
+@pytest.mark.asyncio
+async def test_keys_a_member_hands_back_in_the_current_epoch_go_to_the_dispatch() -> None:
+    def key(name: str) -> ParentKey:
+        return ParentKey("CompositeController", "cc", "things.example.com", "ns", name)
+
+    link = Link(
+        (b"r1", Hello("w", "inc", 4, 1)),
+        (b"r1", Keys(7, Priority.LOW, (key("a"), key("b")))),
+        (b"r1", Keys(6, Priority.LOW, (key("stale"),))),  # of an older term
+        (b"r2", Keys(7, Priority.LOW, (key("stranger"),))),  # not a member's
+    )
+    s = sessions(0.0, FakeClock(), Caches(ready=False), link)
+    receiving = asyncio.create_task(s.receive())
+    await asyncio.sleep(0.01)
+    receiving.cancel()
+    dispatch = s._dispatch
+    assert isinstance(dispatch, Dispatch)
+    assert dispatch.deferred_keys == [key("a"), key("b")]

@@ -253,6 +253,66 @@ async def test_the_echo_of_a_reconciles_writes_waits_behind_parents_not_yet_reco
     await r.close()
 
 
+class Later:
+    """Takes keys back (a coordinator whose WELCOME said ``defers``), or not."""
+
+    def __init__(self, *, takes: bool) -> None:
+        self.takes = takes
+        self.handed: list[str] = []
+
+    def later(self, key: ParentKey) -> bool:
+        if self.takes:
+            self.handed.append(key.name)
+        return self.takes
+
+
+@pytest.mark.asyncio
+async def test_the_echo_of_a_reconciles_writes_goes_back_to_the_coordinator() -> None:
+    script = Script()
+    script.actions = {"a": [{"configmaps": "41"}, Outcome()]}
+    later = Later(takes=True)
+    r = runner(script, concurrency=1, later=later)
+    r.set_controllers((definition(),))
+    r.enqueue(key("a"), Priority.LOW)
+    await settle()
+    assert script.reconciled == ["a"]
+    # a wrote: its echo goes back, to wait behind the keys the coordinator still holds
+    assert r.enqueue(key("a"), Priority.LIVE)
+    assert r.enqueue(key("b"), Priority.LIVE)  # wrote nothing: no echo
+    await settle()
+    assert later.handed == ["a"] and script.reconciled == ["a", "b"]
+    # the coordinator sends it back (LOW): it runs, and its fetch sees the writes
+    r.enqueue(key("a"), Priority.LOW)
+    await settle()
+    assert script.reconciled == ["a", "b", "a"]
+    assert script.calls[-1] == ("a", {"configmaps": "41"})
+    await r.close()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("takes", [True, False])
+async def test_an_echo_already_queued_or_not_taken_back_waits_here_at_low(takes: bool) -> None:
+    script = Script()
+    script.actions = {"a": [{"configmaps": "41"}, Outcome()]}
+    later = Later(takes=takes)
+    r = runner(script, concurrency=1, later=later)
+    r.set_controllers((definition(),))
+    r.enqueue(key("a"), Priority.LIVE)
+    await settle()
+    script.release.clear()
+    r.enqueue(key("b"), Priority.LIVE)  # runs, and holds the only slot
+    await settle()
+    if takes:
+        r.enqueue(key("a"), Priority.LOW)  # already queued: the echo stays here
+    r.enqueue(key("c"), Priority.LOW)
+    r.enqueue(key("a"), Priority.LIVE)
+    script.release.set()
+    await settle()
+    assert later.handed == []
+    assert script.reconciled == (["a", "b", "a", "c"] if takes else ["a", "b", "c", "a"])
+    await r.close()
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize(("written", "order"), [(False, "aab"), (True, "aba")])
 async def test_a_change_while_a_reconcile_runs_is_an_echo_only_once_it_wrote(
