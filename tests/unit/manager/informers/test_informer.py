@@ -237,6 +237,36 @@ async def test_relist_after_410_diffs_against_the_store() -> None:
 
 
 @pytest.mark.asyncio
+async def test_an_object_deleted_during_a_relist_is_deleted_once() -> None:
+    a, b, c = configmap("a", "5"), configmap("b", "6"), configmap("c", "7")
+    gone = {"kind": "Status", "status": "Failure", "reason": "Expired", "code": 410}
+    first = streaming_list(a, b, c, rv="10", then=[("ERROR", gone)], hold=False)
+    # The relist: b deleted before it is listed, c listed then deleted, a not listed at all.
+    second = Reply(
+        chunks=[
+            watch_line("DELETED", configmap("b", "11")),
+            watch_line("ADDED", configmap("c", "7")),
+            watch_line("DELETED", configmap("c", "12")),
+            watch_line("BOOKMARK", bookmark("15", initial_end=True)),
+        ],
+        stall=HANG,
+    )
+    server = api(first, second)
+    clock = FakeClock()
+    async with running(server, clock=clock) as h:
+        await eventually(lambda: h.informer.last_resource_version == "15", clock=clock)
+        assert h.recorder.take() == [
+            ("ADDED", None, "a@5", True),
+            ("ADDED", None, "b@6", True),
+            ("ADDED", None, "c@7", True),
+            ("DELETED", "b@6", None, True),
+            ("DELETED", "c@7", None, True),
+            ("DELETED", "a@5", None, True),
+        ]
+        assert len(h.informer.store) == 0
+
+
+@pytest.mark.asyncio
 async def test_a_malformed_line_resumes_from_the_last_good_resource_version() -> None:
     server = api(
         streaming_list(
