@@ -468,7 +468,7 @@ class Informer:
         key = cached.key
         unseen.discard(key)
         old = self.store.get(*key)
-        if old is not None and old.resource_version == cached.resource_version:
+        if old is not None and old.version == cached.version:
             return
         self.store.upsert(cached)
         self._emit(ADDED if old is None else MODIFIED, old, cached, True)

@@ -23,6 +23,9 @@ One ``Store`` per informer (per resource). Invariants:
     recently are one shared object (``_Recent``: a bounded table per process; the children of
     one parent carry the same labels and ownerRef, and the children of one controller the
     same annotation keys); the mappings are read-only by contract (typed ``Mapping``).
+- What is each object's own is kept compact where that is exact: the resourceVersion as an
+  int when the API server wrote a decimal revision (``manager.informers.compact``;
+  ``Cached.version``, with ``Cached.resource_version`` its text).
 - Objects are held by namespace, then name: "the objects of a namespace" is no index of its
   own. The other indexes (by controller-owner uid, by label pair, the orphans without a
   controller ownerRef per namespace) are built the first time they are asked for
@@ -45,6 +48,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from manager.informers.compact import compact_version, version_text
 from proto.api.interventions import SYNC_REQUESTED_AT
 from proto.api.selectors import Operator, Selector
 from proto.kube.resources import Resource
@@ -100,13 +104,16 @@ class OwnerRef:
 class Cached:
     """One cached object: parsed metadata for routing, raw JSON bytes for everything else.
 
-    ``observed_generation`` is ``status.observedGeneration`` when it is an integer, else None:
-    the generation a controller that writes it last synced (``manager.routing.router``)."""
+    ``version`` is the resourceVersion in compact form (``manager.informers.compact``: an int
+    for the API server's decimal revisions), equal for equal resourceVersions;
+    ``resource_version`` is its text. ``observed_generation`` is ``status.observedGeneration``
+    when it is an integer, else None: the generation a controller that writes it last synced
+    (``manager.routing.router``)."""
 
     namespace: str
     name: str
     uid: str
-    resource_version: str
+    version: int | str
     generation: int
     labels: Mapping[str, str]
     owner: OwnerRef | None
@@ -120,6 +127,10 @@ class Cached:
     def key(self) -> ObjectKey:
         return (self.namespace, self.name)
 
+    @property
+    def resource_version(self) -> str:
+        return version_text(self.version)
+
     @classmethod
     def from_object(cls, obj: Mapping[str, Any], raw: bytes) -> Cached:
         """Parse the routing metadata out of a decoded object whose JSON bytes are ``raw``."""
@@ -132,7 +143,7 @@ class Cached:
             namespace=sys.intern(meta.get("namespace") or ""),
             name=meta.get("name") or "",
             uid=meta.get("uid") or "",
-            resource_version=meta.get("resourceVersion") or "",
+            version=compact_version(meta.get("resourceVersion") or ""),
             generation=meta.get("generation") or 0,
             labels=_RECENT_LABELS.get(tuple(labels.items()), _labels) if labels else _EMPTY_LABELS,
             owner=_controller_ref(refs) if refs else None,

@@ -51,12 +51,16 @@ def test_metadata_is_parsed_and_raw_kept() -> None:
     cached = Cached.from_object(obj, raw)
     assert cached.key == ("ns", "a")
     assert (cached.uid, cached.resource_version, cached.generation) == ("u1", "7", 3)
+    assert cached.version == 7  # compact: an int for a decimal resourceVersion
     assert cached.labels == {"app": "x"}
     assert cached.owner == OwnerRef("a/v1", "P", "p", "pu")
     assert cached.deleting
     assert cached.raw is raw
     cluster = Cached.from_object({"metadata": {"name": "n"}}, b"{}")
     assert cluster.namespace == "" and cluster.owner is None and not cluster.deleting
+    assert cluster.resource_version == ""
+    opaque = Cached.from_object({"metadata": {"name": "o", "resourceVersion": "007"}}, b"{}")
+    assert (opaque.version, opaque.resource_version) == ("007", "007")
 
 
 def test_non_controller_owner_refs_make_an_orphan() -> None:
