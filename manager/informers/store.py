@@ -24,8 +24,9 @@ One ``Store`` per informer (per resource). Invariants:
     one parent carry the same labels and ownerRef, and the children of one controller the
     same annotation keys); the mappings are read-only by contract (typed ``Mapping``).
 - What is each object's own is kept compact where that is exact: the resourceVersion as an
-  int when the API server wrote a decimal revision (``manager.informers.compact``;
-  ``Cached.version``, with ``Cached.resource_version`` its text).
+  int when the API server wrote a decimal revision, the uid as an int when it is a UUID
+  (``manager.informers.compact``; ``Cached.version`` and ``Cached.packed_uid``, with
+  ``Cached.resource_version`` and ``Cached.uid`` their text, built when asked for).
 - Objects are held by namespace, then name: "the objects of a namespace" is no index of its
   own. The other indexes (by controller-owner uid, by label pair, the orphans without a
   controller ownerRef per namespace) are built the first time they are asked for
@@ -48,7 +49,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from manager.informers.compact import compact_version, version_text
+from manager.informers.compact import compact_uid, compact_version, uid_text, version_text
 from proto.api.interventions import SYNC_REQUESTED_AT
 from proto.api.selectors import Operator, Selector
 from proto.kube.resources import Resource
@@ -106,13 +107,14 @@ class Cached:
 
     ``version`` is the resourceVersion in compact form (``manager.informers.compact``: an int
     for the API server's decimal revisions), equal for equal resourceVersions;
-    ``resource_version`` is its text. ``observed_generation`` is ``status.observedGeneration``
+    ``resource_version`` is its text. Likewise ``packed_uid`` and ``uid`` (an int for a
+    UUID). ``observed_generation`` is ``status.observedGeneration``
     when it is an integer, else None: the generation a controller that writes it last synced
     (``manager.routing.router``)."""
 
     namespace: str
     name: str
-    uid: str
+    packed_uid: int | str
     version: int | str
     generation: int
     labels: Mapping[str, str]
@@ -126,6 +128,10 @@ class Cached:
     @property
     def key(self) -> ObjectKey:
         return (self.namespace, self.name)
+
+    @property
+    def uid(self) -> str:
+        return uid_text(self.packed_uid)
 
     @property
     def resource_version(self) -> str:
@@ -142,7 +148,7 @@ class Cached:
         return cls(
             namespace=sys.intern(meta.get("namespace") or ""),
             name=meta.get("name") or "",
-            uid=meta.get("uid") or "",
+            packed_uid=compact_uid(meta.get("uid") or ""),
             version=compact_version(meta.get("resourceVersion") or ""),
             generation=meta.get("generation") or 0,
             labels=_RECENT_LABELS.get(tuple(labels.items()), _labels) if labels else _EMPTY_LABELS,

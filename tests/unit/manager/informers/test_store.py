@@ -61,6 +61,10 @@ def test_metadata_is_parsed_and_raw_kept() -> None:
     assert cluster.resource_version == ""
     opaque = Cached.from_object({"metadata": {"name": "o", "resourceVersion": "007"}}, b"{}")
     assert (opaque.version, opaque.resource_version) == ("007", "007")
+    assert cached.packed_uid == "u1" and opaque.uid == ""
+    uid = "0b6e2c36-4c1a-4f5e-9a41-2f8e7d0c9b1a"
+    api = Cached.from_object({"metadata": {"name": "p", "uid": uid}}, b"{}")
+    assert (api.packed_uid, api.uid) == (0x0B6E2C364C1A4F5E9A412F8E7D0C9B1A, uid)
 
 
 def test_non_controller_owner_refs_make_an_orphan() -> None:
