@@ -22,7 +22,10 @@ One ``Store`` per informer (per resource). Invariants:
   - equal label maps, annotation maps (after ``LONG_VALUE``) and controller ownerRefs seen
     recently are one shared object (``_Recent``: a bounded table per process; the children of
     one parent carry the same labels and ownerRef, and the children of one controller the
-    same annotation keys); the mappings are read-only by contract (typed ``Mapping``).
+    same annotation keys); the mappings are read-only by contract (typed ``Mapping``);
+  - so are the annotations, generation, observedGeneration, deletion state and finalizers
+    taken together (``Common``): most objects of a controller have them all equal, and one
+    field of ``Cached`` for the five keeps it at 8 fields, 96 bytes instead of 128.
 - What is each object's own is kept compact where that is exact: the resourceVersion as an
   int when the API server wrote a decimal revision, the uid as an int when it is a UUID
   (``manager.informers.compact``; ``Cached.version`` and ``Cached.packed_uid``, with
@@ -65,7 +68,8 @@ _EQUALITY = (Operator.EQUALS, Operator.DOUBLE_EQUALS, Operator.IN)
 SMALL_BUCKET = 8
 """Index buckets of up to this many keys are tuples (48-112 bytes), larger ones sets."""
 RECENT = 4096
-"""Distinct label maps, annotation maps and ownerRefs ``_Recent`` remembers."""
+"""Distinct label maps, annotation maps, ownerRefs and ``Common`` parts ``_Recent``
+remembers (each)."""
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -102,28 +106,39 @@ class OwnerRef:
 
 
 @dataclass(frozen=True, slots=True)
+class Common:
+    """The part of a ``Cached`` that many objects have equal: an object of it per distinct
+    value seen recently (``_Recent``), not per cached object."""
+
+    annotations: Mapping[str, str]
+    generation: int
+    observed_generation: int | None
+    deleting: bool
+    finalizers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Cached:
     """One cached object: parsed metadata for routing, raw JSON bytes for everything else.
 
     ``version`` is the resourceVersion in compact form (``manager.informers.compact``: an int
     for the API server's decimal revisions), equal for equal resourceVersions;
     ``resource_version`` is its text. Likewise ``packed_uid`` and ``uid`` (an int for a
-    UUID). ``observed_generation`` is ``status.observedGeneration``
-    when it is an integer, else None: the generation a controller that writes it last synced
+    UUID). ``common`` holds what siblings share (``annotations``, ``generation``,
+    ``observed_generation``, ``deleting``, ``finalizers``, read through properties of the
+    same names). ``generation`` is ``metadata.generation`` when it is an integer, else 0;
+    ``observed_generation`` is ``status.observedGeneration`` when it is an integer, else
+    None: the generation a controller that writes it last synced
     (``manager.routing.router``)."""
 
     namespace: str
     name: str
     packed_uid: int | str
     version: int | str
-    generation: int
     labels: Mapping[str, str]
     owner: OwnerRef | None
-    deleting: bool
-    finalizers: tuple[str, ...]
     raw: bytes
-    annotations: Mapping[str, str]
-    observed_generation: int | None = None
+    common: Common
 
     @property
     def key(self) -> ObjectKey:
@@ -137,6 +152,26 @@ class Cached:
     def resource_version(self) -> str:
         return version_text(self.version)
 
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        return self.common.annotations
+
+    @property
+    def generation(self) -> int:
+        return self.common.generation
+
+    @property
+    def observed_generation(self) -> int | None:
+        return self.common.observed_generation
+
+    @property
+    def deleting(self) -> bool:
+        return self.common.deleting
+
+    @property
+    def finalizers(self) -> tuple[str, ...]:
+        return self.common.finalizers
+
     @classmethod
     def from_object(cls, obj: Mapping[str, Any], raw: bytes) -> Cached:
         """Parse the routing metadata out of a decoded object whose JSON bytes are ``raw``."""
@@ -145,20 +180,33 @@ class Cached:
         annotations = meta.get("annotations")
         finalizers = meta.get("finalizers")
         refs = meta.get("ownerReferences")
+        common = (
+            _annotation_items(annotations) if annotations else (),
+            _generation(meta.get("generation")),
+            _observed_generation(obj.get("status")),
+            meta.get("deletionTimestamp") is not None,
+            tuple(finalizers) if finalizers else (),
+        )
         return cls(
             namespace=sys.intern(meta.get("namespace") or ""),
             name=meta.get("name") or "",
             packed_uid=compact_uid(meta.get("uid") or ""),
             version=compact_version(meta.get("resourceVersion") or ""),
-            generation=meta.get("generation") or 0,
             labels=_RECENT_LABELS.get(tuple(labels.items()), _labels) if labels else _EMPTY_LABELS,
             owner=_controller_ref(refs) if refs else None,
-            deleting=meta.get("deletionTimestamp") is not None,
-            finalizers=tuple(map(sys.intern, finalizers)) if finalizers else (),
             raw=raw,
-            annotations=_annotations(annotations) if annotations else _EMPTY_LABELS,
-            observed_generation=_observed_generation(obj.get("status")),
+            common=_RECENT_COMMON.get(common, _common),
         )
+
+
+_CommonKey = tuple[tuple[tuple[str, str], ...], int, int | None, bool, tuple[str, ...]]
+"""``Common``'s fields, with the annotations as ``_annotation_items``."""
+
+
+def _common(key: _CommonKey) -> Common:
+    items, generation, observed, deleting, finalizers = key
+    annotations = _RECENT_ANNOTATIONS.get(items, _annotation_map) if items else _EMPTY_LABELS
+    return Common(annotations, generation, observed, deleting, tuple(map(sys.intern, finalizers)))
 
 
 def _labels(items: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
@@ -169,8 +217,8 @@ def _annotation_map(items: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
     return {sys.intern(k): v for k, v in items}
 
 
-def _annotations(annotations: Mapping[str, Any]) -> Mapping[str, str]:
-    items = tuple(
+def _annotation_items(annotations: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(
         [
             (
                 k,
@@ -181,7 +229,6 @@ def _annotations(annotations: Mapping[str, Any]) -> Mapping[str, str]:
             for k, v in annotations.items()
         ]
     )
-    return _RECENT_ANNOTATIONS.get(items, _annotation_map)
 
 
 def _owner(fields: tuple[str, str, str, str]) -> OwnerRef:
@@ -201,6 +248,10 @@ def _controller_ref(refs: Any) -> OwnerRef | None:
     return None
 
 
+def _generation(generation: Any) -> int:
+    return generation if type(generation) is int else 0
+
+
 def _observed_generation(status: Any) -> int | None:
     if type(status) is not dict:
         return None
@@ -211,6 +262,7 @@ def _observed_generation(status: Any) -> int | None:
 _RECENT_LABELS: _Recent[tuple[tuple[str, str], ...], Mapping[str, str]] = _Recent()
 _RECENT_ANNOTATIONS: _Recent[tuple[tuple[str, str], ...], Mapping[str, str]] = _Recent()
 _RECENT_OWNERS: _Recent[tuple[str, str, str, str], OwnerRef] = _Recent()
+_RECENT_COMMON: _Recent[_CommonKey, Common] = _Recent()
 
 Bucket = tuple[ObjectKey, ...] | set[ObjectKey]
 Index = dict[Hashable, Bucket]

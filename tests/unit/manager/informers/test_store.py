@@ -90,7 +90,8 @@ def test_interning_shares_repeated_strings() -> None:
 
 
 def test_objects_that_repeat_labels_annotations_and_owner_share_them() -> None:
-    """The children of one parent: one label map, one annotation map, one ownerRef."""
+    """The children of one parent: one label map, one annotation map, one ownerRef, and one
+    ``Common`` (annotations, generation, observedGeneration, deletion, finalizers)."""
     long = "x" * 64
 
     def child(name: str, value: str) -> Cached:
@@ -99,6 +100,7 @@ def test_objects_that_repeat_labels_annotations_and_owner_share_them() -> None:
             "name": name,
             "labels": {"controller-uid": "p-uid"},
             "annotations": {"last-applied": value, "note": "same"},
+            "finalizers": ["example.com/keep"],
             "ownerReferences": [
                 {"apiVersion": "v1", "kind": "P", "name": "p", "uid": "p-uid", "controller": True}
             ],
@@ -109,9 +111,14 @@ def test_objects_that_repeat_labels_annotations_and_owner_share_them() -> None:
     assert a.labels is b.labels and a.owner is b.owner
     assert a.annotations is b.annotations
     assert a.annotations == {"last-applied": LONG_VALUE, "note": "same"}
+    assert a.common is b.common
+    assert (a.generation, a.observed_generation, a.deleting) == (0, None, False)
+    assert a.finalizers == ("example.com/keep",)
     c = child("c", "short")
     assert c.annotations == {"last-applied": "short", "note": "same"}
     assert c.labels is a.labels
+    assert c.common is not a.common and c.finalizers is not a.finalizers
+    assert c.finalizers[0] is a.finalizers[0]  # interned
 
 
 def test_observed_generation_is_read_from_the_status() -> None:
@@ -125,6 +132,13 @@ def test_observed_generation_is_read_from_the_status() -> None:
     assert cached(None).observed_generation is None
     assert cached({"observedGeneration": "3"}).observed_generation is None
     assert cached({"observedGeneration": True}).observed_generation is None
+
+
+def test_a_generation_that_is_not_an_integer_is_zero() -> None:
+    for generation in ("3", 3.0, [3], None):
+        obj = {"metadata": {"name": "p", "generation": generation}}
+        assert Cached.from_object(obj, b"{}").generation == 0
+    assert Cached.from_object({"metadata": {"name": "p", "generation": 3}}, b"{}").generation == 3
 
 
 def test_a_new_version_does_not_keep_the_old_versions_name_alive() -> None:
