@@ -35,8 +35,11 @@ One ``Store`` per informer (per resource). Invariants:
   controller ownerRef per namespace) are built the first time they are asked for
   (``owned_by``, ``select``, ``orphans``) and kept in step from then on, so a store nobody
   asks that (the parents of a CompositeController, say) pays nothing for them. An index
-  bucket of up to ``SMALL_BUCKET`` objects is a tuple of keys, a larger one a set: most
-  buckets (a parent's children, a label value of one object) are small.
+  bucket of up to ``SMALL_BUCKET`` objects of one namespace is a tuple ``(namespace,
+  *names)`` of the strings the objects already hold, any other a set of keys: most buckets
+  (a parent's children, a label value of one object) are small and in one namespace, and
+  this way they cost no key tuple per object (measured: the indexes of the fanout job's
+  ConfigMaps take 127 bytes per ConfigMap this way, 165 with tuples of keys).
 - Indexes always agree with the objects: every method keeps the built ones in step; nothing
   else may mutate a ``Cached`` (it is frozen).
 - ``Store`` is not thread-safe; it belongs to the coordinator's event loop.
@@ -66,7 +69,8 @@ LONG_VALUE = "\0"
 _LABEL_VALUE_MAX = 63
 _EQUALITY = (Operator.EQUALS, Operator.DOUBLE_EQUALS, Operator.IN)
 SMALL_BUCKET = 8
-"""Index buckets of up to this many keys are tuples (48-112 bytes), larger ones sets."""
+"""Index buckets of up to this many objects of one namespace are tuples (56-112 bytes),
+others sets."""
 RECENT = 4096
 """Distinct label maps, annotation maps, ownerRefs and ``Common`` parts ``_Recent``
 remembers (each)."""
@@ -264,7 +268,8 @@ _RECENT_ANNOTATIONS: _Recent[tuple[tuple[str, str], ...], Mapping[str, str]] = _
 _RECENT_OWNERS: _Recent[tuple[str, str, str, str], OwnerRef] = _Recent()
 _RECENT_COMMON: _Recent[_CommonKey, Common] = _Recent()
 
-Bucket = tuple[ObjectKey, ...] | set[ObjectKey]
+Bucket = tuple[str, ...] | set[ObjectKey]
+"""``(namespace, *names)``, or a set of keys (see the module docstring); ``()`` is empty."""
 Index = dict[Hashable, Bucket]
 NamesOf = Callable[["Cached"], Iterable[Hashable]]
 """What an index files an object under (owner uid, label pairs, namespace of an orphan)."""
@@ -273,10 +278,14 @@ NamesOf = Callable[["Cached"], Iterable[Hashable]]
 def _add(index: Index, name: Hashable, key: ObjectKey) -> None:
     bucket = index.get(name)
     if bucket is None:
-        index[name] = (key,)
+        index[name] = key
     elif type(bucket) is tuple:
-        if key not in bucket:
-            index[name] = (*bucket, key) if len(bucket) < SMALL_BUCKET else {*bucket, key}
+        namespace, object_name = key
+        if bucket[0] != namespace:
+            index[name] = {*_keys(bucket), key}
+        elif object_name not in bucket[1:]:
+            small = len(bucket) <= SMALL_BUCKET
+            index[name] = (*bucket, object_name) if small else {*_keys(bucket), key}
     else:
         bucket.add(key)  # type: ignore[union-attr]
 
@@ -286,15 +295,29 @@ def _remove(index: Index, name: Hashable, key: ObjectKey) -> None:
     if bucket is None:
         return
     if type(bucket) is tuple:
-        rest = tuple(k for k in bucket if k != key)
+        namespace, object_name = key
+        if bucket[0] != namespace:
+            return
+        rest = tuple(n for n in bucket[1:] if n != object_name)
         if rest:
-            index[name] = rest
+            index[name] = (namespace, *rest)
         else:
             del index[name]
     else:
         bucket.discard(key)  # type: ignore[union-attr]
         if not bucket:
             del index[name]
+
+
+def _keys(bucket: Bucket) -> Iterable[ObjectKey]:
+    if type(bucket) is tuple:
+        namespace = bucket[0] if bucket else ""
+        return [(namespace, name) for name in bucket[1:]]
+    return bucket  # type: ignore[return-value]
+
+
+def _size(bucket: Bucket) -> int:
+    return max(len(bucket) - 1, 0) if type(bucket) is tuple else len(bucket)
 
 
 def _owner_uid(obj: Cached) -> Iterable[Hashable]:
@@ -310,8 +333,7 @@ def _label_pairs(obj: Cached) -> Iterable[Hashable]:
 
 
 _INDEXES: tuple[NamesOf, ...] = (_owner_uid, _orphan_namespace, _label_pairs)
-"""Every index: what it files an object under. They are built together, so that they share
-one key tuple per object."""
+"""Every index: what it files an object under. They are built together."""
 _BY_OWNER, _ORPHANS, _BY_LABEL = range(len(_INDEXES))
 
 
@@ -410,14 +432,14 @@ class Store:
 
     def owned_by(self, uid: str) -> list[Cached]:
         """Objects whose controller ownerReference has this uid."""
-        return self._resolve(self._built(_BY_OWNER).get(uid, ()))
+        return self._resolve(_keys(self._built(_BY_OWNER).get(uid, ())))
 
     def orphans(self, namespace: str | None) -> list[Cached]:
         """Objects without a controller ownerReference, in one namespace or (None) all."""
         orphans = self._built(_ORPHANS)
         if namespace is not None:
-            return self._resolve(orphans.get(namespace, ()))
-        return self._resolve(k for keys in orphans.values() for k in keys)
+            return self._resolve(_keys(orphans.get(namespace, ())))
+        return self._resolve(k for bucket in orphans.values() for k in _keys(bucket))
 
     def select(self, selector: Selector, *, namespace: str | None = None) -> list[Cached]:
         """Objects matching ``selector``, optionally within one namespace, sorted by key.
@@ -431,11 +453,11 @@ class Store:
         for req in selector.requirements:
             if req.operator in _EQUALITY and len(req.values) == 1:
                 bucket = self._built(_BY_LABEL).get((req.key, req.values[0]), ())
-                if narrowest is None or len(bucket) < len(narrowest):
+                if narrowest is None or _size(bucket) < _size(narrowest):
                     narrowest = bucket
         candidates: list[Cached]
         if narrowest is not None:
-            candidates = self._resolve(narrowest)
+            candidates = self._resolve(_keys(narrowest))
             if len(selector.requirements) == 1:
                 if namespace is None:
                     return candidates

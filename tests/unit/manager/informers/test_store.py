@@ -241,3 +241,24 @@ class StoreMachine(RuleBasedStateMachine):
 
 TestStoreMachine = StoreMachine.TestCase
 TestStoreMachine.settings = settings(max_examples=100, stateful_step_count=60, deadline=None)
+
+
+def test_a_small_bucket_of_one_namespace_holds_the_objects_own_names() -> None:
+    """No key tuple per indexed object: ``(namespace, *names)`` with the cached strings."""
+    store = Store()
+    children = [_obj("n", f"c{i}", {"app": "x"}, "p1", i) for i in range(3)]
+    for child in children:
+        store.upsert(child)
+    assert [o.name for o in store.owned_by("p1")] == ["c0", "c1", "c2"]
+    for index in (store._built(0), store._built(2)):
+        bucket = index["p1"] if "p1" in index else index[("app", "x")]
+        assert type(bucket) is tuple and bucket[0] == "n"
+        assert all(name is child.name for name, child in zip(bucket[1:], children, strict=True))
+    store.upsert(_obj("m", "c0", {"app": "x"}, "p1", 9))  # another namespace: a set of keys
+    assert store._built(0)["p1"] == {("n", "c0"), ("n", "c1"), ("n", "c2"), ("m", "c0")}
+    assert [o.key for o in store.select(parse("app=x"))] == [
+        ("m", "c0"),
+        ("n", "c0"),
+        ("n", "c1"),
+        ("n", "c2"),
+    ]
