@@ -17,6 +17,10 @@ Measured in the same run, alternating, median of the repeats:
 - **memory**: bytes the store holds per object (tracemalloc: ``Cached`` + raw bytes +
   indexes) against the raw JSON size (target <= 1.5x), and what a cache of decoded dicts
   would hold.
+- **cold start** (``loadtest.bench._coldstore``): the coordinator's cache after the initial
+  lists of 100,000 Fanouts and their 300,000 ConfigMaps, in fresh processes: RSS after the
+  sync and its peak during it, and tracemalloc's bytes, per object against the raw JSON, and
+  the whole process's peak RSS against issue 31's bound (1.5x the raw JSON + 100 MB).
 - **relist**: seconds for an informer holding 50k Pods to relist 50k changed Pods after a
   410 (streaming list, diff, store swap), with the GC guard (collector paused, survivors
   frozen) and without it (collector left on).
@@ -37,6 +41,7 @@ import orjson
 import uvloop
 from aiohttp import web
 
+from loadtest.bench._coldstore import MB, cold_start
 from loadtest.bench._report import header, row
 from loadtest.bench._streaming import serve, stream
 from loadtest.bench.watch_decode import pod
@@ -256,6 +261,44 @@ def store_memory(count: int) -> tuple[float, float, float]:
     return held, dict_held / count, raw
 
 
+def report_cold_start(parents: int) -> None:
+    """The coordinator's cache after a cold start of ``parents`` Fanouts and their ConfigMaps
+    (``loadtest.bench._coldstore``), per cached object against its raw JSON."""
+    plain, traced = cold_start(parents)
+    raw = plain.raw / plain.objects
+    header(
+        f"coordinator cache after a cold start: {parents} Fanouts + {3 * parents} ConfigMaps "
+        f"({plain.objects} objects, {plain.raw / MB:.1f} MB of raw JSON, fresh processes)"
+    )
+    row(
+        "RSS after the sync, per object",
+        (plain.rss_after - plain.rss_before) / plain.objects,
+        "bytes",
+        baseline=raw,
+        target="<= 1.5x",
+    )
+    row(
+        "peak RSS during the sync, per object",
+        (plain.rss_peak - plain.rss_before) / plain.objects,
+        "bytes",
+        baseline=raw,
+    )
+    row(
+        "tracemalloc after the sync, per object",
+        traced.traced / traced.objects,
+        "bytes",
+        baseline=raw,
+    )
+    row("baseline: raw JSON bytes", raw, "bytes")
+    row(
+        "process peak RSS (issue 31: <= 1.5x raw + 100 MB)",
+        plain.rss_peak / MB,
+        "MB",
+        baseline=(1.5 * plain.raw + 100 * MB) / MB,
+    )
+    row("cold-start ingest (both informers)", plain.objects / plain.seconds, "objects/s")
+
+
 def main(quick: bool) -> None:
     configure(fmt="console", level="warning")  # the informers' info lines are not results
     count = 2000 if quick else 20000
@@ -294,6 +337,8 @@ def main(quick: bool) -> None:
         )
         row("a cache of decoded dicts (for comparison)", dict_held, "bytes", baseline=raw_size)
         row("baseline: raw JSON bytes", raw_size, "bytes")
+
+        report_cold_start(2000 if quick else 100_000)
 
         relist_repeat = 1 if quick else 3
         header(

@@ -76,6 +76,12 @@ def streaming_list(
     return Reply(chunks=[*lines, raw] if raw else lines, stall=HANG if hold else 0.0)
 
 
+def expired_after(*objects: dict[str, object], rv: str) -> Reply:
+    """A streaming list of ``objects`` whose watch then ends in 410 Gone (a relist follows)."""
+    gone = {"kind": "Status", "status": "Failure", "reason": "Expired", "code": 410}
+    return streaming_list(*objects, rv=rv, then=[("ERROR", gone)], hold=False)
+
+
 class Harness:
     def __init__(self, server: FakeApiServer, informer: Informer, registry: CollectorRegistry):
         self.server = server
@@ -208,8 +214,7 @@ async def test_a_refused_streaming_list_falls_back_to_paginated_lists_for_good()
 @pytest.mark.asyncio
 async def test_relist_after_410_diffs_against_the_store() -> None:
     a, b, c = configmap("a", "5"), configmap("b", "6"), configmap("c", "7")
-    gone = {"kind": "Status", "status": "Failure", "reason": "Expired", "code": 410}
-    first = streaming_list(a, b, c, rv="10", then=[("ERROR", gone)], hold=False)
+    first = expired_after(a, b, c, rv="10")
     second = streaming_list(
         a,
         configmap("b", "12", x="1"),
@@ -234,6 +239,35 @@ async def test_relist_after_410_diffs_against_the_store() -> None:
         assert sorted(o.name for o in h.informer.store) == ["a", "b", "d"]
         assert h.metric("metashard_informer_relists_total", reason="expired") == 1
         assert h.metric("metashard_informer_events_total", type="DELETED") == 1
+
+
+@pytest.mark.asyncio
+async def test_an_object_deleted_during_a_relist_is_deleted_once() -> None:
+    a, b, c = configmap("a", "5"), configmap("b", "6"), configmap("c", "7")
+    first = expired_after(a, b, c, rv="10")
+    # The relist: b deleted before it is listed, c listed then deleted, a not listed at all.
+    second = Reply(
+        chunks=[
+            watch_line("DELETED", configmap("b", "11")),
+            watch_line("ADDED", configmap("c", "7")),
+            watch_line("DELETED", configmap("c", "12")),
+            watch_line("BOOKMARK", bookmark("15", initial_end=True)),
+        ],
+        stall=HANG,
+    )
+    server = api(first, second)
+    clock = FakeClock()
+    async with running(server, clock=clock) as h:
+        await eventually(lambda: h.informer.last_resource_version == "15", clock=clock)
+        assert h.recorder.take() == [
+            ("ADDED", None, "a@5", True),
+            ("ADDED", None, "b@6", True),
+            ("ADDED", None, "c@7", True),
+            ("DELETED", "b@6", None, True),
+            ("DELETED", "c@7", None, True),
+            ("DELETED", "a@5", None, True),
+        ]
+        assert len(h.informer.store) == 0
 
 
 @pytest.mark.asyncio

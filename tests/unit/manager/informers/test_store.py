@@ -51,12 +51,20 @@ def test_metadata_is_parsed_and_raw_kept() -> None:
     cached = Cached.from_object(obj, raw)
     assert cached.key == ("ns", "a")
     assert (cached.uid, cached.resource_version, cached.generation) == ("u1", "7", 3)
+    assert cached.version == 7  # compact: an int for a decimal resourceVersion
     assert cached.labels == {"app": "x"}
     assert cached.owner == OwnerRef("a/v1", "P", "p", "pu")
     assert cached.deleting
     assert cached.raw is raw
     cluster = Cached.from_object({"metadata": {"name": "n"}}, b"{}")
     assert cluster.namespace == "" and cluster.owner is None and not cluster.deleting
+    assert cluster.resource_version == ""
+    opaque = Cached.from_object({"metadata": {"name": "o", "resourceVersion": "007"}}, b"{}")
+    assert (opaque.version, opaque.resource_version) == ("007", "007")
+    assert cached.packed_uid == "u1" and opaque.uid == ""
+    uid = "0b6e2c36-4c1a-4f5e-9a41-2f8e7d0c9b1a"
+    api = Cached.from_object({"metadata": {"name": "p", "uid": uid}}, b"{}")
+    assert (api.packed_uid, api.uid) == (0x0B6E2C364C1A4F5E9A412F8E7D0C9B1A, uid)
 
 
 def test_non_controller_owner_refs_make_an_orphan() -> None:
@@ -82,7 +90,8 @@ def test_interning_shares_repeated_strings() -> None:
 
 
 def test_objects_that_repeat_labels_annotations_and_owner_share_them() -> None:
-    """The children of one parent: one label map, one annotation map, one ownerRef."""
+    """The children of one parent: one label map, one annotation map, one ownerRef, and one
+    ``Common`` (annotations, generation, observedGeneration, deletion, finalizers)."""
     long = "x" * 64
 
     def child(name: str, value: str) -> Cached:
@@ -91,6 +100,7 @@ def test_objects_that_repeat_labels_annotations_and_owner_share_them() -> None:
             "name": name,
             "labels": {"controller-uid": "p-uid"},
             "annotations": {"last-applied": value, "note": "same"},
+            "finalizers": ["example.com/keep"],
             "ownerReferences": [
                 {"apiVersion": "v1", "kind": "P", "name": "p", "uid": "p-uid", "controller": True}
             ],
@@ -101,9 +111,14 @@ def test_objects_that_repeat_labels_annotations_and_owner_share_them() -> None:
     assert a.labels is b.labels and a.owner is b.owner
     assert a.annotations is b.annotations
     assert a.annotations == {"last-applied": LONG_VALUE, "note": "same"}
+    assert a.common is b.common
+    assert (a.generation, a.observed_generation, a.deleting) == (0, None, False)
+    assert a.finalizers == ("example.com/keep",)
     c = child("c", "short")
     assert c.annotations == {"last-applied": "short", "note": "same"}
     assert c.labels is a.labels
+    assert c.common is not a.common and c.finalizers is not a.finalizers
+    assert c.finalizers[0] is a.finalizers[0]  # interned
 
 
 def test_observed_generation_is_read_from_the_status() -> None:
@@ -117,6 +132,13 @@ def test_observed_generation_is_read_from_the_status() -> None:
     assert cached(None).observed_generation is None
     assert cached({"observedGeneration": "3"}).observed_generation is None
     assert cached({"observedGeneration": True}).observed_generation is None
+
+
+def test_a_generation_that_is_not_an_integer_is_zero() -> None:
+    for generation in ("3", 3.0, [3], None):
+        obj = {"metadata": {"name": "p", "generation": generation}}
+        assert Cached.from_object(obj, b"{}").generation == 0
+    assert Cached.from_object({"metadata": {"name": "p", "generation": 3}}, b"{}").generation == 3
 
 
 def test_a_new_version_does_not_keep_the_old_versions_name_alive() -> None:
@@ -219,3 +241,24 @@ class StoreMachine(RuleBasedStateMachine):
 
 TestStoreMachine = StoreMachine.TestCase
 TestStoreMachine.settings = settings(max_examples=100, stateful_step_count=60, deadline=None)
+
+
+def test_a_small_bucket_of_one_namespace_holds_the_objects_own_names() -> None:
+    """No key tuple per indexed object: ``(namespace, *names)`` with the cached strings."""
+    store = Store()
+    children = [_obj("n", f"c{i}", {"app": "x"}, "p1", i) for i in range(3)]
+    for child in children:
+        store.upsert(child)
+    assert [o.name for o in store.owned_by("p1")] == ["c0", "c1", "c2"]
+    for index in (store._built(0), store._built(2)):
+        bucket = index["p1"] if "p1" in index else index[("app", "x")]
+        assert type(bucket) is tuple and bucket[0] == "n"
+        assert all(name is child.name for name, child in zip(bucket[1:], children, strict=True))
+    store.upsert(_obj("m", "c0", {"app": "x"}, "p1", 9))  # another namespace: a set of keys
+    assert store._built(0)["p1"] == {("n", "c0"), ("n", "c1"), ("n", "c2"), ("m", "c0")}
+    assert [o.key for o in store.select(parse("app=x"))] == [
+        ("m", "c0"),
+        ("n", "c0"),
+        ("n", "c1"),
+        ("n", "c2"),
+    ]
