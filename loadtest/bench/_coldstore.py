@@ -37,6 +37,7 @@ from aiohttp import web
 
 from loadtest.bench._proc import memory, reset_peak
 from loadtest.bench._scale_objects import API_VERSION, configmap, fanout, watch_line
+from loadtest.bench._served import served
 from loadtest.bench._streaming import serve, stream
 from manager.informers.informer import Informer
 from proto.kube.client import Client
@@ -141,11 +142,7 @@ def cold_start(parents: int) -> tuple[Load, Load]:
     """(the untraced load, the traced load), each in a fresh process, of ``parents`` Fanouts
     and their ConfigMaps."""
     ctx = multiprocessing.get_context("spawn")
-    ports = ctx.Queue()
-    server = ctx.Process(target=_serve, args=(ports, parents), daemon=True)
-    server.start()
-    try:
-        url = f"http://127.0.0.1:{ports.get(timeout=1200)}"
+    with served(_serve, parents, timeout=1200) as url:
         loads: list[Load] = []
         for traced in (False, True):
             results = ctx.Queue()
@@ -154,6 +151,3 @@ def cold_start(parents: int) -> tuple[Load, Load]:
             loads.append(results.get(timeout=1800))
             child.join(timeout=60)
         return loads[0], loads[1]
-    finally:
-        server.terminate()
-        server.join(timeout=10)

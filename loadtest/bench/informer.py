@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import multiprocessing
 import statistics
 import time
 import tracemalloc
@@ -43,6 +42,7 @@ from aiohttp import web
 
 from loadtest.bench._coldstore import MB, cold_start
 from loadtest.bench._report import header, row
+from loadtest.bench._served import served
 from loadtest.bench._streaming import serve, stream
 from loadtest.bench.watch_decode import pod
 from manager.informers.gcguard import GcGuard
@@ -304,12 +304,7 @@ def main(quick: bool) -> None:
     count = 2000 if quick else 20000
     relist_count = 2000 if quick else 50000
     repeat = 1 if quick else 5
-    ctx = multiprocessing.get_context("spawn")
-    ports = ctx.Queue()
-    server = ctx.Process(target=_serve, args=(ports, count, relist_count), daemon=True)
-    server.start()
-    try:
-        url = f"http://127.0.0.1:{ports.get(timeout=300)}"
+    with served(_serve, count, relist_count, timeout=300) as url:
         size = len(orjson.dumps(pod(0, large=False)))
         header(
             f"informer ingest, {size / 1024:.1f} KB Pods ({count} initial + {count} live "
@@ -348,6 +343,3 @@ def main(quick: bool) -> None:
         on, off = uvloop.run(_relists(url, relist_count, relist_repeat))
         row("relist with the GC guard (paused, then frozen)", on, "s", baseline=off)
         row("baseline: relist with the collector left on", off, "s")
-    finally:
-        server.terminate()
-        server.join(timeout=10)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import multiprocessing
 import statistics
 import time
 import tracemalloc
@@ -30,6 +29,7 @@ from aiohttp import web
 from loadtest.apiserver.kubelet import READY_CONDITIONS
 from loadtest.apiserver.pods import DEFAULT_TOLERATIONS
 from loadtest.bench._report import header, row
+from loadtest.bench._served import served
 from loadtest.bench._streaming import serve, stream
 from proto.kube.client import Client
 from proto.kube.cluster import ClusterConfig
@@ -349,12 +349,7 @@ def main(quick: bool) -> None:
     repeat = 1 if quick else 7
     runner = _event_loop_runner()
     loop_name = "uvloop" if runner is not asyncio.run else "asyncio"
-    ctx = multiprocessing.get_context("spawn")
-    ports = ctx.Queue()
-    server = ctx.Process(target=_serve, args=(ports, count), daemon=True)
-    server.start()
-    try:
-        url = f"http://127.0.0.1:{ports.get(timeout=120)}"
+    with served(_serve, count, timeout=120) as url:
         for size, large in (("small", False), ("large", True)):
             sample = orjson.dumps(pod(0, large=large))
             header(
@@ -394,6 +389,3 @@ def main(quick: bool) -> None:
                 baseline=held_json,
             )
             row("raw JSON bytes per object (for reference)", len(sample), "bytes")
-    finally:
-        server.terminate()
-        server.join(timeout=10)

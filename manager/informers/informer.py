@@ -460,7 +460,7 @@ class Informer:
         else:
             old = store.upsert(cached)
             self._emit(ADDED if old is None else MODIFIED, old, cached, False)
-        self._advance(cached.resource_version)
+        self._advance(event.resource_version)
 
     def _relisted(self, unseen: set[ObjectKey], obj: dict[str, Any], raw: bytes) -> None:
         """One object of a list; its own resourceVersion says nothing about the list's."""

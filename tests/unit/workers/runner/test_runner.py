@@ -266,13 +266,19 @@ class Later:
         return self.takes
 
 
-@pytest.mark.asyncio
-async def test_the_echo_of_a_reconciles_writes_goes_back_to_the_coordinator() -> None:
+def a_writes(later: Later) -> tuple[Script, Runner]:
+    """One reconcile at a time; the first reconcile of ``a`` writes, its next one does not."""
     script = Script()
     script.actions = {"a": [{"configmaps": "41"}, Outcome()]}
-    later = Later(takes=True)
     r = runner(script, concurrency=1, later=later)
     r.set_controllers((definition(),))
+    return script, r
+
+
+@pytest.mark.asyncio
+async def test_the_echo_of_a_reconciles_writes_goes_back_to_the_coordinator() -> None:
+    later = Later(takes=True)
+    script, r = a_writes(later)
     r.enqueue(key("a"), Priority.LOW)
     await settle()
     assert script.reconciled == ["a"]
@@ -292,11 +298,8 @@ async def test_the_echo_of_a_reconciles_writes_goes_back_to_the_coordinator() ->
 @pytest.mark.asyncio
 @pytest.mark.parametrize("takes", [True, False])
 async def test_an_echo_already_queued_or_not_taken_back_waits_here_at_low(takes: bool) -> None:
-    script = Script()
-    script.actions = {"a": [{"configmaps": "41"}, Outcome()]}
     later = Later(takes=takes)
-    r = runner(script, concurrency=1, later=later)
-    r.set_controllers((definition(),))
+    script, r = a_writes(later)
     r.enqueue(key("a"), Priority.LIVE)
     await settle()
     script.release.clear()
