@@ -271,8 +271,8 @@ async def clean_up(
 ) -> None:
     """Stop ``hook`` (a ``Proc``, or None), delete the controller objects ``cc_docs``, the
     namespaces labelled ``LABEL`` not in ``namespaces`` and the benchmark's CRDs not in
-    ``crds``. Best effort: each step is tried even if another failed (the cluster may be
-    gone)."""
+    ``crds``, each waited for until it is gone. Best effort: each step is tried even if
+    another failed (the cluster may be gone)."""
     steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = []
     if cc_docs:
         steps.append(("CompositeController", lambda: h.runner.delete(kube, cc_docs)))
@@ -282,8 +282,17 @@ async def clean_up(
         await h.runner.delete_namespaces(kube, sorted(now - namespaces), timeout=120)
 
     async def crds_() -> None:
-        for name in sorted(CRDS & (await names(kube, CRD_PATH) - crds)):
+        doomed = sorted(CRDS & (await names(kube, CRD_PATH) - crds))
+        for name in doomed:
             await kube.request("DELETE", f"{CRD_PATH}/{name}", ok=(200, 202, 404))
+        # A CRD stays until its objects are deleted: wait, or the next run installs it while
+        # it is going and loses it mid-run.
+        for name in doomed:
+            while True:
+                status, _ = await kube.request("GET", f"{CRD_PATH}/{name}", ok=(200, 404))
+                if status == 404:
+                    break
+                await asyncio.sleep(1.0)
 
     steps += [("namespaces", namespaces_), ("CRDs", crds_)]
     if hook is not None:
