@@ -12,6 +12,9 @@
   ``/proc/<pid>/clear_refs``, Linux 4.0+; False where that is not allowed).
 - ``busy_seconds`` reads the first line of ``/proc/stat``: CPU seconds the whole machine
   spent busy (all but idle and iowait), to tell how much other load ran during a wave.
+- ``settle`` waits until the machine is quiet (``busy_seconds`` over a window), so that work
+  left from before (an API server or garbage collector still busy with the objects of the
+  last run) is not counted in the next one.
 - ``RoleCpu`` samples a tree at chosen moments and reports per role the CPU seconds each
   process used between two samples. Every figure is read from the process itself, never
   derived by subtracting one total from another. A process that exits between two samples
@@ -20,8 +23,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Callable, Iterable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -139,6 +144,33 @@ def busy_seconds(proc: str = "/proc") -> float:
     """Busy CPU seconds of the whole machine since boot."""
     with open(f"{proc}/stat", encoding="ascii") as f:
         return parse_busy(f.readline())
+
+
+SETTLE_CORES = 0.25
+SETTLE_WINDOW = 10.0
+SETTLE_MAX = 900.0
+
+
+async def settle(
+    busy: Callable[[], float] = busy_seconds,
+    *,
+    cores: float = SETTLE_CORES,
+    window: float = SETTLE_WINDOW,
+    limit: float = SETTLE_MAX,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> tuple[float, float]:
+    """Wait until the machine was busy at most ``cores`` on average over the last ``window``
+    seconds, or ``limit`` seconds passed; the seconds waited and the cores busy over the last
+    window (above ``cores`` when the limit ended the wait)."""
+    start = clock()
+    while True:
+        t0, b0 = clock(), busy()
+        await sleep(window)
+        load = (busy() - b0) / max(clock() - t0, 1e-9)
+        waited = clock() - start
+        if load <= cores or waited >= limit:
+            return waited, load
 
 
 def read_cmdline(pid: int, proc: str = "/proc") -> list[str]:

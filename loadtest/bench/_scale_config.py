@@ -52,6 +52,7 @@ class Options:
     concurrency: int
     timeout: float  # seconds to wait for one phase
     sample_interval: float  # seconds
+    settle: float  # seconds of a quiet machine before each cold start (0: no wait)
 
 
 class Kind(Enum):

@@ -3,7 +3,9 @@
 A configuration gets a namespace of its own with N Fanouts waiting (no children, no
 status) and one checker watching it (``_scale_edits.edit_clock``); at the end its processes
 are stopped and the namespace is deleted and waited for, so the next configuration's
-informers see only their own objects. The phases, in order (each one only when the
+informers see only their own objects; before its cold start the machine must be quiet for
+``--settle`` seconds, so the work the last configuration's objects left to the control plane
+is not counted in the next one. The phases, in order (each one only when the
 configuration has it, see ``_scale_config``):
 
 - ``coldstart``: the clock starts, then the controller process is spawned (the raw client's:
@@ -62,7 +64,7 @@ import aiohttp
 import orjson
 
 from loadtest.bench._fanout_report import _labels
-from loadtest.bench._proc import COORDINATOR, busy_seconds
+from loadtest.bench._proc import COORDINATOR, busy_seconds, settle
 from loadtest.bench._scale_config import (
     COLDSTART,
     EDITS,
@@ -85,6 +87,8 @@ QUIET_WINDOW = 0.5
 QUIET_MAX = 60.0
 STANDBY_SETTLE = 5.0  # a command's standby copy: seconds to start before the leader dies
 PAGE = 5000
+CLEANUP_MAX = 1800.0  # seconds to delete a configuration's children
+ROOT_CA = "kube-root-ca.crt"  # published into every namespace; not a child
 PROGRESS_OF = {
     COLDSTART: "parents converged",
     RESYNC: "hook calls",
@@ -190,7 +194,29 @@ class Phases:
                 self.proc.stop()
             if self.clock is not None:
                 await self.clock.stop()
+            await self._delete_children()
             await h.runner.delete_namespaces(kube, [self.ns])
+
+    async def _delete_children(self) -> None:
+        """Delete the namespace's ConfigMaps before its Fanouts. Deleted after their owners, each
+        child is left to the garbage collector, which GETs it at kube-controller-manager's client
+        rate (20 a second by default): at 100,000 parents, hours of requests counted in the
+        next configurations' runs. Deleted first, no owner has a dependent left when it goes."""
+        kube = self.ctx.kube
+        path = f"/api/v1/namespaces/{self.ns}/configmaps"
+        # The answer lists what was deleted: its metadata only, not 100 MB of objects.
+        accept = {"Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"}
+        async with asyncio.timeout(CLEANUP_MAX):
+            while True:
+                # Cut short by the request timeout (a 5xx), the next one goes on from there.
+                async with kube.session.delete(kube.cfg.server + path, headers=accept) as r:
+                    await r.read()
+                    if r.status != 200 and r.status < 500:
+                        r.raise_for_status()
+                _, page = await kube.request("GET", path, params={"limit": "2"}, ok=(200, 404))
+                items = (page or {}).get("items") or []
+                if all(i["metadata"]["name"] == ROOT_CA for i in items):
+                    return
 
     def _spawn(self, tag: str, lease: Lease | None = None) -> tuple[Any, int | None]:
         """Start the controller (the raw client for ``raw``); its process and metrics port."""
@@ -234,6 +260,16 @@ class Phases:
             return await self.ctx.hook.calls() - calls0
 
         return progress
+
+    async def _settle(self) -> None:
+        """Before a cold start: wait until the machine is quiet for ``--settle`` seconds, so
+        the API server's, etcd's and the garbage collector's work left from the last
+        configuration's objects (a namespace gone is not a collector done) is not counted in
+        this one's."""
+        if self.ctx.opts.settle <= 0:
+            return
+        waited, load = await settle(window=self.ctx.opts.settle)
+        print(f"  {self.label}: machine quiet after {waited:.0f} s ({load:.2f} cores busy)")
 
     async def _quiet(self) -> tuple[int, float]:
         """Wait until the hook has not been called for ``QUIET_WINDOW`` s (at most
@@ -345,7 +381,7 @@ class Phases:
         async def converged() -> int:
             return len(clock.ok)
 
-        await self.ctx.meter.settle()
+        await self._settle()
         window = await self._open(None)
         sampler = self._sampler(converged)
         self._begin(window, sampler)

@@ -159,6 +159,13 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
     p.add_argument(
         "--sample-interval", type=float, default=0.5, help="seconds between samples (0.5)"
     )
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=10.0,
+        help="before each cold start, wait until the machine was quiet (at most 0.25 cores"
+        " busy) for this many seconds, up to 15 minutes; 0: no wait (default 10)",
+    )
     p.add_argument("--report", nargs="+", type=Path, metavar="FILE", help="only report saved lines")
     a = p.parse_args(list(argv))
     if a.report:
@@ -204,6 +211,7 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
         resync_interval=resync,
         out=out,
         sample_interval=a.sample_interval,
+        settle=max(0.0, a.settle),
         **{name: getattr(a, name) for name in same.split()},
     )
 

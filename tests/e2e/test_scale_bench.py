@@ -33,6 +33,7 @@ def test_a_tiny_run_measures_every_phase(tmp_path: Path) -> None:
     out = tmp_path / "out"
     flags = ["--n", str(N), "--k", str(K), "--processes", "1", "--out", str(out)]
     flags += ["--resync-interval", "2", "--lease-duration", "3", "--sample-interval", "0.2"]
+    flags += ["--settle", "0.5"]
     result = subprocess.run(
         [sys.executable, "-m", "loadtest.bench.scale", *flags],
         capture_output=True,

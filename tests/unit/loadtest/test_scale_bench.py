@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from loadtest.bench import _harness, scale
-from loadtest.bench._proc import Memory, parse_memory
+from loadtest.bench._proc import Memory, parse_memory, settle
 from loadtest.bench._scale_config import PHASES, Config, Kind, Lease, Options, parse_command
 from loadtest.bench._scale_edits import Edits
 from loadtest.bench._scale_phases import metric_sums
@@ -52,6 +52,7 @@ def test_defaults_measure_raw_and_metashard_with_one_and_two_processes(
     assert options("--n", "20000").resync_interval == 200.0
     assert options("--quick").n == 20
     assert options("--out", "/x/y").out == Path("/x/y")
+    assert opts.settle == 10.0 and options("--settle", "0").settle == 0.0
 
 
 def test_a_slow_hook_runs_every_controller_again_and_the_raw_client_once() -> None:
@@ -189,6 +190,37 @@ def test_a_newer_edit_of_a_parent_replaces_the_pending_one() -> None:
     assert edits.pending == 1
     edits.observe("p", {"p-0": (child_data("second", 0), None)}, now=3.5)
     assert edits.latencies == [1.5]
+
+
+class Machine:
+    """A clock and the machine's busy seconds, advanced by ``sleep`` at ``loads[i]`` cores
+    during the i-th window (the last load holds after the list ends)."""
+
+    def __init__(self, loads: list[float]) -> None:
+        self.now, self.busy, self.loads, self.windows = 0.0, 0.0, loads, 0
+
+    async def sleep(self, seconds: float) -> None:
+        load = self.loads[min(self.windows, len(self.loads) - 1)]
+        self.now, self.busy = self.now + seconds, self.busy + load * seconds
+        self.windows += 1
+
+
+@pytest.mark.parametrize(
+    ("loads", "limit", "waited", "last"),
+    [
+        ([0.1], 900.0, 10.0, 0.1),  # already quiet: one window
+        ([1.9, 1.0, 0.6, 0.2], 900.0, 40.0, 0.2),  # a collector still busy, then done
+        ([0.25], 900.0, 10.0, 0.25),  # the bound is inclusive
+        ([1.5], 30.0, 30.0, 1.5),  # never quiet: the limit ends the wait, the load says so
+    ],
+)
+@pytest.mark.asyncio
+async def test_settle_waits_for_a_quiet_window(
+    loads: list[float], limit: float, waited: float, last: float
+) -> None:
+    m = Machine(loads)
+    got = await settle(lambda: m.busy, window=10.0, limit=limit, clock=lambda: m.now, sleep=m.sleep)
+    assert got == pytest.approx((waited, last))
 
 
 def test_parse_memory_reads_rss_and_peak() -> None:
