@@ -89,6 +89,7 @@ STANDBY_SETTLE = 5.0  # a command's standby copy: seconds to start before the le
 PAGE = 5000
 CLEANUP_MAX = 1800.0  # seconds to delete a configuration's children
 ROOT_CA = "kube-root-ca.crt"  # published into every namespace; not a child
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 PROGRESS_OF = {
     COLDSTART: "parents converged",
     RESYNC: "hook calls",
@@ -204,13 +205,18 @@ class Phases:
         next configurations' runs. Deleted first, no owner has a dependent left when it goes."""
         kube = self.ctx.kube
         path = f"/api/v1/namespaces/{self.ns}/configmaps"
-        # The answer lists what was deleted: its metadata only, not 100 MB of objects.
-        accept = {"Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"}
+        # The answer lists what was deleted: its metadata only, not 100 MB of objects, where
+        # the server offers that (406 where it does not: then the whole objects).
+        accepts = [METADATA_LIST, "application/json"]
         async with asyncio.timeout(CLEANUP_MAX):
             while True:
                 # Cut short by the request timeout (a 5xx), the next one goes on from there.
-                async with kube.session.delete(kube.cfg.server + path, headers=accept) as r:
+                headers = {"Accept": accepts[0]}
+                async with kube.session.delete(kube.cfg.server + path, headers=headers) as r:
                     await r.read()
+                    if r.status == 406 and len(accepts) > 1:
+                        accepts.pop(0)
+                        continue
                     if r.status != 200 and r.status < 500:
                         r.raise_for_status()
                 _, page = await kube.request("GET", path, params={"limit": "2"}, ok=(200, 404))
