@@ -195,8 +195,10 @@ class Phases:
                 self.proc.stop()
             if self.clock is not None:
                 await self.clock.stop()
-            await self._delete_children()
-            await h.runner.delete_namespaces(kube, [self.ns])
+            try:
+                await self._delete_children()
+            finally:  # the namespace goes even when its children could not go first
+                await h.runner.delete_namespaces(kube, [self.ns])
 
     async def _delete_children(self) -> None:
         """Delete the namespace's ConfigMaps before its Fanouts. Deleted after their owners, each

@@ -39,6 +39,7 @@ from typing import Any
 import orjson
 
 from loadtest.bench import _harness, _scale_plot
+from loadtest.bench._proc import SETTLE_CORES, SETTLE_MAX
 from loadtest.bench._report import header
 from loadtest.bench._scale_config import (
     PHASES,
@@ -163,8 +164,9 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
         "--settle",
         type=float,
         default=10.0,
-        help="before each cold start, wait until the machine was quiet (at most 0.25 cores"
-        " busy) for this many seconds, up to 15 minutes; 0: no wait (default 10)",
+        help="before each cold start, wait until the machine was quiet (at most"
+        f" {SETTLE_CORES:g} cores busy) for this many seconds, up to {SETTLE_MAX / 60:g}"
+        " minutes; 0: no wait (default 10)",
     )
     p.add_argument("--report", nargs="+", type=Path, metavar="FILE", help="only report saved lines")
     a = p.parse_args(list(argv))
