@@ -52,11 +52,19 @@ class RestClientMetrics:
             buckets=BUCKETS,
             registry=registry,
         )
+        self._series: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
 
     def attempted(self, *, host: str, method: str, status: int | None, seconds: float) -> None:
         code = ERROR_CODE if status is None else str(status)
-        self._requests.labels(code, method, host).inc()
-        self._duration.labels(method, host).observe(seconds)
+        series = self._series.get((code, method, host))
+        if series is None:  # labels() costs more than the observation itself: once per set
+            series = self._series[(code, method, host)] = (
+                self._requests.labels(code, method, host),
+                self._duration.labels(method, host),
+            )
+        requests, duration = series
+        requests.inc()
+        duration.observe(seconds)
 
     def throttled(self, *, host: str, method: str, seconds: float) -> None:
         self._throttled.labels(method, host).observe(seconds)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -62,8 +63,12 @@ def split_api_version(api_version: str) -> tuple[str, str]:
     return group, version
 
 
+_PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9_.~-]*")
+"""What ``quote`` leaves as it is: every Kubernetes object and namespace name."""
+
+
 def _segment(value: str) -> str:
-    return quote(value, safe="")
+    return value if _PLAIN_SEGMENT.fullmatch(value) else quote(value, safe="")
 
 
 @dataclass(frozen=True, slots=True)

@@ -245,12 +245,14 @@ class CompositeSteps:
     ) -> dict[str, Any]:
         """The status, with the answer's conditions, PUT to ``/status`` when it differs."""
         metadata = obj["metadata"]
-        wanted = conditions.merged(
-            status.desired(answer.update, metadata.get("generation")),
-            answer.reports.conditions,
-            observed=obj.get("status"),
-            now=conditions.timestamp(self._wall_clock()),
-        )
+        wanted = status.desired(answer.update, metadata.get("generation"))
+        if answer.reports.conditions:
+            wanted = conditions.merged(
+                wanted,
+                answer.reports.conditions,
+                observed=obj.get("status"),
+                now=conditions.timestamp(self._wall_clock()),
+            )
         if not status.changed(obj, wanted):
             return obj
         try:
