@@ -3,6 +3,10 @@
 - ``raw``: the raw-client baseline. Phases ``coldstart`` (a new client process lists the
   waiting parents and writes their children and status) and ``update`` (the benchmark's own
   client writes what a perfect controller writes for the wave).
+- ``raw-mc`` (``--raw-metacontroller``): the same raw client, its children written as a
+  Metacontroller-compatible controller must create them (label and last-applied annotation:
+  ``_coldraw.metacontroller_child``); ``coldstart`` only. What such a controller's children
+  cost the API server by themselves, apart from everything the controller does.
 - ``metashard-<P>p``: ``metashard run --processes P``, every phase. Its resync is
   ``--cache-flush-interval``; in ``failover`` two copies run with leader election on one
   Lease.
@@ -31,6 +35,7 @@ from pathlib import Path
 COLDSTART, RESYNC, EDITS, UPDATE, FAILOVER = "coldstart", "resync", "edits", "update", "failover"
 PHASES = (COLDSTART, RESYNC, EDITS, UPDATE, FAILOVER)
 RAW = "raw"
+RAW_MC = "raw-mc"
 PLACEHOLDERS = frozenset({"kubeconfig", "python", "port", "flush", "lease", "namespace"})
 
 
@@ -63,11 +68,12 @@ class Kind(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    name: str  # raw, metashard-<P>p or the label of a command
+    name: str  # raw, raw-mc, metashard-<P>p or the label of a command
     kind: Kind
     processes: int = 0  # metashard
     command: str = ""  # a command's template
     hook_latency: float = 0.0
+    children: str = "plain"  # the raw client's: _coldraw's --children
 
     @property
     def label(self) -> str:
@@ -78,7 +84,7 @@ class Config:
     def phases(self) -> tuple[str, ...]:
         """The phases this configuration can run (see the module docstring)."""
         if self.kind is Kind.RAW:
-            return (COLDSTART, UPDATE)
+            return (COLDSTART, UPDATE) if self.name == RAW else (COLDSTART,)
         if self.kind is Kind.METASHARD:
             return PHASES
         fields = _fields(self.command)
@@ -142,8 +148,14 @@ def parse_command(spec: str) -> Config:
     label = label.strip()
     if not sep or not label or not command.strip():
         raise ValueError(f"want LABEL=COMMAND, got {spec!r}")
-    if label == RAW or label.startswith("metashard-") or not label.replace("-", "").isalnum():
-        raise ValueError(f"label {label!r}: letters, digits and '-', not 'raw' nor 'metashard-...'")
+    if (
+        label in (RAW, RAW_MC)
+        or label.startswith("metashard-")
+        or not label.replace("-", "").isalnum()
+    ):
+        raise ValueError(
+            f"label {label!r}: letters, digits and '-', not 'raw', 'raw-mc' nor 'metashard-...'"
+        )
     try:
         fields = _fields(command)
     except ValueError as err:
@@ -164,13 +176,16 @@ def configurations(
     processes: Sequence[int],
     commands: Sequence[Config],
     hook_latencies: Sequence[float],
+    raw_mc: bool = False,
 ) -> list[Config]:
-    """Every configuration in run order: per hook latency, the raw client (once, at the first
-    latency), metashard by process count, then the commands."""
+    """Every configuration in run order: per hook latency, the raw client and ``raw-mc`` (once
+    each, at the first latency), metashard by process count, then the commands."""
     out: list[Config] = []
     for i, latency in enumerate(hook_latencies):
         if raw and i == 0:
             out.append(Config(name=RAW, kind=Kind.RAW))
+        if raw_mc and i == 0:
+            out.append(Config(name=RAW_MC, kind=Kind.RAW, children="metacontroller"))
         out += [
             Config(name=f"metashard-{p}p", kind=Kind.METASHARD, processes=p, hook_latency=latency)
             for p in processes

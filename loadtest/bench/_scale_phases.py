@@ -234,6 +234,7 @@ class Phases:
             argv = [sys.executable, "-m", "loadtest.bench._coldraw", "--kubeconfig"]
             argv += [ctx.kubeconfig, "--namespace", self.ns]
             argv += ["--concurrency", str(ctx.opts.concurrency)]
+            argv += ["--children", self.config.children]
             return ctx.h.runner.Proc(argv, ctx.env, log), None
         port = free_port()
         argv = self.config.argv(

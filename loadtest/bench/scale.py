@@ -7,7 +7,9 @@ otherwise on the embedded cluster it starts. The job is the shared harness's fan
 Fanout owns K ConfigMaps and reports ``status.children``), served by a sync hook of this
 benchmark's (``_scale_hook``: the harness's answer after ``--hook-latency`` seconds, counting
 its calls, which count any controller's reconciles). The configurations (``_scale_config``):
-the raw client, ``metashard run --processes P`` for each ``--processes``, and any command
+the raw client (and with ``--raw-metacontroller`` the raw client writing children as
+Metacontroller's must be, ``raw-mc``), ``metashard run --processes P`` for each
+``--processes``, and any command
 given with ``--controller LABEL=COMMAND`` (Metacontroller, say), each again for every
 non-zero ``--hook-latency``. Each gets its own namespace and runs the phases of
 ``_scale_phases``; every configuration x phase is one JSON line in ``OUT/scale.jsonl``.
@@ -42,6 +44,7 @@ from loadtest.bench import _harness, _scale_plot
 from loadtest.bench._proc import SETTLE_CORES, SETTLE_MAX
 from loadtest.bench._report import header
 from loadtest.bench._scale_config import (
+    COLDSTART,
     PHASES,
     Config,
     Options,
@@ -108,6 +111,13 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
         help="worker process counts of metashard run to measure (default 1,2; '' for none)",
     )
     p.add_argument("--no-raw", dest="raw", action="store_false", help="no raw-client baseline")
+    p.add_argument(
+        "--raw-metacontroller",
+        action="store_true",
+        help="also the raw client writing its children as a Metacontroller-compatible"
+        " controller must create them (controller-uid label, last-applied annotation), as"
+        " 'raw-mc'; cold start only",
+    )
     p.add_argument(
         "--controller",
         action="append",
@@ -194,12 +204,15 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
         p.error("--controller: two commands with one label")
     configs = configurations(
         raw=a.raw,
+        raw_mc=a.raw_metacontroller,
         processes=_counts(p, a.processes),
         commands=commands,
         hook_latencies=_floats(p, "--hook-latency", a.hook_latency),
     )
     if not configs:
         p.error("nothing to measure: no --processes, no --controller and --no-raw")
+    if a.raw_metacontroller and COLDSTART not in phases:
+        p.error("--raw-metacontroller: raw-mc runs the coldstart phase only; it is not in --phases")
     if a.out is not None and a.out.exists() and not a.out.is_dir():
         p.error(f"--out: {a.out} is a file, not a directory")
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())

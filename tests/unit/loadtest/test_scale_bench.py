@@ -10,9 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from loadtest.bench import _harness, scale
+from loadtest.bench._coldraw import metacontroller_child
 from loadtest.bench._proc import Memory, parse_memory, settle
 from loadtest.bench._scale_config import PHASES, Config, Kind, Lease, Options, parse_command
 from loadtest.bench._scale_edits import Edits
@@ -21,6 +23,7 @@ from loadtest.bench._scale_report import quantile, report, table
 from loadtest.bench._scale_sampler import Sampler
 
 N = 20
+LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 COLDSTART, RESYNC, EDITS, UPDATE, FAILOVER = PHASES
 
 
@@ -69,6 +72,23 @@ def test_a_slow_hook_runs_every_controller_again_and_the_raw_client_once() -> No
     assert [c.hook_latency for c in opts.configs][-1] == 0.05
 
 
+def test_the_raw_client_writing_metacontroller_children_runs_once_after_the_raw_client() -> None:
+    opts = options("--raw-metacontroller", "--hook-latency", "0,0.05", "--processes", "1")
+    assert [c.label for c in opts.configs] == [
+        "raw",
+        "raw-mc",
+        "metashard-1p",
+        "metashard-1p+hook50ms",
+    ]
+    raw_mc = opts.configs[1]
+    assert (raw_mc.kind, raw_mc.children, raw_mc.phases()) == (
+        Kind.RAW,
+        "metacontroller",
+        (COLDSTART,),
+    )
+    assert options("--raw-metacontroller", "--no-raw").configs[0].label == "raw-mc"
+
+
 REFUSED = {
     "--n 0": "--n must be positive",
     "--k -1": "--k must be positive",
@@ -84,7 +104,9 @@ REFUSED = {
     "--no-raw --processes ''": "nothing to measure",
     "--controller mc": "want LABEL=COMMAND",
     "--controller 'raw=x {kubeconfig}'": "not 'raw'",
-    "--controller 'metashard-3p=x {kubeconfig}'": "not 'raw' nor 'metashard-",
+    "--controller 'raw-mc=x {kubeconfig}'": "not 'raw', 'raw-mc'",
+    "--raw-metacontroller --phases resync": "raw-mc runs the coldstart phase only",
+    "--controller 'metashard-3p=x {kubeconfig}'": "nor 'metashard-",
     "--controller 'mc=x {kubeconfig} {hook}'": "unknown placeholder(s) ['hook']",
     "--controller 'mc=x {kubeconfig'": "not a valid template",
     "--controller 'mc=x --server 1'": "must name the cluster with {kubeconfig}",
@@ -110,6 +132,40 @@ def test_report_flag_returns_the_files() -> None:
 
 
 # --- configurations ----------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not _harness.available(), reason="no fanout harness in ../shared/bench")
+def test_raw_mc_children_are_what_a_metacontroller_compatible_controller_creates() -> None:
+    workload = _harness.load().workload
+    parent = {
+        "apiVersion": "bench.metashard.io/v1",
+        "kind": "Fanout",
+        "metadata": {"name": "fo-1", "namespace": "ns", "uid": "u-1"},
+        "spec": {"children": 2, "data": "d"},
+    }
+    hook_children = workload.desired_children(parent, with_owner=False)
+    bodies = [metacontroller_child(parent, child) for child in hook_children]
+    for body, child in zip(bodies, hook_children, strict=True):
+        meta = body["metadata"]
+        assert (meta["name"], meta["namespace"], body["data"]) == (
+            child["metadata"]["name"],
+            "ns",
+            child["data"],
+        )
+        assert meta["labels"] == {"controller-uid": "u-1"}
+        assert meta["ownerReferences"] == [
+            {
+                "apiVersion": "bench.metashard.io/v1",
+                "kind": "Fanout",
+                "name": "fo-1",
+                "uid": "u-1",
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+        applied = orjson.loads(meta["annotations"][LAST_APPLIED])
+        assert applied == {**child, "metadata": {**child["metadata"], "labels": meta["labels"]}}
+    assert "labels" not in hook_children[0]["metadata"]  # the hook's answer is left as it was
 
 
 def test_a_command_runs_the_phases_its_placeholders_allow() -> None:
