@@ -186,6 +186,8 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
     _positive(p, n=n, k=a.k, concurrency=a.concurrency, timeout=a.timeout)
     _positive(p, edit_rate=a.edit_rate, sample_interval=a.sample_interval)
     _positive(p, lease_duration=a.lease_duration, update_fraction=a.update_fraction)
+    if a.settle < 0:
+        p.error(f"--settle: seconds >= 0 (0: no wait), got {a.settle:g}")
     if a.update_fraction > 1:
         p.error(f"--update-fraction: at most 1, got {a.update_fraction:g}")
     resync = a.resync_interval if a.resync_interval is not None else max(20.0, n / 100)
@@ -226,7 +228,7 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
         resync_interval=resync,
         out=out,
         sample_interval=a.sample_interval,
-        settle=max(0.0, a.settle),
+        settle=a.settle,
         **{name: getattr(a, name) for name in same.split()},
     )
 

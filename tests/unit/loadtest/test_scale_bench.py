@@ -99,6 +99,7 @@ REFUSED = {
     "--hook-latency 0,0": "--hook-latency: distinct numbers",
     "--phases coldstart,warmup": "--phases: ['warmup']",
     "--update-fraction 1.5": "--update-fraction: at most 1",
+    "--settle -1": "--settle: seconds >= 0 (0: no wait), got -1",
     "--edit-rate 0": "--edit-rate must be positive",
     "--resync-interval 0": "--resync-interval must be positive",
     "--no-raw --processes ''": "nothing to measure",
