@@ -92,7 +92,7 @@ class Decoded:
 
 def _go_int(text: str) -> int | float:
     value = int(text)
-    return value if _INT64_MIN <= value <= _INT64_MAX else float(text)
+    return value if _INT64_MIN <= value <= _INT64_MAX else _go_float(text)
 
 
 def _go_float(text: str) -> float:

@@ -96,6 +96,7 @@ def test_numbers_like_go() -> None:
         (b"{", "response is not valid JSON"),
         (b'{"status": NaN}', "response is not valid JSON"),
         (b'{"status": 1e999}', "out of range"),
+        (b'{"status": 1' + b"0" * 400 + b"}", "out of range"),  # an integer past float64 too
         (b"[]", "response must be a JSON object, not array"),
         (b"null", "response must be a JSON object, not null"),
         (b'"ok"', "response must be a JSON object, not string"),
