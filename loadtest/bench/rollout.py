@@ -30,7 +30,9 @@ from proto.runtime.logs import configure
 from proto.wire import ParentKey, ResourceInfo
 from workers.kinds.composite.steps import CompositeSteps
 from workers.reconcile import Reconciler, ReconcileRequest
+from workers.sync.hookcall import Hooks
 from workers.sync.template import SyncTemplate
+from workers.sync.writer import Writer
 
 THINGS = Resource("bench.metashard.io", "v1", "sets", "Set", True, subresources=("status",))
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
@@ -164,7 +166,7 @@ def main(quick: bool = False) -> None:
     run(quick)
 
 
-def _reconciler(writer: Any, hooks: Any) -> Reconciler:
+def _reconciler(writer: Writer, hooks: Hooks) -> Reconciler:
     """The CompositeController reconciler of ``DEFINITION``: the sync template with its steps."""
     events = _Events()
     steps = CompositeSteps(DEFINITION, writer=writer, events=events)
