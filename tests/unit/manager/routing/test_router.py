@@ -445,6 +445,27 @@ def test_the_key_index_holds_what_was_added_and_not_discarded_with_their_slots(
         )
 
 
+def test_many_keys_of_one_slot_are_found_and_discarded_in_any_order() -> None:
+    keys = [ParentKey("CompositeController", "cc", "things", "ns", f"p{i}") for i in range(20_000)]
+    slot = slot_of(keys[0])
+    crowded = [k for k in keys if slot_of(k) == slot]  # about 20
+    assert len(crowded) > 5
+    index = KeyIndex()
+    for key in reversed(crowded):
+        index.add(ParentKey(*((field + ".")[:-1] for field in key)))
+    own = index.keys_of([slot])
+    assert own == tuple(sorted(crowded))
+    for key in crowded:
+        copy = index.held(key)
+        assert copy == key and any(copy is mine for mine in own)
+    for key in crowded[::2]:
+        index.discard(key)
+        assert index.held(key) is None
+    left = sorted(set(crowded) - set(crowded[::2]))
+    assert index.keys_of([slot]) == tuple(left)
+    assert all(index.held(k) == k for k in left)
+
+
 def test_a_cleared_key_index_holds_nothing_and_still_knows_slots() -> None:
     index = KeyIndex()
     key = ParentKey("CompositeController", "cc", "things.example.com", "ns", "p")
