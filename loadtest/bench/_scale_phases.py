@@ -150,6 +150,37 @@ def _scrape(port: int | None) -> str:
         return ""
 
 
+async def delete_children(kube: Any, namespace: str) -> None:
+    """Delete the ConfigMaps of ``namespace`` (with the harness's client ``kube``) before its
+    Fanouts. Deleted after their owners, each child is left to the garbage collector, which
+    GETs it at kube-controller-manager's client rate (20 a second by default): at 100,000
+    parents, hours of requests counted in the next configurations' runs. Deleted first, no
+    owner has a dependent left when it goes. One DELETE of the collection at a time, until
+    only the root CA ConfigMap is left: the API server's request timeout cuts a large one
+    short (a 5xx, or it closes the connection), and the next goes on from what is left."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    # The answer lists what was deleted: its metadata only, not 100 MB of objects, where
+    # the server offers that (406 where it does not: then the whole objects).
+    accepts = [METADATA_LIST, "application/json"]
+    async with asyncio.timeout(CLEANUP_MAX):
+        while True:
+            headers = {"Accept": accepts[0]}
+            try:
+                async with kube.session.delete(kube.cfg.server + path, headers=headers) as r:
+                    await r.read()
+                    if r.status == 406 and len(accepts) > 1:
+                        accepts.pop(0)
+                        continue
+                    if r.status != 200 and r.status < 500:
+                        r.raise_for_status()
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError):
+                pass
+            _, page = await kube.request("GET", path, params={"limit": "2"}, ok=(200, 404))
+            items = (page or {}).get("items") or []
+            if all(i["metadata"]["name"] == ROOT_CA for i in items):
+                return
+
+
 class Phases:
     """The phases of one configuration (see the module docstring)."""
 
@@ -201,30 +232,7 @@ class Phases:
                 await h.runner.delete_namespaces(kube, [self.ns])
 
     async def _delete_children(self) -> None:
-        """Delete the namespace's ConfigMaps before its Fanouts. Deleted after their owners, each
-        child is left to the garbage collector, which GETs it at kube-controller-manager's client
-        rate (20 a second by default): at 100,000 parents, hours of requests counted in the
-        next configurations' runs. Deleted first, no owner has a dependent left when it goes."""
-        kube = self.ctx.kube
-        path = f"/api/v1/namespaces/{self.ns}/configmaps"
-        # The answer lists what was deleted: its metadata only, not 100 MB of objects, where
-        # the server offers that (406 where it does not: then the whole objects).
-        accepts = [METADATA_LIST, "application/json"]
-        async with asyncio.timeout(CLEANUP_MAX):
-            while True:
-                # Cut short by the request timeout (a 5xx), the next one goes on from there.
-                headers = {"Accept": accepts[0]}
-                async with kube.session.delete(kube.cfg.server + path, headers=headers) as r:
-                    await r.read()
-                    if r.status == 406 and len(accepts) > 1:
-                        accepts.pop(0)
-                        continue
-                    if r.status != 200 and r.status < 500:
-                        r.raise_for_status()
-                _, page = await kube.request("GET", path, params={"limit": "2"}, ok=(200, 404))
-                items = (page or {}).get("items") or []
-                if all(i["metadata"]["name"] == ROOT_CA for i in items):
-                    return
+        await delete_children(self.ctx.kube, self.ns)
 
     def _spawn(self, tag: str, lease: Lease | None = None) -> tuple[Any, int | None]:
         """Start the controller (the raw client for ``raw``); its process and metrics port."""

@@ -10,15 +10,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import orjson
 import pytest
+from aiohttp import web
 
 from loadtest.bench import _harness, scale
 from loadtest.bench._coldraw import metacontroller_child
 from loadtest.bench._proc import Memory, parse_memory, settle
 from loadtest.bench._scale_config import PHASES, Config, Kind, Lease, Options, parse_command
 from loadtest.bench._scale_edits import Edits
-from loadtest.bench._scale_phases import metric_sums
+from loadtest.bench._scale_phases import delete_children, metric_sums
 from loadtest.bench._scale_report import quantile, report, table
 from loadtest.bench._scale_sampler import Sampler
 
@@ -479,3 +481,56 @@ async def test_the_hook_answers_late_and_counts_its_calls() -> None:
         assert body["status"] == {"children": 2} and len(body["children"]) == 2
         assert (await client.post("/sync", data=b"[1]")).status == 400
         assert await (await client.get("/calls")).json() == {"calls": 1}
+
+
+class _Kube:
+    """The part of the harness's client ``delete_children`` uses."""
+
+    def __init__(self, session: aiohttp.ClientSession, server: str) -> None:
+        self.session = session
+        self.cfg = type("Cfg", (), {"server": server})()
+
+    async def request(
+        self, method: str, path: str, *, params: dict[str, str], ok: tuple[int, ...]
+    ) -> tuple[int, Any]:
+        async with self.session.request(method, self.cfg.server + path, params=params) as r:
+            assert r.status in ok
+            return r.status, await r.json()
+
+
+@pytest.mark.asyncio
+async def test_children_are_deleted_again_when_a_delete_is_cut_short() -> None:
+    left = ["a", "b", "c"]
+    deletes: list[str] = []
+
+    async def delete(request: web.Request) -> web.StreamResponse:
+        deletes.append(request.headers["Accept"])
+        if len(deletes) <= 2:  # the server's timeout closes the connection (aiohttp tries twice)
+            assert request.transport is not None
+            request.transport.close()
+            return web.Response()
+        if len(deletes) == 3:
+            return web.Response(status=504)  # or a 5xx answers it
+        left.clear()
+        return web.json_response({"items": []})
+
+    async def get(request: web.Request) -> web.Response:
+        items = [{"metadata": {"name": n}} for n in ["kube-root-ca.crt", *left]]
+        return web.json_response({"items": items[: int(request.query["limit"])]})
+
+    app = web.Application()
+    app.router.add_delete("/api/v1/namespaces/ns/configmaps", delete)
+    app.router.add_get("/api/v1/namespaces/ns/configmaps", get)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with aiohttp.ClientSession() as session:
+            await asyncio.wait_for(
+                delete_children(_Kube(session, f"http://127.0.0.1:{port}"), "ns"), 10
+            )
+    finally:
+        await runner.cleanup()
+    assert len(deletes) == 4 and not left
