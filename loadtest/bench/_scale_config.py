@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from loadtest.bench._coldraw import METACONTROLLER, PLAIN
+
 COLDSTART, RESYNC, EDITS, UPDATE, FAILOVER = "coldstart", "resync", "edits", "update", "failover"
 PHASES = (COLDSTART, RESYNC, EDITS, UPDATE, FAILOVER)
 RAW = "raw"
@@ -73,7 +75,11 @@ class Config:
     processes: int = 0  # metashard
     command: str = ""  # a command's template
     hook_latency: float = 0.0
-    children: str = "plain"  # the raw client's: _coldraw's --children
+
+    @property
+    def children(self) -> str:
+        """How the raw client writes its children (``_coldraw``'s ``--children``)."""
+        return METACONTROLLER if self.name == RAW_MC else PLAIN
 
     @property
     def label(self) -> str:
@@ -185,7 +191,7 @@ def configurations(
         if raw and i == 0:
             out.append(Config(name=RAW, kind=Kind.RAW))
         if raw_mc and i == 0:
-            out.append(Config(name=RAW_MC, kind=Kind.RAW, children="metacontroller"))
+            out.append(Config(name=RAW_MC, kind=Kind.RAW))
         out += [
             Config(name=f"metashard-{p}p", kind=Kind.METASHARD, processes=p, hook_latency=latency)
             for p in processes

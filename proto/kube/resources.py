@@ -64,7 +64,7 @@ def split_api_version(api_version: str) -> tuple[str, str]:
 
 
 _PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9_.~-]*")
-"""What ``quote`` leaves as it is: every Kubernetes object and namespace name."""
+"""What ``quote`` leaves as it is: namespaces and most object names (DNS subdomains)."""
 
 
 def _segment(value: str) -> str:
