@@ -60,6 +60,7 @@ class Options:
     timeout: float  # seconds to wait for one phase
     sample_interval: float  # seconds
     settle: float  # seconds of a quiet machine before each cold start (0: no wait)
+    settle_max: float  # seconds to wait for them at most
 
 
 class Kind(Enum):

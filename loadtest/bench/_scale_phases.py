@@ -4,8 +4,8 @@ A configuration gets a namespace of its own with N Fanouts waiting (no children,
 status) and one checker watching it (``_scale_edits.edit_clock``); at the end its processes
 are stopped and the namespace is deleted and waited for, so the next configuration's
 informers see only their own objects; before its cold start the machine must be quiet for
-``--settle`` seconds, so the work the last configuration's objects left to the control plane
-is not counted in the next one. The phases, in order (each one only when the
+``--settle`` seconds (waiting at most ``--settle-max`` s, then saying it is not), so the work
+the last configuration's objects left to the control plane is not counted in the next one. The phases, in order (each one only when the
 configuration has it, see ``_scale_config``):
 
 - ``coldstart``: the clock starts, then the controller process is spawned (the raw client's:
@@ -64,7 +64,7 @@ import aiohttp
 import orjson
 
 from loadtest.bench._fanout_report import _labels
-from loadtest.bench._proc import COORDINATOR, busy_seconds, settle
+from loadtest.bench._proc import COORDINATOR, SETTLE_CORES, busy_seconds, settle
 from loadtest.bench._scale_config import (
     COLDSTART,
     EDITS,
@@ -283,10 +283,18 @@ class Phases:
         the API server's, etcd's and the garbage collector's work left from the last
         configuration's objects (a namespace gone is not a collector done) is not counted in
         this one's."""
-        if self.ctx.opts.settle <= 0:
+        opts = self.ctx.opts
+        if opts.settle <= 0:
             return
-        waited, load = await settle(window=self.ctx.opts.settle)
-        print(f"  {self.label}: machine quiet after {waited:.0f} s ({load:.2f} cores busy)")
+        waited, load = await settle(window=opts.settle, limit=opts.settle_max)
+        if load > SETTLE_CORES:
+            print(
+                f"  {self.label}: machine still busy after {waited:.0f} s ({load:.2f} cores,"
+                f" more than {SETTLE_CORES:g}; --settle-max {opts.settle_max:g}): measured anyway",
+                file=sys.stderr,
+            )
+        else:
+            print(f"  {self.label}: machine quiet after {waited:.0f} s ({load:.2f} cores busy)")
 
     async def _quiet(self) -> tuple[int, float]:
         """Wait until the hook has not been called for ``QUIET_WINDOW`` s (at most

@@ -176,7 +176,14 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
         default=10.0,
         help="before each cold start, wait until the machine was quiet (at most"
         f" {SETTLE_CORES:g} cores busy) for this many seconds, up to {SETTLE_MAX / 60:g}"
-        " minutes; 0: no wait (default 10)",
+        " minutes (--settle-max); 0: no wait (default 10)",
+    )
+    p.add_argument(
+        "--settle-max",
+        type=float,
+        default=SETTLE_MAX,
+        help="seconds to wait at most for that quiet machine; then the cold start is measured"
+        f" anyway and the load is printed (default {SETTLE_MAX:g})",
     )
     p.add_argument("--report", nargs="+", type=Path, metavar="FILE", help="only report saved lines")
     a = p.parse_args(list(argv))
@@ -188,6 +195,7 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
     _positive(p, lease_duration=a.lease_duration, update_fraction=a.update_fraction)
     if a.settle < 0:
         p.error(f"--settle: seconds >= 0 (0: no wait), got {a.settle:g}")
+    _positive(p, settle_max=a.settle_max)
     if a.update_fraction > 1:
         p.error(f"--update-fraction: at most 1, got {a.update_fraction:g}")
     resync = a.resync_interval if a.resync_interval is not None else max(20.0, n / 100)
@@ -229,6 +237,7 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
         out=out,
         sample_interval=a.sample_interval,
         settle=a.settle,
+        settle_max=a.settle_max,
         **{name: getattr(a, name) for name in same.split()},
     )
 

@@ -17,7 +17,7 @@ from aiohttp import web
 
 from loadtest.bench import _harness, scale
 from loadtest.bench._coldraw import metacontroller_child
-from loadtest.bench._proc import Memory, parse_memory, settle
+from loadtest.bench._proc import SETTLE_MAX, Memory, parse_memory, settle
 from loadtest.bench._scale_config import PHASES, Config, Kind, Lease, Options, parse_command
 from loadtest.bench._scale_edits import Edits
 from loadtest.bench._scale_phases import delete_children, metric_sums
@@ -58,6 +58,7 @@ def test_defaults_measure_raw_and_metashard_with_one_and_two_processes(
     assert options("--quick").n == 20
     assert options("--out", "/x/y").out == Path("/x/y")
     assert opts.settle == 10.0 and options("--settle", "0").settle == 0.0
+    assert opts.settle_max == SETTLE_MAX and options("--settle-max", "20").settle_max == 20.0
 
 
 def test_a_slow_hook_runs_every_controller_again_and_the_raw_client_once() -> None:
@@ -102,6 +103,7 @@ REFUSED = {
     "--phases coldstart,warmup": "--phases: ['warmup']",
     "--update-fraction 1.5": "--update-fraction: at most 1",
     "--settle -1": "--settle: seconds >= 0 (0: no wait), got -1",
+    "--settle-max 0": "--settle-max must be positive, got 0",
     "--edit-rate 0": "--edit-rate must be positive",
     "--resync-interval 0": "--resync-interval must be positive",
     "--no-raw --processes ''": "nothing to measure",
