@@ -31,7 +31,11 @@ baseline measured in the same run prints its ratio to it:
 - a configuration under server-side apply (label ``metashard-Ww-ssa``) right after dynamic
   apply's ``metashard-Ww``, with its CPU and writes per parent against dynamic apply's;
 - cold start against ``raw-cold``, measured: a fresh client process started at t0 that lists
-  the N waiting parents and writes their children and status (process start included).
+  the N waiting parents and writes their children and status (process start included);
+- with ``--baseline-src``, after each configuration of this build (``metashard-Ww``,
+  ``metashard-Ww-ssa``; cold start included), the same configuration of the other build
+  (``base-Ww``, ``base-Ww-ssa``): its seconds and CPU per parent, each followed by this
+  build's against it (ratio this build / baseline).
 """
 
 from __future__ import annotations
@@ -52,33 +56,46 @@ WAVES = ("create", "update")
 COORDINATOR = "coordinator"
 WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "APPLY", "DELETE"})  # APPLY: server-side apply
 DYNAMIC, SSA = "dynamic-apply", "server-side-apply"  # metashard run's --apply-strategy values
-_PREFIX, _SSA_SUFFIX = "metashard-", "-ssa"
+CURRENT, BASELINE = "metashard", "base"  # the builds: this source tree, --baseline-src's
+_SSA_SUFFIX = "-ssa"
 
 
-def metashard_label(workers: int, strategy: str = DYNAMIC) -> str:
-    """The label of ``metashard run --processes workers --apply-strategy strategy``."""
-    return f"{_PREFIX}{workers}w" + (_SSA_SUFFIX if strategy == SSA else "")
+@dataclass(frozen=True, slots=True)
+class Configuration:
+    """What a metashard label names: worker processes, apply strategy and build."""
+
+    workers: int
+    strategy: str
+    build: str
 
 
-def parse_label(label: str) -> tuple[int, str] | None:
-    """(workers, apply strategy) of a ``metashard_label``; None for any other label."""
-    if not label.startswith(_PREFIX):
+def metashard_label(workers: int, strategy: str = DYNAMIC, *, build: str = CURRENT) -> str:
+    """The label of ``metashard run --processes workers --apply-strategy strategy`` of
+    ``build``: ``metashard-2w``, ``metashard-2w-ssa``; ``base-2w`` for the ``--baseline-src``
+    tree's."""
+    return f"{build}-{workers}w" + (_SSA_SUFFIX if strategy == SSA else "")
+
+
+def parse_label(label: str) -> Configuration | None:
+    """The configuration of a ``metashard_label``; None for any other label."""
+    build, dash, body = label.partition("-")
+    if not dash or build not in (CURRENT, BASELINE):
         return None
-    body = label.removeprefix(_PREFIX)
     strategy = SSA if body.endswith(_SSA_SUFFIX) else DYNAMIC
     body = body.removesuffix(_SSA_SUFFIX)
     count = body.removesuffix("w")
     if not body.endswith("w") or not count.isdigit():
         return None
-    return int(count), strategy
+    return Configuration(int(count), strategy, build)
 
 
 def configurations(records: Iterable[Record]) -> tuple[list[int], list[int]]:
-    """The worker counts measured under dynamic apply and under server-side apply."""
+    """The worker counts measured under dynamic apply and under server-side apply (by either
+    build)."""
     parsed = {p for r in records if (p := parse_label(str(r.get("label", "")))) is not None}
     return (
-        sorted(w for w, s in parsed if s != SSA),
-        sorted(w for w, s in parsed if s == SSA),
+        sorted({p.workers for p in parsed if p.strategy != SSA}),
+        sorted({p.workers for p in parsed if p.strategy == SSA}),
     )
 
 
@@ -411,6 +428,39 @@ def _strategy_rows(workers: int, dynamic: _PerParent, ssa: _PerParent) -> list[s
     return out
 
 
+def _build_rows(
+    records: list[Record], wave: str, n: int, *, workers: int, strategy: str = DYNAMIC
+) -> list[str]:
+    """The ``--baseline-src`` build's seconds and CPU per parent in one configuration, each
+    followed by this build's against it (ratio this build / baseline); none when the baseline
+    build was not measured."""
+    ours = metashard_label(workers, strategy)
+    theirs = metashard_label(workers, strategy, build=BASELINE)
+    out = []
+    figures: list[tuple[str, Callable[[Record], float | None], str, float, int]] = [
+        ("seconds", _seconds, "s", 1.0, 2),
+        ("CPU per parent, all processes", controller_cpu, "ms", 1e3 / n, 3),
+    ]
+    for what, fn, unit, scale, digits in figures:
+        base = median(records, theirs, wave, fn)
+        if base is None:
+            continue
+        out.append(format_row(f"{theirs}, {what}", base * scale, unit, digits=digits))
+        value = median(records, ours, wave, fn)
+        if value is not None:
+            out.append(
+                format_row(
+                    f"  {ours} against {theirs}",
+                    value * scale,
+                    unit,
+                    baseline=base * scale,
+                    vs=theirs,
+                    digits=digits,
+                )
+            )
+    return out
+
+
 def _per_role_rows(records: list[Record], label: str, wave: str, n: int) -> list[str]:
     roles = sorted(
         {
@@ -461,6 +511,7 @@ def _cold_rows(records: list[Record], n: int, workers: list[int]) -> list[str]:
                     target="<= 1.3",
                 )
             )
+        out += _build_rows(records, "coldstart", n, workers=count)
     return out
 
 
@@ -508,12 +559,13 @@ def report(
             dynamic = _PerParent(None, None)
             if count in workers:
                 rows, dynamic = _metashard_rows(w, metashard_label(count), limit)
-                out += rows
+                out += rows + _build_rows(records, wave, n, workers=count)
                 if dynamic.cpu_ms is not None:
                     per_parent[count] = dynamic.cpu_ms
             if count in ssa_workers:
                 rows, ssa = _metashard_rows(w, metashard_label(count, SSA), limit)
-                out += rows + _strategy_rows(count, dynamic, ssa)
+                out += rows + _build_rows(records, wave, n, workers=count, strategy=SSA)
+                out += _strategy_rows(count, dynamic, ssa)
         if 1 in per_parent and 2 in per_parent:
             out.append(
                 format_row(

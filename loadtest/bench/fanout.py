@@ -28,7 +28,13 @@ cluster. The workload, checker, client and raw baseline are the shared harness's
   next to dynamic apply's ``metashard-{W}w`` with their CPU and writes per parent compared;
 - cold start: ``raw-cold`` (``_coldraw``: a new client process writing the waiting parents'
   children and status) and ``metashard-{1,2}w`` started with N parents waiting; the clock
-  starts before the process is spawned.
+  starts before the process is spawned;
+- with ``--baseline-src DIR`` (another source tree, e.g. ``git worktree add /tmp/base
+  COMMIT``): every metashard configuration above again with that build, labelled ``base-{W}w``
+  (``base-{W}w-ssa``), right after or before this build's in each repeat (the order
+  alternates), reported next to it with the ratio this build / baseline. Both builds run in
+  this interpreter and virtualenv, each from its own tree (``_build``); a tree whose
+  ``metashard run`` lacks a flag the benchmark passes is refused before anything starts.
 
 Each wave is one JSON line (the harness's fields and the ones above) appended to ``--out``
 (default: a new file under the temporary directory, printed at the end);
@@ -67,9 +73,10 @@ import orjson
 from loadtest.apiserver.background import ClusterProcess
 from loadtest.bench import _fanout_report as report
 from loadtest.bench import _harness
+from loadtest.bench._build import Build, run_args
 from loadtest.bench._proc import RoleCpu, busy_seconds, per_role
 from loadtest.bench._report import header
-from loadtest.dev.processes import free_port
+from loadtest.dev.processes import REPO, free_port
 
 KUBECONFIG_ENV = "METASHARD_E2E_KUBECONFIG"
 LABEL = "fanoutbench"
@@ -97,6 +104,7 @@ class Options:
     coldstart: bool
     watchers: bool
     timeout: float
+    baseline_src: Path | None
 
 
 def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
@@ -127,6 +135,13 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
     )
     p.add_argument("--no-watchers", dest="watchers", action="store_false", help="skip raw+watchers")
     p.add_argument("--timeout", type=float, default=600, help="seconds to wait for one wave")
+    p.add_argument(
+        "--baseline-src",
+        type=Path,
+        metavar="DIR",
+        help="also measure every metashard configuration with the build in this source tree"
+        " (e.g. a `git worktree` of an earlier commit), labelled base-Ww, with ratios to it",
+    )
     p.add_argument("--report", nargs="+", type=Path, metavar="FILE", help="only report saved lines")
     a = p.parse_args(list(argv))
     if a.report:
@@ -139,6 +154,12 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
     repeat = a.repeat or (3 if a.full else 1)
     if n < 1 or repeat < 1 or a.k < 1:
         p.error("--n, --k and --repeat must be positive")
+    baseline_src = None
+    if a.baseline_src is not None:
+        baseline_src = a.baseline_src.resolve()
+        refusal = Build(report.BASELINE, baseline_src).refusal()
+        if refusal is not None:
+            p.exit(2, f"{p.prog}: error: --baseline-src: {refusal}\n")
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     out = a.out or Path(tempfile.gettempdir()) / "metashard-bench" / f"fanout-{stamp}.jsonl"
     return Options(
@@ -154,6 +175,7 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
         coldstart=a.coldstart,
         watchers=a.watchers,
         timeout=a.timeout,
+        baseline_src=baseline_src,
     )
 
 
@@ -203,6 +225,8 @@ def main(quick: bool, argv: Sequence[str] = ()) -> None:
         print(f"  interrupted; the waves measured so far are in {opts.out}", file=sys.stderr)
         raise SystemExit(130) from None
     where = f"kubeconfig {opts.kubeconfig}" if opts.kubeconfig else "the embedded cluster"
+    if opts.baseline_src is not None:
+        where += f", baseline build {opts.baseline_src}"
     loads = [float(r["loadavg"]) for r in records] or [os.getloadavg()[0]]
     header(
         f"fanout on {where}: N={opts.n}, K={opts.k}, median of {opts.repeat},"
@@ -329,6 +353,7 @@ class Bench:
         self.hook: Any = None
         self.hook_url = ""
         self.version = "?"
+        self.builds = measured_builds(opts)
 
     # --- the run -------------------------------------------------------------------------------
 
@@ -365,18 +390,14 @@ class Bench:
 
     def _plan(self, rep: int) -> list[Callable[[], Awaitable[None]]]:
         opts = self.opts
-        workers = opts.workers if rep % 2 == 0 else tuple(reversed(opts.workers))
-        configs = [(w, report.DYNAMIC) for w in opts.workers] + [
-            (w, report.SSA) for w in opts.ssa_workers
-        ]
-        if rep % 2:
-            configs.reverse()
+        waves, colds = schedule(opts, self.builds, rep)
         steps: list[Callable[[], Awaitable[None]]] = [partial(self._raw, rep, watched=False)]
         if opts.watchers:
             steps.append(partial(self._raw, rep, watched=True))
-        steps += [partial(self._metashard_waves, rep, w, strategy) for w, strategy in configs]
+        steps += [partial(self._metashard_waves, rep, b, w, strategy) for b, w, strategy in waves]
         if opts.coldstart:
-            steps += [partial(self._cold, rep, w) for w in (None, *workers)]
+            steps += [partial(self._cold, rep, None)]
+            steps += [partial(self._cold, rep, cold) for cold in colds]
         return steps
 
     def _start_hook(self) -> None:
@@ -449,28 +470,25 @@ class Bench:
 
     # --- metashard -----------------------------------------------------------------------------
 
-    def _metashard(self, workers: int, port: int, name: str, strategy: str = report.DYNAMIC) -> Any:
-        argv = [
-            *(sys.executable, "-m", "manager.cli", "run", "--processes", str(workers)),
-            *("--kubeconfig", self.kubeconfig, "--metrics-address", f"127.0.0.1:{port}"),
-            *("--health-probe-bind-address", "0", "--log-format", "json", "--log-level", "warning"),
-            *("--apply-strategy", strategy),
-        ]
-        return self.h.runner.Proc(argv, self.env, self.logs / f"{name}.log")
+    def _metashard(
+        self, build: Build, workers: int, port: int, name: str, strategy: str = report.DYNAMIC
+    ) -> Any:
+        args = run_args(
+            processes=workers, kubeconfig=self.kubeconfig, metrics_port=port, strategy=strategy
+        )
+        return build.start(args, env=self.env, logfile=self.logs / f"{name}.log")
 
     async def _namespace(self, suffix: str = "") -> str:
         ns = f"fanout-{uuid.uuid4().hex[:6]}{suffix}"
         await self.h.runner.create_namespace(self.kube, ns)
         return ns
 
-    async def _metashard_waves(
-        self, rep: int, workers: int, strategy: str = report.DYNAMIC
-    ) -> None:
+    async def _metashard_waves(self, rep: int, build: Build, workers: int, strategy: str) -> None:
         h, opts, kube = self.h, self.opts, self.kube
-        label = report.metashard_label(workers, strategy)
+        label = report.metashard_label(workers, strategy, build=build.name)
         ns, warm_ns = await self._namespace(), await self._namespace("-warm")
         port = free_port()
-        proc = self._metashard(workers, port, f"{label}-{rep}-{ns}", strategy)
+        proc = self._metashard(build, workers, port, f"{label}-{rep}-{ns}", strategy)
         target = _Target(proc=proc, roles=RoleCpu(proc.p.pid), port=port, fresh=False)
         checker = h.checker.Checker(kube, ns, opts.n, opts.k)
         try:
@@ -597,22 +615,23 @@ class Bench:
 
     # --- cold start ----------------------------------------------------------------------------
 
-    async def _cold(self, rep: int, workers: int | None) -> None:
+    async def _cold(self, rep: int, config: tuple[Build, int] | None) -> None:
         """N parents waiting, then the clock starts and the process is spawned: ``raw-cold``
-        (workers None) or metashard."""
+        (config None) or metashard (build, workers)."""
         h, opts, kube = self.h, self.opts, self.kube
-        label = report.RAW_COLD if workers is None else report.metashard_label(workers)
+        if config is None:
+            label = report.RAW_COLD
+        else:
+            label = report.metashard_label(config[1], build=config[0].name)
         ns = await self._namespace()
         data = h.workload.payload(f"cold{rep}", 100)
         await h.runner.create_parents(kube, ns, opts.n, opts.k, data, opts.concurrency)
         checker = h.checker.Checker(kube, ns, opts.n, opts.k)
         await checker.start()
-        target = _Target(
-            port=free_port() if workers else None, fresh=True, may_exit=workers is None
-        )
+        target = _Target(port=free_port() if config else None, fresh=True, may_exit=config is None)
 
         async def spawn() -> None:
-            if workers is None:
+            if config is None:
                 argv = [
                     *(
                         sys.executable,
@@ -626,7 +645,8 @@ class Bench:
                 target.proc = h.runner.Proc(argv, self.env, self.logs / f"raw-cold-{rep}-{ns}.log")
                 return
             assert target.port is not None
-            target.proc = self._metashard(workers, target.port, f"{label}-cold-{rep}-{ns}")
+            build, workers = config
+            target.proc = self._metashard(build, workers, target.port, f"{label}-cold-{rep}-{ns}")
             target.roles = RoleCpu(target.proc.p.pid)
 
         try:
@@ -636,6 +656,34 @@ class Bench:
             if target.proc is not None:
                 target.proc.stop()
             await h.runner.delete_namespaces(kube, [ns])
+
+
+def measured_builds(opts: Options) -> tuple[Build, ...]:
+    """The builds a run measures: this source tree, then ``--baseline-src``'s if given."""
+    this = Build(report.CURRENT, REPO)
+    if opts.baseline_src is None:
+        return (this,)
+    return this, Build(report.BASELINE, opts.baseline_src)
+
+
+def schedule(
+    opts: Options, builds: Sequence[Build], rep: int
+) -> tuple[list[tuple[Build, int, str]], list[tuple[Build, int]]]:
+    """The metashard configurations of repeat ``rep`` in the order they run: the waves'
+    (build, workers, apply strategy) and the cold starts' (build, workers). The builds of one
+    configuration run back to back; odd repeats run each list in reverse, so that no build,
+    worker count or strategy always goes first."""
+    waves = [
+        (build, workers, strategy)
+        for strategy, counts in ((report.DYNAMIC, opts.workers), (report.SSA, opts.ssa_workers))
+        for workers in counts
+        for build in builds
+    ]
+    colds = [(build, workers) for workers in opts.workers for build in builds]
+    if rep % 2:
+        waves.reverse()
+        colds.reverse()
+    return waves, colds
 
 
 @dataclass(slots=True)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from loadtest.bench import _harness
+from loadtest.dev.processes import REPO
 
 pytestmark = [
     pytest.mark.e2e,
@@ -68,6 +69,33 @@ def test_embedded_cluster_path(tmp_path: Path) -> None:
     check_metashard(records, "metashard-1w", 1)
     cold = next(r for r in records if r["label"] == "metashard-1w" and r["wave"] == "coldstart")
     assert cold["cpu_processes"]["coordinator"] > 0  # process start included
+
+
+def test_a_baseline_build_is_measured_beside_this_one(tmp_path: Path) -> None:
+    base = tmp_path / "base"  # this commit's packages, as a git worktree of it would hold them
+    base.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", "HEAD", "manager", "workers", "proto"],
+        capture_output=True,
+        check=True,
+    )
+    subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
+    flags = ["--workers", "1", "--ssa-workers", "", "--no-watchers", "--no-coldstart"]
+    out = tmp_path / "out.jsonl"
+    records = bench(out, *flags, "--baseline-src", str(base))
+    assert waves(records) == {
+        (label, wave)
+        for label in ("raw", "metashard-1w", "base-1w")
+        for wave in ("create", "update")
+    }
+    check_metashard(records, "base-1w", 1)
+    report = subprocess.run(
+        [sys.executable, "-m", "loadtest.bench.fanout", "--report", str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert report.stdout.count("metashard-1w against base-1w") == 4  # 2 waves x seconds, CPU
 
 
 def get(url: str) -> Any:

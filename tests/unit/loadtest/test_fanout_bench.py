@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -307,26 +308,39 @@ def test_other_load_is_the_machine_less_the_measured_processes_per_second() -> N
 @pytest.mark.parametrize(
     ("label", "expected"),
     [
-        ("metashard-1w", (1, "dynamic-apply")),
-        ("metashard-12w", (12, "dynamic-apply")),
-        ("metashard-2w-ssa", (2, "server-side-apply")),
+        ("metashard-1w", (1, "dynamic-apply", "metashard")),
+        ("metashard-12w", (12, "dynamic-apply", "metashard")),
+        ("metashard-2w-ssa", (2, "server-side-apply", "metashard")),
+        ("base-1w", (1, "dynamic-apply", "base")),
+        ("base-2w-ssa", (2, "server-side-apply", "base")),
         ("metashard-w", None),
         ("metashard-2-ssa", None),
+        ("base-", None),
+        ("basement-1w", None),
         ("raw", None),
         ("raw-cold", None),
     ],
 )
-def test_metashard_labels_name_workers_and_apply_strategy(
-    label: str, expected: tuple[int, str] | None
+def test_metashard_labels_name_workers_apply_strategy_and_build(
+    label: str, expected: tuple[int, str, str] | None
 ) -> None:
-    assert report.parse_label(label) == expected
-    if expected is not None:
-        assert report.metashard_label(*expected) == label
+    parsed = report.parse_label(label)
+    if expected is None:
+        assert parsed is None
+        return
+    assert parsed == report.Configuration(*expected)
+    workers, strategy, build = expected
+    assert report.metashard_label(workers, strategy, build=build) == label
 
 
 def test_configurations_of_saved_lines_split_by_apply_strategy() -> None:
-    records = [*RECORDS, _wave("metashard-2w-ssa", "create", 1.0), _wave("kopf", "create", 1.0)]
-    assert report.configurations(records) == ([1, 2], [2])
+    records = [
+        *RECORDS,
+        _wave("metashard-2w-ssa", "create", 1.0),
+        _wave("base-3w-ssa", "create", 1.0),
+        _wave("kopf", "create", 1.0),
+    ]
+    assert report.configurations(records) == ([1, 2], [2, 3])
 
 
 def test_writes_count_apply_as_a_write_and_leave_out_reads() -> None:
@@ -369,3 +383,66 @@ def test_ssa_workers_option() -> None:
     assert isinstance(none, fanout.Options) and none.ssa_workers == ()
     with pytest.raises(SystemExit):
         fanout.parse(["--ssa-workers", "x"])
+
+
+def _builds(seconds: float, cpu: float, **extra: Any) -> list[dict[str, Any]]:
+    """Two repeats of one configuration's create wave: ``seconds`` and ``cpu`` are their
+    medians (the repeats are 1 s and 0.1 s either side)."""
+    return [
+        _wave(
+            repeat=rep,
+            seconds=seconds + d,
+            cpu_processes={"coordinator": cpu + d / 10},
+            **extra,
+        )
+        for rep, d in ((0, -1.0), (1, 1.0))
+    ]
+
+
+def test_report_puts_the_baseline_build_after_this_one_with_the_ratio() -> None:
+    raw = [r for r in RECORDS if r["label"] in ("raw", "raw-cold")]
+    records = [
+        *raw,
+        *_builds(4.0, 0.3, label="metashard-1w", wave="create"),
+        *_builds(5.0, 0.2, label="base-1w", wave="create"),
+        *_builds(3.0, 0.4, label="metashard-2w-ssa", wave="create"),
+        *_builds(6.0, 0.5, label="base-2w-ssa", wave="create"),
+        _wave("base-2w", "create", 9.0),  # no metashard-2w: no ratio
+        _wave("metashard-1w", "coldstart", 2.5),
+        _wave("base-1w", "coldstart", 2.0),
+    ]
+    lines = report.report(records, workers=(1, 2), ssa_workers=(2,))
+    starts = [x.split(",")[0].strip() for x in lines]
+    assert starts.index("base-1w") > starts.index("metashard-1w")
+    assert _line(lines, "base-1w, seconds")[2:4] == ["5.00", "s"]  # median of 4 and 6
+    assert _line(lines, "metashard-1w against base-1w", " s ")[3:7] == ["4.00", "s", "x", "0.80"]
+    # CPU per parent, all processes: 0.2 s and 0.3 s over N=100
+    assert _line(lines, "base-1w, CPU per parent")[6:8] == ["2.000", "ms"]
+    assert _line(lines, "metashard-1w against base-1w", " ms ")[3:7] == ["3.000", "ms", "x", "1.50"]
+    assert _line(lines, "metashard-2w-ssa against base-2w-ssa", " s ")[5:7] == ["x", "0.50"]
+    assert _line(lines, "base-2w, seconds")[2] == "9.00"
+    assert not [x for x in lines if "against base-2w " in x or x.endswith("base-2w")]
+    cold = lines[lines.index("\ncold start: N=100 parents waiting, process start included") :]
+    assert _line(cold, "base-1w, seconds")[2] == "2.00"
+    assert _line(cold, "metashard-1w against base-1w")[3:7] == ["2.50", "s", "x", "1.25"]
+    plain = report.report(
+        [*raw, *_builds(4.0, 0.3, label="metashard-1w", wave="create")], workers=(1,)
+    )
+    assert not [x for x in plain if "base-" in x]
+
+
+def test_report_of_saved_lines_prints_the_baseline_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [
+        RECORDS[0],
+        *_builds(4.0, 0.3, label="metashard-2w", wave="create"),
+        *_builds(5.0, 0.2, label="base-2w", wave="create"),
+    ]
+    saved = tmp_path / "fanout.jsonl"
+    saved.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    fanout.main(quick=False, argv=["--report", str(saved)])
+    out = capsys.readouterr().out.splitlines()
+    assert _line(out, "base-2w, seconds")[2] == "5.00"
+    assert _line(out, "metashard-2w against base-2w", " s ")[3:7] == ["4.00", "s", "x", "0.80"]
+    assert _line(out, "metashard-2w against base-2w", " ms ")[3:7] == ["3.000", "ms", "x", "1.50"]
