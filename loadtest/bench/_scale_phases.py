@@ -5,8 +5,8 @@ status) and one checker watching it (``_scale_edits.edit_clock``); at the end it
 are stopped and the namespace is deleted and waited for, so the next configuration's
 informers see only their own objects; before its cold start the machine must be quiet for
 ``--settle`` seconds (waiting at most ``--settle-max`` s, then saying it is not), so the work
-the last configuration's objects left to the control plane is not counted in the next one. The phases, in order (each one only when the
-configuration has it, see ``_scale_config``):
+the last configuration's objects left to the control plane is not counted in the next one.
+The phases, in order (each one only when the configuration has it, see ``_scale_config``):
 
 - ``coldstart``: the clock starts, then the controller process is spawned (the raw client's:
   ``_coldraw``); ends when every parent has its K children and status. Afterwards the
