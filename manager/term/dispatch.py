@@ -22,7 +22,10 @@ Contract:
   writes, ``workers.runner.runner``) wait as LOW, after the LOW keys already waiting, for
   the owner of their slot then: so an echo goes after the parents still waiting for their
   first reconcile, first come, first served, however many of those wait here. A key the key
-  index does not hold (its parent is gone, or the worker made it up) is dropped.
+  index does not hold (its parent is gone, or the worker made it up) is dropped. Each LOW
+  KEYS says whether ``more`` LOW keys still wait here for that worker (of any controller),
+  and a worker sends keys back only while they do: with none waiting, the round trip would
+  only cost both sides CPU (``workers.link.deferrals``).
 - ``send(target, msg)`` queues one message: ``target`` is a worker id (resolved to its current
   connection when sent, and dropped if it is no longer a member, unless it is a NACK or BYE)
   or a routing id (``bytes``: an answer to a connection that is not a member).
@@ -266,7 +269,7 @@ class Dispatch:
             return None
         self._backlog[worker] = self._backlog.get(worker, 0) + len(batch)
         self._metrics.keys_pushed(Priority.LOW, len(batch))
-        return Keys(self._epoch, Priority.LOW, batch)
+        return Keys(self._epoch, Priority.LOW, batch, more=worker in self._low)
 
     async def next(self) -> tuple[Target, Message]:
         while True:

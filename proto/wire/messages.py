@@ -23,6 +23,8 @@ tag ``t`` and the fields below (``proto.wire.codec``).
 |             |                 | reconcile of them, let running ones finish, then RELEASED     |
 | RELEASED    | worker -> coord | ``slots`` are released: no reconcile of them is running       |
 | KEYS        | coord -> worker | enqueue ``keys`` (all in slots the worker owns) at priority   |
+|             |                 | ``priority``; a LOW one says whether ``more`` LOW keys still  |
+|             |                 | wait at the coordinator for this worker                       |
 |             | worker -> coord | ``keys`` whose reconcile the worker defers (the echoes of its |
 |             |                 | own writes): queue them LOW, behind the LOW keys waiting, for |
 |             |                 | whoever owns them then; only to a coordinator whose WELCOME   |
@@ -70,7 +72,10 @@ Invariants and conventions:
 - Deferred keys, added after protocol version 2 the same way: a coordinator that takes KEYS
   back from workers says so in its WELCOME (``defers``, default False). A worker sends KEYS
   only to such a coordinator (an older one would drop them, and the reconcile with them); an
-  older worker never sends any.
+  older worker never sends any. Such a coordinator's LOW KEYS also say whether ``more`` LOW
+  keys wait there for the worker; a worker hands keys back only while they do (with none
+  waiting, a key handed back would come straight back: the worker queues it LOW itself).
+  From an older coordinator ``more`` is False, and it takes no keys back anyway.
 """
 
 from __future__ import annotations
@@ -203,6 +208,8 @@ class Keys:
     epoch: int
     priority: Priority
     keys: tuple[ParentKey, ...]
+    # LOW KEYS from the coordinator: more LOW keys wait there for this worker after these.
+    more: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,9 @@ Contract (see ``proto.wire.messages`` for the messages):
   it LOW behind the LOW keys waiting there, for whoever owns its slot then
   (``manager.term.dispatch``), and returns True; it returns False, sending nothing (the caller
   queues the key itself), unless the worker is joined to a coordinator whose WELCOME said
-  ``defers`` and owns the key's slot.
+  ``defers``, whose last LOW KEYS said ``more`` LOW keys wait there for this worker, and owns
+  the key's slot. With none waiting there, the key would come straight back behind nothing:
+  queued here at LOW it goes in the same order without the round trip.
 - Keys handed back in one event-loop turn go out at the end of it, as KEYS of at most
   ``KEYS_BATCH`` keys, each once, of the epoch they were handed back in. A KEYS the link cannot
   queue now (its high-water mark) is tried again every ``RETRY`` seconds while that epoch
@@ -45,7 +47,9 @@ class Deferrals:
     def later(self, key: ParentKey) -> bool:
         standing = self._standing
         epoch = standing.epoch
-        if not (standing.welcomed and standing.defers and standing.owns(key)):
+        if not (
+            standing.welcomed and standing.defers and standing.low_waiting and standing.owns(key)
+        ):
             return False
         if epoch != self._epoch:
             self._epoch, self._keys = epoch, {}

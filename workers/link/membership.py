@@ -254,6 +254,8 @@ class Membership:
         standing.heard()
         work = self._work
         if isinstance(msg, Keys):
+            if msg.priority is Priority.LOW:
+                standing.low_waiting = msg.more
             for key in msg.keys:
                 # A key whose snapshot is on its way needs no new run: the coordinator pushed
                 # it after the change reached its cache, so the snapshot (sent after this

@@ -53,6 +53,8 @@ class Standing:
         self.slots: dict[int, int] = {}  # slot -> the generation of its assignment to us
         self.slot_count = 0
         self.defers = False  # the coordinator takes keys back (KEYS from this worker)
+        # The coordinator's last LOW KEYS of this epoch said more LOW keys wait there for us.
+        self.low_waiting = False
         self.heartbeat_interval = 1.0
         self.fence_timeout = 3.0
         self.last_contact = 0.0  # when a message of the epoch was last heard
@@ -95,6 +97,7 @@ class Standing:
         self.slot_count = msg.slot_count
         self.slots = dict.fromkeys(msg.slots, msg.generation)
         self.defers = msg.defers
+        self.low_waiting = False
         self.heartbeat_interval = msg.heartbeat_interval
         self.fence_timeout = (
             self._fence_override

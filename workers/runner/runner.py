@@ -45,8 +45,8 @@ Invariants:
   time): between them the order is first come, first served, as in a one-priority queue. So
   such a key, when not queued here already, is handed back to the coordinator (``Later``,
   ``workers.link.deferrals``), which queues it behind the LOW keys waiting there; when it
-  cannot be (an older coordinator), it is queued here at LOW priority. A key already queued
-  stays as it is (a LIVE one stays LIVE).
+  cannot be (none wait there, or an older coordinator), it is queued here at LOW priority.
+  A key already queued stays as it is (a LIVE one stays LIVE).
 - A successful reconcile that wrote something is logged at info level, once: ``reconciled``
   with the controller, key, result, each write, the hook time and the whole reconcile's time
   (a reconcile that found nothing to write is logged at debug level).

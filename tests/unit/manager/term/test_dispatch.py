@@ -99,6 +99,38 @@ async def test_keys_go_out_in_batches_each_once_and_a_live_push_takes_a_waiting_
 
 
 @pytest.mark.asyncio
+async def test_each_low_keys_says_whether_more_low_keys_wait_for_that_worker() -> None:
+    owners = Owners()
+    other = ParentKey("DecoratorController", "dc", "things.example.com", "ns", "o")
+    owners.owned[slot_of(key("v"))] = "v"
+    owners.members.add("v")
+    d = dispatch(owners)
+    names = (f"p{i}" for i in itertools.count())
+    mine = (n for n in names if slot_of(key(n)) != slot_of(key("v")))
+    for name in itertools.islice(mine, KEYS_BATCH + 1):
+        d.push(key(name), Priority.LOW)
+    d.push(other, Priority.LOW)
+    d.push(key("v"), Priority.LOW)  # another worker's: says nothing of w's
+    d.push(key("fresh"), Priority.LIVE)
+    sent = await queued(d)
+    flags = [(t, m.priority, len(m.keys), m.more) for t, m in sent if isinstance(m, Keys)]
+    assert flags == [
+        ("w", Priority.LIVE, 1, False),
+        ("w", Priority.LOW, KEYS_BATCH, True),  # cc's next batch and dc's key wait
+        ("v", Priority.LOW, 1, False),
+        ("w", Priority.LOW, 1, True),  # dc's turn: cc's last key still waits
+        ("w", Priority.LOW, 1, False),  # the last one
+    ]
+    low = [
+        k
+        for t, m in sent
+        if t == "w" and isinstance(m, Keys) and m.priority is Priority.LOW
+        for k in m.keys
+    ]
+    assert low[KEYS_BATCH] == other
+
+
+@pytest.mark.asyncio
 async def test_keys_are_counted_as_they_go_into_keys_messages() -> None:
     registry = CollectorRegistry()
     keys = KeyIndex()

@@ -30,10 +30,13 @@ class Link:
         return True
 
 
-def joined(epoch: int = 5, *, defers: bool = True) -> Standing:
+def joined(epoch: int = 5, *, defers: bool = True, low_waiting: bool = True) -> Standing:
+    """A worker joined to a coordinator that takes keys back and, unless ``low_waiting`` is
+    False, said with its last LOW KEYS that more wait there for this worker."""
     standing = Standing()
     slots = tuple(range(SLOT_COUNT))
     standing.join(Welcome(epoch, "c", "i", (), SLOT_COUNT, slots, 1.0, 3.0, defers=defers))
+    standing.low_waiting = low_waiting
     return standing
 
 
@@ -50,6 +53,20 @@ async def test_keys_of_one_turn_go_out_once_each_in_batches() -> None:
         Keys(5, Priority.LOW, tuple(key(n) for n in names[:KEYS_BATCH])),
         Keys(5, Priority.LOW, (key(names[-1]),)),
     ]
+
+
+@pytest.mark.asyncio
+async def test_nothing_is_handed_back_while_no_low_key_waits_at_the_coordinator() -> None:
+    link = Link()
+    assert not Deferrals(link, joined(low_waiting=False)).later(key("a"))
+    standing = joined()
+    deferrals = Deferrals(link, standing)
+    slots = tuple(range(SLOT_COUNT))
+    standing.join(Welcome(6, "c", "i", (), SLOT_COUNT, slots, 1.0, 3.0, defers=True))
+    assert not standing.low_waiting  # a new term: nothing heard of its LOW keys yet
+    assert not deferrals.later(key("a"))
+    await asyncio.sleep(0)
+    assert link.sent == []
 
 
 @pytest.mark.asyncio
