@@ -150,8 +150,8 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
     if not workers:
         p.error("--workers: at least one worker count")
     ssa_workers = _counts(p, "--ssa-workers", a.ssa_workers)
-    n = a.n or (2000 if a.full else 50 if a.quick else 500)
-    repeat = a.repeat or (3 if a.full else 1)
+    n = a.n if a.n is not None else 2000 if a.full else 50 if a.quick else 500
+    repeat = a.repeat if a.repeat is not None else 3 if a.full else 1
     if n < 1 or repeat < 1 or a.k < 1:
         p.error("--n, --k and --repeat must be positive")
     baseline_src = None

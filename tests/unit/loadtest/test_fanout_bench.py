@@ -280,6 +280,15 @@ def test_options_default_small_full_and_kubeconfig_from_the_environment(
         fanout.parse(["--workers", "0"])
 
 
+@pytest.mark.parametrize("flags", [["--n", "0"], ["--repeat", "0"], ["--k", "0"], ["--n", "-3"]])
+def test_a_count_of_zero_or_less_is_refused_not_taken_as_the_default(
+    flags: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        fanout.parse(flags)
+    assert "--n, --k and --repeat must be positive" in capsys.readouterr().err
+
+
 def test_records_of_different_sizes_are_reported_separately() -> None:
     other = {**RECORDS[0], "n": 200}
     groups = report.split([*RECORDS, other])
