@@ -227,12 +227,9 @@ class Phases:
             if self.clock is not None:
                 await self.clock.stop()
             try:
-                await self._delete_children()
+                await delete_children(kube, self.ns)
             finally:  # the namespace goes even when its children could not go first
                 await h.runner.delete_namespaces(kube, [self.ns])
-
-    async def _delete_children(self) -> None:
-        await delete_children(self.ctx.kube, self.ns)
 
     def _spawn(self, tag: str, lease: Lease | None = None) -> tuple[Any, int | None]:
         """Start the controller (the raw client for ``raw``); its process and metrics port."""
