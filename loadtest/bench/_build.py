@@ -13,6 +13,10 @@ another one (an earlier commit's ``git worktree``, say), interleaved in the same
   (the layout of earlier builds) or ``manager/cli/__main__.py``, whose ``metashard run
   --help`` answers and lists every flag the benchmark passes (``RUN_FLAGS``, from
   ``run_args``). A build without one of them is refused by name, not found out mid-run.
+- ``Build.identity()`` is what a JSON line records of the build it measured: its name, its
+  tree and ``revision(tree)``, the commit checked out there (``+dirty`` with uncommitted
+  changes to tracked files; None outside a git work tree), so a line says which code it
+  measured without the run's header.
 - ``Build.start`` returns a ``Proc``: the harness's ``Proc`` (``p``, ``logfile``, ``alive()``,
   ``stop()``) with the working directory the build needs, which the harness's does not take.
 """
@@ -83,6 +87,32 @@ class Proc:
             self.p.wait()
 
 
+def revision(src: Path) -> str | None:
+    """The commit checked out in ``src``, with ``+dirty`` when git reports tracked files
+    changed; None when ``src`` is not in a git work tree (an unpacked archive) or git is missing."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(src), "rev-parse", "--verify", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=HELP_TIMEOUT,
+            check=False,
+        )
+        if head.returncode != 0:
+            return None
+        changed = subprocess.run(
+            ["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=HELP_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    commit = head.stdout.strip()
+    return commit + "+dirty" if changed.returncode == 0 and changed.stdout.strip() else commit
+
+
 @dataclass(frozen=True, slots=True)
 class Build:
     """A metashard source tree (see the module docstring); ``name`` prefixes the labels of its
@@ -93,6 +123,10 @@ class Build:
 
     def command(self, args: Sequence[str]) -> list[str]:
         return [sys.executable, "-m", "manager.cli", *args]
+
+    def identity(self) -> dict[str, str | None]:
+        """The build as a JSON line records it (see the module docstring)."""
+        return {"name": self.name, "src": str(self.src), "commit": revision(self.src)}
 
     def env(self, base: Mapping[str, str]) -> dict[str, str]:
         """``base`` with ``PYTHONPATH`` this tree alone."""

@@ -36,7 +36,9 @@ cluster. The workload, checker, client and raw baseline are the shared harness's
   this interpreter and virtualenv, each from its own tree (``_build``); a tree whose
   ``metashard run`` lacks a flag the benchmark passes is refused before anything starts.
 
-Each wave is one JSON line (the harness's fields and the ones above) appended to ``--out``
+Each wave is one JSON line (the harness's fields and the ones above; a metashard
+configuration's also names its ``build``: name, tree and commit, ``_build.Build.identity``)
+appended to ``--out``
 (default: a new file under the temporary directory, printed at the end);
 ``--report FILE ...`` prints the report of saved lines, one per (N, K); lines of several runs
 with the same N and K count as repeats. Clean-up, at the end and also after a failure,
@@ -354,6 +356,7 @@ class Bench:
         self.hook_url = ""
         self.version = "?"
         self.builds = measured_builds(opts)
+        self.identities = {build.name: build.identity() for build in self.builds}
 
     # --- the run -------------------------------------------------------------------------------
 
@@ -489,7 +492,9 @@ class Bench:
         ns, warm_ns = await self._namespace(), await self._namespace("-warm")
         port = free_port()
         proc = self._metashard(build, workers, port, f"{label}-{rep}-{ns}", strategy)
-        target = _Target(proc=proc, roles=RoleCpu(proc.p.pid), port=port, fresh=False)
+        target = _Target(
+            proc=proc, roles=RoleCpu(proc.p.pid), port=port, fresh=False, build=build.name
+        )
         checker = h.checker.Checker(kube, ns, opts.n, opts.k)
         try:
             warm = h.checker.Checker(kube, warm_ns, 1, opts.k)
@@ -572,6 +577,8 @@ class Bench:
         cpu = h.cpu.CpuMeter.delta(cpu0, self.meter.snap())
         cpu["box"] = round(busy_seconds() - box0, 3)
         rec: dict[str, Any] = {"mode": "controller", "label": label, "wave": wave, "repeat": rep}
+        if target.build is not None:
+            rec["build"] = self.identities[target.build]
         if target.roles is not None:
             rec["cpu_processes"] = per_role(procs0, target.roles.sample())
             cpu["controller"] = round(sum(rec["cpu_processes"].values()), 3)
@@ -628,7 +635,12 @@ class Bench:
         await h.runner.create_parents(kube, ns, opts.n, opts.k, data, opts.concurrency)
         checker = h.checker.Checker(kube, ns, opts.n, opts.k)
         await checker.start()
-        target = _Target(port=free_port() if config else None, fresh=True, may_exit=config is None)
+        target = _Target(
+            port=free_port() if config else None,
+            fresh=True,
+            may_exit=config is None,
+            build=config[0].name if config else None,
+        )
 
         async def spawn() -> None:
             if config is None:
@@ -690,13 +702,15 @@ def schedule(
 class _Target:
     """What a wave measures besides the cluster: the process it waits on (None until spawned),
     metashard's process tree and metrics port, whether they start at zero in the wave (a cold
-    start), and whether the process may exit before convergence is seen (raw-cold)."""
+    start), whether the process may exit before convergence is seen (raw-cold), and the name
+    of the metashard build it runs (its ``identity()`` goes into the wave's JSON line)."""
 
     proc: Any = None
     roles: RoleCpu | None = None
     port: int | None = None
     fresh: bool = False
     may_exit: bool = False
+    build: str | None = None
 
 
 def _bound(bound: float) -> str:

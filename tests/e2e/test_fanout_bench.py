@@ -89,6 +89,9 @@ def test_a_baseline_build_is_measured_beside_this_one(tmp_path: Path) -> None:
         for wave in ("create", "update")
     }
     check_metashard(records, "base-1w", 1)
+    builds = {r["label"]: r["build"] for r in records if r["label"] != "raw"}
+    assert builds["base-1w"] == {"name": "base", "src": str(base), "commit": None}  # no git
+    assert builds["metashard-1w"]["src"] == str(REPO)
     report = subprocess.run(
         [sys.executable, "-m", "loadtest.bench.fanout", "--report", str(out)],
         capture_output=True,

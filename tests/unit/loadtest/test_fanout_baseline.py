@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 
 from loadtest.bench import _fanout_report as report
 from loadtest.bench import fanout
-from loadtest.bench._build import RUN_FLAGS, Build, run_args
+from loadtest.bench._build import RUN_FLAGS, Build, revision, run_args
 from loadtest.bench._proc import RoleCpu
 from loadtest.dev.processes import REPO
 
@@ -187,3 +188,20 @@ def test_a_build_runs_from_its_tree_and_its_workers_too(tmp_path: Path) -> None:
     for ran, package in ((coordinator, "manager"), (worker, "workers")):
         assert ran["cwd"] == ran["path0"] == ran["pythonpath"] == str(tree)
         assert Path(ran["module"]) == tree / package / "__init__.py"
+
+
+def test_a_build_names_the_commit_of_its_tree_and_whether_it_was_changed(tmp_path: Path) -> None:
+    tree = fake_tree(tmp_path / "base")
+    assert revision(tree) is None  # not a git work tree: an unpacked archive, say
+    git = ["git", "-C", str(tree), "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "base"]):
+        subprocess.run([*git, *args], check=True)
+    head = subprocess.run(
+        [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    identity = Build(report.BASELINE, tree).identity()
+    assert identity == {"name": report.BASELINE, "src": str(tree), "commit": head}
+    (tree / "notes.txt").write_text("untracked files do not count")
+    assert revision(tree) == head
+    (tree / "workers" / "__init__.py").write_text("# changed\n")
+    assert revision(tree) == head + "+dirty"
