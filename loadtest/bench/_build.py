@@ -91,26 +91,24 @@ def revision(src: Path) -> str | None:
     """The commit checked out in ``src``, with ``+dirty`` when git reports tracked files
     changed; None when ``src`` is not in a git work tree (an unpacked archive) or git is missing."""
     try:
-        head = subprocess.run(
-            ["git", "-C", str(src), "rev-parse", "--verify", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=HELP_TIMEOUT,
-            check=False,
-        )
+        head = _git(src, "rev-parse", "--verify", "HEAD")
         if head.returncode != 0:
             return None
-        changed = subprocess.run(
-            ["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=HELP_TIMEOUT,
-            check=False,
-        )
+        changed = _git(src, "status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.TimeoutExpired):
         return None
     commit = head.stdout.strip()
     return commit + "+dirty" if changed.returncode == 0 and changed.stdout.strip() else commit
+
+
+def _git(src: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "-C", str(src), *args],
+        capture_output=True,
+        text=True,
+        timeout=HELP_TIMEOUT,
+        check=False,
+    )
 
 
 @dataclass(frozen=True, slots=True)
