@@ -1,7 +1,8 @@
 """A worker that cannot join its coordinator says so, with the likely cause, and counts it.
 
 Real worker processes: one against an address nobody listens on (then a coordinator comes up
-there, and it joins), one against a coordinator that holds other CURVE keys. The worker logs
+there, and it joins), one against a coordinator that holds other CURVE keys, one whose key a
+coordinator refuses (then one that admits it comes up, and it joins). The worker logs
 (JSON, on stderr) ``cannot join the coordinator`` three heartbeat intervals (of the default
 1 s: the worker learns the coordinator's only from a WELCOME) after ``worker started``.
 """
@@ -9,6 +10,7 @@ there, and it joins), one against a coordinator that holds other CURVE keys. The
 from __future__ import annotations
 
 import asyncio
+import shutil
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,34 @@ async def test_a_worker_with_other_curve_keys_says_the_handshake_failed(
     assert "other CURVE keys" in first["detail"]
     assert not leaked(worker.log, Path(theirs))
     assert not any(line["event"] == "joined coordinator" for line in lines(worker))
+
+
+async def test_a_worker_whose_key_was_refused_joins_a_coordinator_that_admits_it(
+    procs: Processes, tmp_path: Path
+) -> None:
+    """ZeroMQ never tries a connection again once its CURVE key was refused; the worker does, so
+    fixing the admitted keys and restarting the coordinator is enough (not the workers too)."""
+    ours = curve.generate(tmp_path / "ours")
+    stranger = curve.generate(tmp_path / "stranger")  # another worker key pair ...
+    for name in (curve.SERVER_SECRET, curve.SERVER_PUBLIC):  # ... for our coordinator
+        shutil.copy(ours / name, stranger / name)
+    first = procs.coordinator("first", extra=["--curve-keys", str(ours)])
+    worker = procs.worker("w-refused", extra=["--curve-keys", str(stranger)])
+    first_warning = await warned(procs, worker, "key_refused")
+    assert "refused this worker's CURVE key" in first_warning["detail"]
+    procs.stop(first)
+    admitting = tmp_path / "admitting"
+    admitting.mkdir(mode=0o700)
+    shutil.copy(ours / curve.SERVER_SECRET, admitting / curve.SERVER_SECRET)
+    keys = [(d / curve.WORKER_PUBLIC).read_text().strip() for d in (ours, stranger)]
+    (admitting / curve.WORKER_PUBLIC).write_text("\n".join(keys) + "\n")
+    procs.coordinator("second", extra=["--curve-keys", str(admitting)])
+
+    async def joined() -> bool:
+        return any(line["event"] == "joined coordinator" for line in lines(worker))
+
+    await eventually(joined, within=20, message=procs.logs)
+    assert not leaked(worker.log, stranger)
 
 
 async def test_after_a_coordinator_crash_the_worker_joins_the_next_within_its_join_window(

@@ -36,6 +36,11 @@ Contract (see ``proto.wire.messages`` for the messages):
   of every key of the slots the worker still owns. The new socket retries its connection at
   most every heartbeat interval of the last WELCOME: a next leader takes in the workers that
   join within its first two intervals or more (``workers.link.dealer``).
+- ZeroMQ never tries a connection again once its handshake was refused (``HANDSHAKE_FAILED_AUTH``:
+  a CURVE key the coordinator does not admit; ``HANDSHAKE_FAILED_PROTOCOL``: one side without
+  CURVE). The worker recreates its socket a heartbeat interval after such a refusal, as ZeroMQ
+  retries any other failed connection, so a coordinator restarted with its key admitted gets it
+  back without the worker being restarted.
 - ASSIGN: the slots are owned, their keys queued at LOW priority. KEYS: each key the worker
   owns is queued at the message's priority, unless a FETCH of it is outstanding
   (``workers.link.snapshots``).
@@ -85,6 +90,8 @@ from workers.link.standing import Standing
 log = get_logger("metashard.membership")
 
 ACK_FLUSH = 0.5  # seconds a BYE acknowledgement gets to leave before the socket is dropped
+REFUSED = frozenset({zmq.Event.HANDSHAKE_FAILED_AUTH, zmq.Event.HANDSHAKE_FAILED_PROTOCOL})
+"""The handshake failures after which ZeroMQ gives a connection up (module docstring)."""
 
 
 class Link(Protocol):
@@ -140,6 +147,7 @@ class Membership:
         self._hello_interval = hello_interval
         self.incarnation = uuid.uuid4().hex
         self._refusal: str | None = None
+        self._refused_at: float | None = None  # when the handshake was last refused
         self._tasks: set[asyncio.Task[None]] = set()
 
     # --- running ------------------------------------------------------------------------------
@@ -170,8 +178,10 @@ class Membership:
         standing = self._standing
         tried = self._clock.now()  # when this loop last tried to send a heartbeat
         while True:
-            self._contact.observe(self._link.events())
+            events = self._link.events()
+            self._contact.observe(events)
             self._contact.check()
+            self._retry_refused(events)
             if standing.welcomed:
                 now = self._clock.now()
                 if now > standing.deadline():
@@ -196,6 +206,17 @@ class Membership:
                     )
                 await self._clock.sleep(self._hello_interval)
 
+    def _retry_refused(self, events: list[tuple[zmq.Event, int]]) -> None:
+        """A heartbeat interval after ZeroMQ gave up a refused handshake, a new socket."""
+        now = self._clock.now()
+        if any(event in REFUSED for event, _ in events):
+            self._refused_at = now
+        elif self._refused_at is not None:
+            interval = self._standing.heartbeat_interval
+            if now - self._refused_at >= interval:
+                self._refused_at = None
+                self._link.reconnect(reconnect_ivl_max=interval)
+
     def _why_fenced(self, now: float, tried: float) -> str:
         """Why the fence deadline passed, as far as this worker can tell: its heartbeat loop did
         not run (the process stalled), or its heartbeats could not be queued (no connection),
@@ -212,6 +233,7 @@ class Membership:
         log.warning("fenced: stopped all reconciles", reason=reason, epoch=self._standing.epoch)
         self._reset()
         self._contact.lost()
+        self._refused_at = None  # the new socket tries again anyway
         if ack is not None:
             self._link.send_now(ack)
         self._link.reconnect(

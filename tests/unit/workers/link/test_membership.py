@@ -63,6 +63,7 @@ class Pipe:
     reconnects: int = 0
     retry_max: float | None = None  # what the last reconnect was given
     full: bool = False  # nothing can be queued (a full send buffer)
+    monitor: list[tuple[zmq.Event, int]] = field(default_factory=list)  # for ``events()``
 
     async def send(self, msg: Message, *, wait: float = 0.0) -> bool:
         return self.send_now(msg)
@@ -78,7 +79,8 @@ class Pipe:
         self.retry_max = reconnect_ivl_max
 
     def events(self) -> list[tuple[zmq.Event, int]]:
-        return []
+        seen, self.monitor = self.monitor, []
+        return seen
 
     async def __aiter__(self) -> AsyncIterator[Message]:
         while True:
@@ -412,3 +414,35 @@ async def test_heartbeats_that_cannot_leave_end_contact_though_the_coordinator_s
     assert fenced(logs) == [
         "no heartbeat could be queued for 0.4s (no connection to the coordinator)"
     ]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "event", [zmq.Event.HANDSHAKE_FAILED_AUTH, zmq.Event.HANDSHAKE_FAILED_PROTOCOL]
+)
+async def test_a_refused_handshake_gets_a_new_socket_a_heartbeat_interval_later(
+    world: World, event: zmq.Event
+) -> None:
+    """ZeroMQ gives such a connection up; the worker does not (default interval: 1 s)."""
+    await settle()  # the first tick has read the monitor
+    world.pipe.monitor += [(zmq.Event.CONNECTED, 7), (event, 400)]
+    await world.advance(HELLO)  # the next one sees the refusal
+    await world.advance(0.8)
+    assert world.pipe.reconnects == 0
+    await world.advance(0.4)
+    assert world.pipe.reconnects == 1 and world.pipe.retry_max == 1.0
+    await world.advance(3.0)  # the new socket is not refused: nothing more to do
+    assert world.pipe.reconnects == 1
+    world.pipe.monitor.append((event, 400))
+    await world.advance(1.0 + 2 * INTERVAL)
+    assert world.pipe.reconnects == 2
+
+
+@pytest.mark.asyncio
+async def test_a_handshake_zeromq_retries_itself_gets_no_new_socket(world: World) -> None:
+    world.pipe.monitor += [
+        (zmq.Event.HANDSHAKE_FAILED_NO_DETAIL, 0),
+        (zmq.Event.CONNECT_RETRIED, 100),
+    ]
+    await world.advance(3.0)
+    assert world.pipe.reconnects == 0
