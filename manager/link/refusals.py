@@ -36,11 +36,12 @@ import socket
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 import zmq
 
 from proto.runtime.clock import SYSTEM_CLOCK, Clock
+from proto.wire.intake import Series, WarningLogger
 
 UNKNOWN: Final = "unknown"
 PERIOD: Final = 60.0
@@ -104,18 +105,10 @@ def peer_address(fd: int, *, local: str) -> str:
         return UNKNOWN
 
 
-class WarningLogger(Protocol):
-    def warning(self, event: str, /, **kw: Any) -> Any: ...
-
-
-class _Series(Protocol):
-    def inc(self, amount: float = 1) -> None: ...
-
-
 class RefusedCounter(Protocol):
     """The part of the labelled ``metashard_wire_peers_refused_total`` counter used here."""
 
-    def labels(self, *, reason: str) -> _Series: ...
+    def labels(self, *, reason: str) -> Series: ...
 
 
 @dataclass(slots=True)

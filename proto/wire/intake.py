@@ -42,14 +42,16 @@ class WarningLogger(Protocol):
     def warning(self, event: str, /, **kw: Any) -> Any: ...
 
 
-class _Series(Protocol):
+class Series(Protocol):
+    """One labelled series of a prometheus ``Counter``, as counted here."""
+
     def inc(self, amount: float = 1) -> None: ...
 
 
 class DropCounter(Protocol):
     """The part of a labelled prometheus ``Counter`` the intake uses."""
 
-    def labels(self, *values: str) -> _Series: ...
+    def labels(self, *values: str) -> Series: ...
 
 
 class Intake:
