@@ -133,13 +133,14 @@ class Coordinator:
     async def run(self, stop: asyncio.Event) -> None:
         self._stop = stop
         settings = self.settings
-        config = load_config(settings.kubeconfig)
+        shared = settings.common
+        config = load_config(shared.kubeconfig)
         self._credentials = identity(config)
         self._lease_namespace = settings.leader_election_namespace or config.namespace
         async with (
-            self.ops.serving(metrics=settings.metrics_address, health=settings.health_address),
+            self.ops.serving(metrics=shared.metrics_address, health=shared.health_address),
             Session(
-                config, qps=settings.qps, burst=settings.burst, metrics=self._client_metrics
+                config, qps=shared.qps, burst=shared.burst, metrics=self._client_metrics
             ) as session,
             HttpClient() as http,
         ):

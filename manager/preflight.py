@@ -33,8 +33,8 @@ from proto.runtime.startup import StartupError
 def check_coordinator(settings: CoordinatorSettings) -> None:
     """Everything a coordinator needs before it starts (the worker socket unless it waits
     for leadership)."""
-    check_cluster_config(settings.kubeconfig)
-    check_endpoints(metrics=settings.metrics_address, health=settings.health_address)
+    check_cluster_config(settings.common.kubeconfig)
+    check_endpoints(metrics=settings.common.metrics_address, health=settings.common.health_address)
     if not settings.leader_election:
         check_bind(settings.bind)
 

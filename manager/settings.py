@@ -24,23 +24,28 @@ from __future__ import annotations
 import argparse
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from manager.election.config import ElectionConfig
 from proto.api.selectors import Operator, Requirement, Selector, parse
 from proto.runtime.addresses import Peer
 from proto.runtime.curve import CurveKeyError, ServerCurve, server_keys
-from proto.runtime.flags import Parser, Role, add_common, add_go_bool, common, duration, typed
+from proto.runtime.flags import (
+    Common,
+    Parser,
+    Role,
+    add_common,
+    add_go_bool,
+    common,
+    duration,
+    typed,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class CoordinatorSettings:
     bind: str = "tcp://0.0.0.0:7070"
-    kubeconfig: str | None = None
-    qps: float = 0.0
-    burst: int = 0
-    metrics_address: str = ":9999"
-    health_address: str = ":8081"
+    common: Common = field(default_factory=Common)  # the shared flags (kubeconfig, logs, ...)
     leader_election: bool = False
     leader_election_namespace: str | None = None
     leader_election_id: str = "metashard"
@@ -51,18 +56,14 @@ class CoordinatorSettings:
     cache_flush_interval: float = 1800.0
     heartbeat_interval: float = 1.0
     worker_timeout: float = 5.0
-    log_format: str = "auto"
-    log_level: str = "info"
     curve_keys: str | None = None  # directory of the worker link's CURVE keys
     curve: ServerCurve | None = None  # the keys read from it at start
     target_label_selector: str = ""
     narrow_watches: bool = True  # parent watches carry the controllers' label selectors
-    cluster_revision_namespace: str = "default"  # ControllerRevisions of cluster-scoped parents
     # The local processes whose metrics the coordinator also serves (``metashard run``).
     metrics_peers: tuple[Peer, ...] = ()
     # How many workers this process starts on a private endpoint (``metashard run``).
     own_workers: int = 0
-    notices: tuple[str, ...] = ()
 
     @property
     def selector(self) -> Selector:
@@ -213,15 +214,10 @@ def from_namespace(
 ) -> CoordinatorSettings:
     """The settings of parsed flags; ``ValueError`` when they cannot work (say why)."""
     check_timings(args)
-    shared = common(args, role=role)
     lease, renew, retry = _election_timings(args)
     return CoordinatorSettings(
         bind=args.bind,
-        kubeconfig=shared.kubeconfig,
-        qps=shared.qps,
-        burst=shared.burst,
-        metrics_address=shared.metrics_address,
-        health_address=shared.health_address,
+        common=common(args, role=role),
         leader_election=args.leader_election,
         leader_election_namespace=args.leader_election_namespace,
         leader_election_id=args.leader_election_id
@@ -233,16 +229,12 @@ def from_namespace(
         cache_flush_interval=_or(args.cache_flush_interval, 1800.0),
         heartbeat_interval=args.heartbeat_interval,
         worker_timeout=args.worker_timeout,
-        log_format=shared.log_format,
-        log_level=shared.log_level,
         curve_keys=args.curve_keys,
         curve=link_security(args),
         target_label_selector=args.target_label_selector,
         narrow_watches=args.narrow_watches,
-        cluster_revision_namespace=shared.cluster_revision_namespace,
         metrics_peers=tuple(peers),
         own_workers=own_workers,
-        notices=shared.notices,
     )
 
 

@@ -42,9 +42,10 @@ def _start(settings: WorkerSettings) -> int:
 def main(argv: list[str] | None = None) -> int:
     exit_cleanly_on_sigterm()
     settings = from_args(sys.argv[1:] if argv is None else argv)
-    logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
-    log_notices(settings.notices)
-    return guard("metashard worker", lambda: _start(settings), debug=settings.log_level == "debug")
+    shared = settings.common
+    logs.configure(fmt=shared.log_format, level=shared.log_level)  # type: ignore[arg-type]
+    log_notices(shared.notices)
+    return guard("metashard worker", lambda: _start(settings), debug=shared.log_level == "debug")
 
 
 if __name__ == "__main__":

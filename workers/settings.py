@@ -35,9 +35,10 @@ _ENDPOINT = re.compile(r"^(tcp://(\[[^\]]+\]|[^:/\s]+):\d{1,5}|ipc://\S+)$")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class WorkerSettings(Common):
+class WorkerSettings:
     """The shared flags' ``Common`` and the worker's own."""
 
+    common: Common
     worker_id: str
     coordinator: str  # the coordinator's ZeroMQ endpoint, tcp://host:port or ipc://path
     reconciler: str | None = None  # MODULE:CALLABLE replacing the built-in reconcilers
@@ -94,7 +95,7 @@ def from_args(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> 
         except CurveKeyError as e:
             parser.error(f"--curve-keys: {e}")
     return WorkerSettings(
-        **common(args, role="worker", environ=env).by_name(),
+        common=common(args, role="worker", environ=env),
         worker_id=args.worker_id or env.get("POD_NAME") or socket.gethostname(),
         coordinator=coordinator,
         reconciler=args.reconciler,

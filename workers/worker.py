@@ -93,15 +93,16 @@ class Worker:
 
     async def run(self, stop: asyncio.Event) -> None:
         settings = self.settings
+        shared = settings.common
         bind(worker=settings.worker_id)
-        config = load_config(settings.kubeconfig)
+        config = load_config(shared.kubeconfig)
         hook_metrics = PrometheusHookMetrics(self.registry)
         async with (
-            self.ops.serving(metrics=settings.metrics_address, health=settings.health_address),
+            self.ops.serving(metrics=shared.metrics_address, health=shared.health_address),
             Session(
                 config,
-                qps=settings.qps,
-                burst=settings.burst,
+                qps=shared.qps,
+                burst=shared.burst,
                 metrics=RestClientMetrics(self.registry),
             ) as session,
             HttpClient() as http,
@@ -114,8 +115,8 @@ class Worker:
             log.info(
                 "worker started",
                 coordinator=settings.coordinator,
-                concurrency=settings.concurrency,
-                apply_strategy=settings.apply.strategy,
+                concurrency=shared.concurrency,
+                apply_strategy=shared.apply.strategy,
             )
             tasks = [
                 asyncio.create_task(parts.membership.run(), name="membership"),
@@ -164,11 +165,11 @@ class Worker:
         ssa = (
             ServerSideApply(
                 writer,
-                field_manager=settings.apply.field_manager,
+                field_manager=settings.common.apply.field_manager,
                 events=events,
                 metrics=PrometheusApplyMetrics(registry=registry),
             )
-            if settings.apply.server_side
+            if settings.common.apply.server_side
             else None
         )
         context = WorkerContext(
@@ -179,15 +180,15 @@ class Worker:
             registry=registry,
             hooks=hooks,
             events=events,
-            cluster_revision_namespace=settings.cluster_revision_namespace,
-            revision_history_limit=settings.revision_history_limit,
+            cluster_revision_namespace=settings.common.cluster_revision_namespace,
+            revision_history_limit=settings.common.revision_history_limit,
             ssa=ssa,
         )
         runner = Runner(
             factory=self._builder(context),
             snapshots=snapshots,
             gate=standing,
-            concurrency=settings.concurrency,
+            concurrency=settings.common.concurrency,
             clock=self._clock,
             queue_metrics=PrometheusMetricsProvider(registry=registry),
             metrics=PrometheusControllerMetrics(registry=registry),
@@ -206,7 +207,7 @@ class Worker:
                 warnings=join_warnings_counter(registry),
             ),
             worker_id=settings.worker_id,
-            concurrency=settings.concurrency,
+            concurrency=settings.common.concurrency,
             clock=self._clock,
         )
         return Parts(link, runner, membership)

@@ -80,8 +80,8 @@ async def _until_signalled(main: Callable[[asyncio.Event], Awaitable[_T]]) -> _T
 def _coordinator(argv: list[str]) -> int:
     exit_cleanly_on_sigterm()
     settings = from_args(argv)
-    logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
-    log_notices(settings.notices)
+    logs.configure(fmt=settings.common.log_format, level=settings.common.log_level)  # type: ignore[arg-type]
+    log_notices(settings.common.notices)
 
     def start() -> int:
         preflight.check_coordinator(settings)
@@ -93,7 +93,7 @@ def _coordinator(argv: list[str]) -> int:
         exit_cleanly_on_sigterm()  # the loop's handler is gone: a late SIGTERM finds nothing to do
         return 1 if coordinator.failed else 0
 
-    return guard("metashard coordinator", start, debug=settings.log_level == "debug")
+    return guard("metashard coordinator", start, debug=settings.common.log_level == "debug")
 
 
 def run_parser() -> Parser:
@@ -143,8 +143,8 @@ def _run(argv: list[str]) -> int:
             )
         except ValueError as e:
             parser.error(str(e))
-        logs.configure(fmt=settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
-        log_notices(settings.notices)
+        logs.configure(fmt=settings.common.log_format, level=settings.common.log_level)  # type: ignore[arg-type]
+        log_notices(settings.common.notices)
         rundir.remove_stale()
         specs = [
             worker_spec(
@@ -164,7 +164,7 @@ def _run(argv: list[str]) -> int:
                 preflight.check_reconciler(args.reconciler)
             return uvloop.run(_until_signalled(lambda stop: _run_all(settings, specs, stop)))
 
-        return guard("metashard run", start, debug=settings.log_level == "debug")
+        return guard("metashard run", start, debug=settings.common.log_level == "debug")
     finally:
         private.remove()
 
@@ -175,12 +175,13 @@ def _local(bind: str) -> str:
 
 
 def _worker_flags(settings: CoordinatorSettings, args: argparse.Namespace) -> list[str]:
+    shared = settings.common
     flags = ["--concurrency", str(args.concurrency or DEFAULT_CONCURRENCY)]
-    flags += ["--log-format", settings.log_format, "--log-level", settings.log_level]
-    flags += ["--client-go-qps", str(settings.qps), "--client-go-burst", str(settings.burst)]
-    flags += ["--cluster-revision-namespace", settings.cluster_revision_namespace]
-    if settings.kubeconfig:
-        flags += ["--kubeconfig", settings.kubeconfig]
+    flags += ["--log-format", shared.log_format, "--log-level", shared.log_level]
+    flags += ["--client-go-qps", str(shared.qps), "--client-go-burst", str(shared.burst)]
+    flags += ["--cluster-revision-namespace", shared.cluster_revision_namespace]
+    if shared.kubeconfig:
+        flags += ["--kubeconfig", shared.kubeconfig]
     if args.reconciler:
         flags += ["--reconciler", args.reconciler]
     if settings.curve_keys:

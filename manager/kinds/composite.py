@@ -275,7 +275,7 @@ class _Composite:
             parent,
             tuple(children),
             revisions,
-            context.settings.cluster_revision_namespace,
+            context.settings.common.cluster_revision_namespace,
         )
 
 

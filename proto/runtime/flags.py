@@ -35,12 +35,11 @@ The mapping (Metacontroller's meaning -> metashard's behaviour) is tabled in the
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Literal, NoReturn
 
 from proto.api.duration import parse_seconds
 from proto.api.errors import DurationError
@@ -399,25 +398,23 @@ DEFAULT_APPLY = ApplyStrategy()
 
 @dataclass(frozen=True, slots=True)
 class Common:
-    """What the shared flags resolve to, for one role; a role's settings may extend it
-    (``workers.settings.WorkerSettings``), built from ``by_name()``."""
+    """What the shared flags resolve to, for one role (``common``); each role's settings hold
+    it as their ``common`` field. The defaults are the flags' (for settings built in code)."""
 
-    kubeconfig: str | None
-    qps: float  # client-side API rate limit; 0 = none (rely on API priority and fairness)
-    burst: int
-    metrics_address: str
-    health_address: str
-    log_format: str
-    log_level: str
-    concurrency: int
-    cluster_revision_namespace: str  # ControllerRevisions of cluster-scoped parents
-    revision_history_limit: int  # childless revisions kept per parent
-    notices: tuple[str, ...]
+    kubeconfig: str | None = None
+    qps: float = 0.0  # client-side API rate limit; 0 = none (rely on API priority and fairness)
+    burst: int = 0
+    metrics_address: str = DEFAULT_METRICS_ADDRESS
+    health_address: str = DEFAULT_HEALTH_ADDRESS
+    log_format: str = "auto"
+    log_level: str = "info"
+    concurrency: int = DEFAULT_CONCURRENCY
+    cluster_revision_namespace: str = (
+        DEFAULT_NAMESPACE  # ControllerRevisions of cluster-scoped parents
+    )
+    revision_history_limit: int = DEFAULT_HISTORY_LIMIT  # childless revisions kept per parent
+    notices: tuple[str, ...] = ()
     apply: ApplyStrategy = DEFAULT_APPLY  # --apply-strategy, --apply-strategy-ssa-field-manager
-
-    def by_name(self) -> dict[str, Any]:
-        """Each field by name, to build the settings of a role that extends ``Common``."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(Common)}
 
 
 _COORDINATOR_ONLY = (

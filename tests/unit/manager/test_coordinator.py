@@ -15,6 +15,7 @@ import pytest
 from loadtest.apiserver.cluster import write_kubeconfig
 from manager.coordinator import Coordinator
 from manager.settings import CoordinatorSettings
+from proto.runtime.flags import Common
 
 
 def closed_port() -> int:
@@ -39,9 +40,9 @@ async def test_an_unreachable_api_server_is_a_readyz_reason_and_a_metric_at_once
     write_kubeconfig(kubeconfig, f"http://127.0.0.1:{port}", "token")
     settings = CoordinatorSettings(
         bind=f"ipc://{tmp_path}/link.sock",
-        kubeconfig=str(kubeconfig),
-        metrics_address="127.0.0.1:0",
-        health_address="127.0.0.1:0",
+        common=Common(
+            kubeconfig=str(kubeconfig), metrics_address="127.0.0.1:0", health_address="127.0.0.1:0"
+        ),
         leader_election=leader_election,
         leader_election_namespace="default",
     )

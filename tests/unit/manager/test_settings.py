@@ -12,7 +12,7 @@ from proto.runtime.curve import generate, server_keys
 def test_defaults_follow_metacontroller_and_client_go() -> None:
     s = from_args(["--insecure-worker-link"])
     assert s.bind == "tcp://0.0.0.0:7070" and s.curve is None
-    assert s.metrics_address == ":9999" and s.qps == 0 and s.burst == 0
+    assert s.common.metrics_address == ":9999" and s.common.qps == 0 and s.common.burst == 0
     assert not s.leader_election and s.leader_election_id == "metashard"
     assert (s.lease_duration, s.renew_deadline, s.retry_period) == (15.0, 10.0, 2.0)
     assert s.discovery_interval == 30.0 and s.cache_flush_interval == 1800.0
@@ -37,7 +37,7 @@ def test_go_durations_and_flags() -> None:
         ]
     )
     assert s.leader_election and s.discovery_interval == 20.0
-    assert s.cache_flush_interval == 1800.0 and s.qps == 50 and s.burst == 100
+    assert s.cache_flush_interval == 1800.0 and s.common.qps == 50 and s.common.burst == 100
     assert (s.heartbeat_interval, s.worker_timeout) == (0.5, 2.0)
     assert from_args(["--leader-election=false", "--insecure-worker-link"]).leader_election is False
     assert not from_args(["--narrow-watches=false", "--insecure-worker-link"]).narrow_watches
@@ -140,10 +140,10 @@ def test_metacontroller_flags_reach_the_coordinator_settings() -> None:
             "--workers=5",
         ]
     )
-    assert (s.log_level, s.log_format) == ("debug", "json")
-    assert (s.metrics_address, s.health_address) == (":9999", ":8081")
+    assert (s.common.log_level, s.common.log_format) == ("debug", "json")
+    assert (s.common.metrics_address, s.common.health_address) == (":9999", ":8081")
     assert s.leader_election and s.leader_election_id == "metacontroller"
     assert s.discovery_interval == 20.0
-    assert s.notices == (
+    assert s.common.notices == (
         "--workers/--concurrency has no effect on a coordinator (workers reconcile)",
     )

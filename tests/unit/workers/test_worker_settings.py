@@ -8,9 +8,13 @@ from workers.settings import from_args
 def test_identity_and_endpoint_from_flags_or_environment() -> None:
     env = {"METASHARD_COORDINATOR": "tcp://c:7070", "POD_NAME": "metashard-worker-3"}
     s = from_args([], env)
-    assert (s.coordinator, s.worker_id, s.concurrency) == ("tcp://c:7070", "metashard-worker-3", 64)
+    assert (s.coordinator, s.worker_id, s.common.concurrency) == (
+        "tcp://c:7070",
+        "metashard-worker-3",
+        64,
+    )
     s = from_args(["--coordinator", "ipc:///x", "--id", "w", "--concurrency", "4"], env)
-    assert (s.coordinator, s.worker_id, s.concurrency) == ("ipc:///x", "w", 4)
+    assert (s.coordinator, s.worker_id, s.common.concurrency) == ("ipc:///x", "w", 4)
 
 
 @pytest.mark.parametrize("argv", [[], ["--coordinator", "tcp://c:1", "--concurrency", "0"]])
@@ -40,9 +44,13 @@ def test_metacontroller_flags_reach_the_worker_settings() -> None:
         ],
         {},
     )
-    assert (s.concurrency, s.log_level, s.log_format) == (5, "debug", "console")
-    assert s.health_address == ":8081" and s.metrics_address == ":9999"
-    assert s.notices == (
+    assert (s.common.concurrency, s.common.log_level, s.common.log_format) == (
+        5,
+        "debug",
+        "console",
+    )
+    assert s.common.health_address == ":8081" and s.common.metrics_address == ":9999"
+    assert s.common.notices == (
         "--discovery-interval has no effect on a worker (the coordinator acts on it)",
     )
 
@@ -55,7 +63,7 @@ def test_a_coordinator_endpoint_zeromq_cannot_connect_to_is_refused(endpoint: st
 
 def test_target_label_selector_is_accepted_and_said_to_be_the_coordinators() -> None:
     s = from_args(["--coordinator=tcp://c:7070", "--target-label-selector=shard=a"], {})
-    assert s.notices == (
+    assert s.common.notices == (
         "--target-label-selector has no effect on a worker (the coordinator acts on it)",
     )
     with pytest.raises(SystemExit):
@@ -65,7 +73,7 @@ def test_target_label_selector_is_accepted_and_said_to_be_the_coordinators() -> 
 def test_the_revision_flags_reach_the_worker_settings() -> None:
     base = ["--coordinator", "tcp://c:1"]
     defaults = from_args(base, {"POD_NAMESPACE": "metashard"})
-    assert (defaults.revision_history_limit, defaults.cluster_revision_namespace) == (
+    assert (defaults.common.revision_history_limit, defaults.common.cluster_revision_namespace) == (
         5,
         "metashard",
     )
@@ -73,18 +81,21 @@ def test_the_revision_flags_reach_the_worker_settings() -> None:
         [*base, "--revision-history-limit", "0", "--cluster-revision-namespace", "revs"],
         {"POD_NAMESPACE": "metashard"},
     )
-    assert (given.revision_history_limit, given.cluster_revision_namespace) == (0, "revs")
+    assert (given.common.revision_history_limit, given.common.cluster_revision_namespace) == (
+        0,
+        "revs",
+    )
 
 
 def test_the_apply_strategy_reaches_the_worker_settings() -> None:
     base = ["--coordinator=tcp://c:7070"]
-    assert not from_args(base, {}).apply.server_side
+    assert not from_args(base, {}).common.apply.server_side
     s = from_args(
         [*base, "--apply-strategy=server-side-apply", "--apply-strategy-ssa-field-manager=mine"],
         {},
     )
-    assert (s.apply.strategy, s.apply.field_manager) == ("server-side-apply", "mine")
-    assert s.notices == ()
+    assert (s.common.apply.strategy, s.common.apply.field_manager) == ("server-side-apply", "mine")
+    assert s.common.notices == ()
 
 
 def test_the_unsafe_fence_timeout_is_hidden_and_unset_by_default(

@@ -215,8 +215,10 @@ def test_run_passes_the_apply_strategy_to_its_workers(flags: list[str]) -> None:
     args = run_parser().parse_args(["--bind", "ipc:///x", *flags])
     settings = from_namespace(args, role="run")
     worker = worker_settings(["--coordinator=ipc:///x", *_worker_flags(settings, args)], {})
-    assert worker.apply.strategy == args.apply_strategy
-    assert worker.apply.field_manager == (args.apply_strategy_ssa_field_manager or "metacontroller")
+    assert worker.common.apply.strategy == args.apply_strategy
+    assert worker.common.apply.field_manager == (
+        args.apply_strategy_ssa_field_manager or "metacontroller"
+    )
 
 
 def test_every_process_role_is_kept_apart_from_the_coordinator_by_a_contract() -> None:

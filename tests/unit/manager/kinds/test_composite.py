@@ -14,6 +14,7 @@ from manager.kinds.composite import KIND, CompositeView
 from manager.settings import CoordinatorSettings
 from proto.kube.errors import ResourceNotFound, ResourceNotFoundYet
 from proto.kube.resources import Resource
+from proto.runtime.flags import Common
 
 THINGS = Resource("example.com", "v1", "things", "Thing", True, subresources=("status",))
 PODS = Resource("", "v1", "pods", "Pod", True)
@@ -50,7 +51,7 @@ def controller(method: str) -> dict[str, Any]:
 async def view_of(method: str, discovery: Discovery) -> CompositeView:
     obj = controller(method)
     raw = orjson.dumps(obj)
-    settings = CoordinatorSettings(cluster_revision_namespace="revs")
+    settings = CoordinatorSettings(common=Common(cluster_revision_namespace="revs"))
     context = Context(discovery, settings)  # type: ignore[arg-type]
     view = await KIND.view(obj, Cached.from_object(obj, raw), context)
     assert isinstance(view, CompositeView)
