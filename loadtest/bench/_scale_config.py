@@ -61,6 +61,18 @@ class Options:
     sample_interval: float  # seconds
     settle: float  # seconds of a quiet machine before each cold start (0: no wait)
     settle_max: float  # seconds to wait for them at most
+    repeat: int = 1  # rounds: every configuration runs once per round (``rounds``)
+
+
+def rounds(configs: Sequence[Config], repeat: int) -> list[tuple[int, Config]]:
+    """``(round, configuration)`` in the order they run: every configuration once per round,
+    in the given order and reversed every other round, so that none is always first after the
+    set-up or last on a control plane that has served the others."""
+    return [
+        (r, config)
+        for r in range(repeat)
+        for config in (configs if r % 2 == 0 else list(reversed(configs)))
+    ]
 
 
 class Kind(Enum):

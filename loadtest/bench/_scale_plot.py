@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from loadtest.bench._scale_config import PHASES
-from loadtest.bench._scale_report import MB, TITLES, Record, latest
+from loadtest.bench._scale_report import MB, TITLES, Record, median_runs
 
 
 def available() -> bool:
@@ -23,11 +23,11 @@ def available() -> bool:
 
 
 def plot(records: Sequence[Record], out: Path) -> list[Path]:
-    """Write one picture per phase present in ``records`` (the last record of each label
-    and phase) into ``out``; the paths written."""
+    """Write one picture per phase present in ``records`` (the median run of each label and
+    phase, ``_scale_report.median_runs``) into ``out``; the paths written."""
     from matplotlib.figure import Figure  # the bench extra: imported only when drawing
 
-    last = list(latest(records).values())
+    last = list(median_runs(records).values())
     written = []
     for phase in PHASES:
         rows = [r for r in last if r["phase"] == phase and r.get("series")]

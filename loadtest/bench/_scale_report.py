@@ -1,9 +1,12 @@
 """The scale benchmark's report, pure: its JSON-line records in, lines of text out.
 
-One table per phase, one row per configuration (records of one N and K; for a label and
-phase measured more than once, the last record counts), and under it one row per process
-(``coordinator``, ``worker ID``; ``controller`` for another controller, ``client`` for the raw
-one). Columns:
+One table per phase, one row per configuration (records of one N and K), and under it one
+row per process (``coordinator``, ``worker ID``; ``controller`` for another controller,
+``client`` for the raw one). A label and phase measured more than once (``--repeat``) is shown
+by its median run (``median_runs``: the median seconds of its finished runs, the lower of the
+two middle ones for an even count), and under it a line ``runs`` with every run's seconds
+in round order, each with its ratio to the ``x PEER`` configuration's run of the same round
+(to the raw client's without a peer). Columns:
 
 - ``seconds``: the phase's time (see ``_scale_phases``); ``x raw`` against the raw client's
   in the same run (cold start and update wave), ``x PEER`` against the first other controller
@@ -52,9 +55,26 @@ def quantile(q: float, values: Sequence[float]) -> float | None:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
-def latest(records: Iterable[Record]) -> dict[tuple[str, str], Record]:
-    """The last record of each (label, phase)."""
-    return {(str(r["label"]), str(r["phase"])): r for r in records}
+def runs(records: Iterable[Record]) -> dict[tuple[str, str], list[Record]]:
+    """The records of each (label, phase), in the order given."""
+    out: dict[tuple[str, str], list[Record]] = {}
+    for r in records:
+        out.setdefault((str(r["label"]), str(r["phase"])), []).append(r)
+    return out
+
+
+def median_runs(records: Iterable[Record]) -> dict[tuple[str, str], Record]:
+    """The median run of each (label, phase): the record of the median seconds among those
+    that finished (the lower middle one of an even count); the last record when none did."""
+    out = {}
+    for key, measured in runs(records).items():
+        done = sorted((r for r in measured if r.get("converged", True)), key=_seconds)
+        out[key] = done[(len(done) - 1) // 2] if done else measured[-1]
+    return out
+
+
+def _seconds(r: Record) -> float:
+    return float(r["seconds"])
 
 
 def peer_of(records: Iterable[Record]) -> str | None:
@@ -124,17 +144,18 @@ def _cache(records: Iterable[Record], label: str) -> Record | None:
     return next((r for r in records if r["label"] == label and r.get("cache_raw_bytes")), None)
 
 
+def _peer_label(peer: str, r: Record) -> str:
+    """The label of the ``x PEER`` configuration at ``r``'s hook latency."""
+    latency = r.get("hook_latency")
+    return peer if not latency else f"{peer}+hook{round(latency * 1000)}ms"
+
+
 def _columns(phase: str, table: dict[tuple[str, str], Record], peer: str | None) -> list[Column]:
     raw = table.get((RAW, phase))
     records = list(table.values())
 
     def peer_record(r: Record) -> Record | None:
-        if peer is None:
-            return None
-        name = (
-            peer if not r.get("hook_latency") else f"{peer}+hook{round(r['hook_latency'] * 1000)}ms"
-        )
-        return table.get((name, phase))
+        return None if peer is None else table.get((_peer_label(peer, r), phase))
 
     cols = [
         Column("seconds", lambda r: _fmt(r.get("seconds")) + ("" if r.get("converged") else "!")),
@@ -197,14 +218,34 @@ def _process_rows(r: Record, width: int) -> list[str]:
     ]
 
 
+def _runs_row(
+    r: Record, phase: str, every: dict[tuple[str, str], list[Record]], peer: str | None
+) -> list[str]:
+    """The ``runs`` line under a row measured more than once (module docstring)."""
+    measured = every[(str(r["label"]), phase)]
+    if len(measured) < 2:
+        return []
+    base = RAW if peer is None else _peer_label(peer, r)
+    by_round = {b.get("repeat"): b for b in every.get((base, phase), ())}
+    name = "raw" if peer is None else peer
+    cells = []
+    for run in measured:
+        cell = _fmt(run.get("seconds")) + ("" if run.get("converged", True) else "!")
+        other = by_round.get(run.get("repeat"))
+        if other is not None and other is not run and _ratio(run, other) != "-":
+            cell += f" (x{_ratio(run, other)} {name})"
+        cells.append(cell)
+    return ["    runs: " + ", ".join(cells) + " s"]
+
+
 def table(phase: str, records: Iterable[Record]) -> list[str]:
     """One phase's table (see the module docstring); [] when no record has that phase."""
     records = list(records)
-    last = latest(records)
-    rows = [r for (_, p), r in last.items() if p == phase]
+    median, every, peer = median_runs(records), runs(records), peer_of(records)
+    rows = [r for (_, p), r in median.items() if p == phase]
     if not rows:
         return []
-    cols = _columns(phase, last, peer_of(records))
+    cols = _columns(phase, median, peer)
     width = max(16, *(len(str(r["label"])) + 2 for r in rows))
     first = rows[0]
     out = [
@@ -214,6 +255,7 @@ def table(phase: str, records: Iterable[Record]) -> list[str]:
     for r in rows:
         cells = "".join(c.cell(r).rjust(c.width + 1) for c in cols)
         out.append("  " + str(r["label"]).ljust(width) + cells)
+        out += _runs_row(r, phase, every, peer)
         out += _process_rows(r, width)
     return out
 

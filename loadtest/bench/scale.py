@@ -13,9 +13,12 @@ Metacontroller's must be, ``raw-mc``), ``metashard run --processes P`` for each
 given with ``--controller LABEL=COMMAND`` (Metacontroller, say), each again for every
 non-zero ``--hook-latency``. Each gets its own namespace and runs the phases of
 ``_scale_phases``; every configuration x phase is one JSON line in ``OUT/scale.jsonl``.
+``--repeat R`` runs them all R times, in rounds (``_scale_config.rounds``: the order reversed
+every other round); each line carries its ``repeat`` (0 to R-1).
 
 At the end it prints one table per phase with ratios against the raw client and the first
-``--controller`` measured in the same run (``_scale_report``) and draws ``OUT/<phase>.png``
+``--controller`` measured in the same run (``_scale_report``: with repeats, each row is the
+configuration's median run, and each run is listed under it) and draws ``OUT/<phase>.png``
 (``_scale_plot``: parents converged or hook calls over time per configuration, and memory
 over time per process). ``--report FILE ...`` prints the tables and draws the pictures of
 saved lines again (next to the first file).
@@ -30,6 +33,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import functools
 import os
 import sys
 import tempfile
@@ -51,6 +56,7 @@ from loadtest.bench._scale_config import (
     configurations,
     go_duration,
     parse_command,
+    rounds,
 )
 from loadtest.bench._scale_hook import HookClient
 from loadtest.bench._scale_phases import Context, PhaseFailed, Phases
@@ -185,12 +191,19 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
         help="seconds to wait at most for that quiet machine; then the cold start is measured"
         f" anyway and the load is printed (default {SETTLE_MAX:g})",
     )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run every configuration this many times, in rounds, the order reversed every"
+        " other round; each table row is then the median run (default 1)",
+    )
     p.add_argument("--report", nargs="+", type=Path, metavar="FILE", help="only report saved lines")
     a = p.parse_args(list(argv))
     if a.report:
         return list(a.report)
     n = a.n if a.n is not None else 20 if a.quick else 2000
-    _positive(p, n=n, k=a.k, concurrency=a.concurrency, timeout=a.timeout)
+    _positive(p, n=n, k=a.k, concurrency=a.concurrency, timeout=a.timeout, repeat=a.repeat)
     _positive(p, edit_rate=a.edit_rate, sample_interval=a.sample_interval)
     _positive(p, lease_duration=a.lease_duration, update_fraction=a.update_fraction)
     if a.settle < 0:
@@ -238,6 +251,7 @@ def parse(argv: Sequence[str], *, quick: bool = False) -> Options | list[Path]:
         sample_interval=a.sample_interval,
         settle=a.settle,
         settle_max=a.settle_max,
+        repeat=a.repeat,
         **{name: getattr(a, name) for name in same.split()},
     )
 
@@ -298,15 +312,20 @@ class Run:
         self.failed: list[str] = []
         self.server = "?"
 
-    def record(self, rec: dict[str, Any]) -> None:
+    def record(self, rec: dict[str, Any], *, repeat: int = 0) -> None:
         rec.update(
-            nproc=os.cpu_count(), loadavg=os.getloadavg()[0], server=self.server, ts=time.time()
+            nproc=os.cpu_count(),
+            loadavg=os.getloadavg()[0],
+            server=self.server,
+            ts=time.time(),
+            repeat=repeat,
         )
         self.records.append(rec)
         with self.path.open("ab") as f:
             f.write(orjson.dumps(rec, option=orjson.OPT_SORT_KEYS) + b"\n")
+        again = f" (round {repeat + 1} of {self.opts.repeat})" if self.opts.repeat > 1 else ""
         print(
-            f"  {rec['label']} {rec['phase']}: {rec['seconds']:.2f} s"
+            f"  {rec['label']} {rec['phase']}{again}: {rec['seconds']:.2f} s"
             + ("" if rec["converged"] else " (not finished)"),
             file=sys.stderr,
             flush=True,
@@ -344,12 +363,14 @@ class Run:
                         logs=self.logs,
                         record=self.record,
                     )
-                    for config in opts.configs:
+                    for repeat, config in rounds(opts.configs, opts.repeat):
+                        record = functools.partial(self.record, repeat=repeat)
                         try:
-                            await Phases(ctx, config).run()
+                            await Phases(dataclasses.replace(ctx, record=record), config).run()
                         except PhaseFailed as err:
                             print(f"  {err}", file=sys.stderr, flush=True)
-                            self.failed.append(config.label)
+                            again = f" (round {repeat + 1})" if opts.repeat > 1 else ""
+                            self.failed.append(config.label + again)
             finally:
                 await clean_up(
                     h, kube, cc_docs=cc_docs, crds=crds, namespaces=namespaces, hook=hook_proc

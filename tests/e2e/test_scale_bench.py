@@ -29,13 +29,11 @@ pytestmark = [
     pytest.mark.skipif(not _harness.available(), reason="no fanout harness in ../shared/bench"),
 ]
 N, K = 10, 2
+SETTLE = ("--settle", "0.5", "--settle-max", "20")  # a busy machine is said, not waited out
 
 
-def test_a_tiny_run_measures_every_phase(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    flags = ["--n", str(N), "--k", str(K), "--processes", "1", "--out", str(out)]
-    flags += ["--resync-interval", "2", "--lease-duration", "3", "--sample-interval", "0.2"]
-    flags += ["--settle", "0.5", "--settle-max", "20"]  # a busy machine is said, not waited out
+def bench(*flags: str) -> tuple[str, str]:
+    """Run the benchmark on the embedded cluster it starts; its stdout and stderr."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "loadtest.bench.scale", *flags],
         stdout=subprocess.PIPE,
@@ -50,7 +48,19 @@ def test_a_tiny_run_measures_every_phase(tmp_path: Path) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 0, stdout + stderr
-    records = [json.loads(x) for x in (out / "scale.jsonl").read_text().splitlines()]
+    return stdout, stderr
+
+
+def lines_of(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (out / "scale.jsonl").read_text().splitlines()]
+
+
+def test_a_tiny_run_measures_every_phase(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    flags = ["--n", str(N), "--k", str(K), "--processes", "1", "--out", str(out)]
+    flags += ["--resync-interval", "2", "--lease-duration", "3", "--sample-interval", "0.2"]
+    stdout, _ = bench(*flags, *SETTLE)
+    records = lines_of(out)
     found = {(r["label"], r["phase"]): r for r in records}
     assert set(found) == {("raw", "coldstart"), ("raw", "update")} | {
         ("metashard-1p", phase) for phase in PHASES
@@ -83,3 +93,18 @@ def test_a_tiny_run_measures_every_phase(tmp_path: Path) -> None:
         assert f"\n{phase} -- " in stdout
     if importlib.util.find_spec("matplotlib") is not None:
         assert sorted(p.name for p in out.glob("*.png")) == sorted(f"{p}.png" for p in PHASES)
+
+
+def test_repeats_run_in_rounds_and_the_report_lists_every_run(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    flags = ["--n", str(N), "--k", str(K), "--processes", "1", "--phases", "coldstart"]
+    stdout, _ = bench(*flags, "--repeat", "2", "--out", str(out), *SETTLE)
+    records = lines_of(out)
+    assert [(r["label"], r["repeat"]) for r in records] == [
+        ("raw", 0),
+        ("metashard-1p", 0),
+        ("metashard-1p", 1),
+        ("raw", 1),
+    ]
+    assert all(r["converged"] and r["phase"] == "coldstart" for r in records)
+    assert stdout.count("    runs: ") == 2  # under raw's row and metashard's

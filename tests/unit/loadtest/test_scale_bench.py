@@ -18,7 +18,15 @@ from aiohttp import web
 from loadtest.bench import _harness, scale
 from loadtest.bench._coldraw import metacontroller_child
 from loadtest.bench._proc import SETTLE_MAX, Memory, parse_memory, settle
-from loadtest.bench._scale_config import PHASES, Config, Kind, Lease, Options, parse_command
+from loadtest.bench._scale_config import (
+    PHASES,
+    Config,
+    Kind,
+    Lease,
+    Options,
+    parse_command,
+    rounds,
+)
 from loadtest.bench._scale_edits import Edits
 from loadtest.bench._scale_phases import delete_children, metric_sums
 from loadtest.bench._scale_report import quantile, report, table
@@ -103,6 +111,7 @@ REFUSED = {
     "--phases coldstart,warmup": "--phases: ['warmup']",
     "--update-fraction 1.5": "--update-fraction: at most 1",
     "--settle -1": "--settle: seconds >= 0 (0: no wait), got -1",
+    "--repeat 0": "--repeat must be positive, got 0",
     "--settle-max 0": "--settle-max must be positive, got 0",
     "--edit-rate 0": "--edit-rate must be positive",
     "--resync-interval 0": "--resync-interval must be positive",
@@ -427,7 +436,7 @@ def test_the_report_has_a_table_per_phase_with_same_run_ratios() -> None:
 
 
 def test_a_phase_not_finished_is_marked_and_sizes_are_not_mixed() -> None:
-    records = tiny_run()
+    records = [r for r in tiny_run() if (r["label"], r["phase"]) != ("metashard-1p", UPDATE)]
     records.append(rec("metashard-1p", UPDATE, 9.0, converged=False))
     rows = table(UPDATE, records)
     assert line(rows, "metashard-1p ", "\nupdate").split()[1] == "9.00!"
@@ -435,6 +444,61 @@ def test_a_phase_not_finished_is_marked_and_sizes_are_not_mixed() -> None:
     assert report([]) == ["  no measurements"]
     with pytest.raises(ValueError, match="several sizes"):
         report([rec("raw", COLDSTART, 1.0), {**rec("raw", UPDATE, 1.0), "n": 2 * N}])
+
+
+def repeated(label: str, seconds: list[float], **extra: Any) -> list[dict[str, Any]]:
+    """One cold start of ``label`` per round, in round order."""
+    return [rec(label, COLDSTART, s, repeat=i, **extra) for i, s in enumerate(seconds)]
+
+
+def test_repeats_are_shown_by_the_median_run_and_each_run_against_its_round() -> None:
+    records = [
+        *repeated("raw", [1.0, 1.0, 1.0]),
+        *repeated("metashard-1p", [1.2, 1.6, 1.4]),
+        *repeated("mc", [2.4, 2.2, 3.0]),
+    ]
+    records[4] = {**records[4], "cpu_processes": {"coordinator": 9.0}}  # metashard's 1.6 s
+    records[5] = {**records[5], "cpu_processes": {"coordinator": 7.0}}  # its 1.4 s: the median
+    lines = table(COLDSTART, records)
+    row = line(lines, "metashard-1p ", "\ncoldstart").split()
+    assert row[1:5] == ["1.40", "1.40", "0.58", "7.00"]  # the median run, x raw, x mc (2.4), CPU
+    assert line(lines, "runs:", "  metashard-1p ") == (
+        "    runs: 1.20 (x0.50 mc), 1.60 (x0.73 mc), 1.40 (x0.47 mc) s"
+    )
+    assert line(lines, "runs:", "  mc ") == "    runs: 2.40, 2.20, 3.00 s"
+
+
+def test_the_median_run_is_one_that_finished_and_the_lower_middle_of_an_even_count() -> None:
+    records = [
+        *repeated("raw", [1.0, 1.0, 1.0, 1.0]),
+        *repeated("metashard-1p", [1.2, 9.0, 1.6, 1.4]),
+    ]
+    records[5] = {**records[5], "converged": False}  # 9.0 s, not finished: not a candidate
+    lines = table(COLDSTART, records)
+    assert line(lines, "metashard-1p ", "\ncoldstart").split()[1] == "1.40"
+    assert line(lines, "runs:", "  metashard-1p ") == (
+        "    runs: 1.20 (x1.20 raw), 9.00!, 1.60 (x1.60 raw), 1.40 (x1.40 raw) s"
+    )
+    alone = [rec("metashard-1p", COLDSTART, 5.0, converged=False, repeat=r) for r in (0, 1)]
+    assert line(table(COLDSTART, alone), "metashard-1p ", "\ncoldstart").split()[1] == "5.00!"
+
+
+def test_rounds_run_every_configuration_once_each_in_turn_reversed() -> None:
+    configs = options("--repeat", "3").configs
+    assert [c.label for c in configs] == ["raw", "metashard-1p", "metashard-2p"]
+    order = [(r, c.label) for r, c in rounds(configs, 3)]
+    assert order == [
+        (0, "raw"),
+        (0, "metashard-1p"),
+        (0, "metashard-2p"),
+        (1, "metashard-2p"),
+        (1, "metashard-1p"),
+        (1, "raw"),
+        (2, "raw"),
+        (2, "metashard-1p"),
+        (2, "metashard-2p"),
+    ]
+    assert options().repeat == 1 and [r for r, _ in rounds(configs, 1)] == [0, 0, 0]
 
 
 @pytest.mark.parametrize(
