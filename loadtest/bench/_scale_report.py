@@ -64,13 +64,15 @@ def runs(records: Iterable[Record]) -> dict[tuple[str, str], list[Record]]:
 
 
 def median_runs(records: Iterable[Record]) -> dict[tuple[str, str], Record]:
-    """The median run of each (label, phase): the record of the median seconds among those
-    that finished (the lower middle one of an even count); the last record when none did."""
-    out = {}
-    for key, measured in runs(records).items():
-        done = sorted((r for r in measured if r.get("converged", True)), key=_seconds)
-        out[key] = done[(len(done) - 1) // 2] if done else measured[-1]
-    return out
+    """The median run of each (label, phase) (``_median_run``)."""
+    return {key: _median_run(measured) for key, measured in runs(records).items()}
+
+
+def _median_run(measured: Sequence[Record]) -> Record:
+    """The record of the median seconds among those that finished (the lower middle one of
+    an even count); the last record when none did."""
+    done = sorted((r for r in measured if r.get("converged", True)), key=_seconds)
+    return done[(len(done) - 1) // 2] if done else measured[-1]
 
 
 def _seconds(r: Record) -> float:
@@ -232,8 +234,9 @@ def _runs_row(
     for run in measured:
         cell = _fmt(run.get("seconds")) + ("" if run.get("converged", True) else "!")
         other = by_round.get(run.get("repeat"))
-        if other is not None and other is not run and _ratio(run, other) != "-":
-            cell += f" (x{_ratio(run, other)} {name})"
+        ratio = "-" if other is None or other is run else _ratio(run, other)
+        if ratio != "-":
+            cell += f" (x{ratio} {name})"
         cells.append(cell)
     return ["    runs: " + ", ".join(cells) + " s"]
 
@@ -241,7 +244,8 @@ def _runs_row(
 def table(phase: str, records: Iterable[Record]) -> list[str]:
     """One phase's table (see the module docstring); [] when no record has that phase."""
     records = list(records)
-    median, every, peer = median_runs(records), runs(records), peer_of(records)
+    every, peer = runs(records), peer_of(records)
+    median = {key: _median_run(measured) for key, measured in every.items()}
     rows = [r for (_, p), r in median.items() if p == phase]
     if not rows:
         return []

@@ -409,9 +409,8 @@ class Common:
     log_format: str = "auto"
     log_level: str = "info"
     concurrency: int = DEFAULT_CONCURRENCY
-    cluster_revision_namespace: str = (
-        DEFAULT_NAMESPACE  # ControllerRevisions of cluster-scoped parents
-    )
+    # ControllerRevisions of cluster-scoped parents
+    cluster_revision_namespace: str = DEFAULT_NAMESPACE
     revision_history_limit: int = DEFAULT_HISTORY_LIMIT  # childless revisions kept per parent
     notices: tuple[str, ...] = ()
     apply: ApplyStrategy = DEFAULT_APPLY  # --apply-strategy, --apply-strategy-ssa-field-manager
